@@ -1566,3 +1566,73 @@ def test_a_retry_read_with_none_of_its_failed_attempts_lines_is_timed_by_its_own
         p = done[-1].proof
         assert p is not None and p.total_at_least_s == pytest.approx(32.0, abs=0.01)
         assert p.synth_s == pytest.approx(31.0) and p.gpu_s == pytest.approx(0.8)
+
+
+def _parsed_apart(stdout: list[str], stderr: list[str]) -> list[ProverEvent]:
+    """What `gapwatch parse --timeline cuzk.out cuzk.err` feeds the watcher: cuzk's stdout and
+    stderr as two files, the stderr (no time of its own) read after the whole stdout
+    (`logs.files.read_order`), each line on its own file's stream."""
+    parser, watch = LogParser(offline=True), CuzkWatch(arrival_timed=False)
+    out: list[ProverEvent] = []
+    for stream, lines, apart in (("cuzk.out", stdout, False), ("cuzk.err", stderr, True)):
+        for i, line in enumerate(lines):
+            for e in parser.parse_line(line, stream, i, 1_800_000_000.0, apart=apart):
+                out += watch.feed(e)
+    return out + watch.finish()
+
+
+#: A WinningPoSt of 3.0 s (its stdout: `job enqueued`, its completion line; its stderr: its
+#: TIMELINE lines, engine.rs:2665-3196), then an hour of cuzk's stdout.
+_QUICK = "winpost-1000-77777777"
+_QUICK_OUT = [
+    "2026-05-12T21:01:00.000000Z  INFO cuzk_core::scheduler: job enqueued "
+    f"job_id={_QUICK} proof_kind=winning-post priority=Critical queue_position=0",
+    "2026-05-12T21:01:03.001000Z  INFO cuzk_core::engine: proof completed successfully "
+    "(pipeline) proof_len=192 total_ms=3001 queue_ms=0 synth_ms=2000 gpu_ms=800",
+    "2026-05-12T22:01:00.000000Z  INFO cuzk_core::engine: pinned pool checkout"]
+_QUICK_ERR = [f"TIMELINE,59970,SYNTH_START,{_QUICK},kind=winning-post",
+              f"TIMELINE,61970,SYNTH_END,{_QUICK},synth_ms=2000",
+              f"TIMELINE,61970,GPU_QUEUE,{_QUICK},monolithic",
+              f"TIMELINE,62170,GPU_PICKUP,{_QUICK},worker=0",
+              f"TIMELINE,62170,GPU_START,{_QUICK},worker=0",
+              f"TIMELINE,62970,GPU_END,{_QUICK},worker=0,gpu_ms=800"]
+
+
+def test_a_post_whose_stderr_is_read_after_an_hour_of_stdout_is_not_timed_never_late() -> None:
+    """cuzk's stdout and stderr given as two files, its start line not among them: a PoSt's
+    TIMELINE lines (stderr, timed by their offsets) are read after the whole stdout, whose end
+    says nothing of when they were written. The least its total could be was counted from its
+    `job enqueued` to the stdout's end: a WinningPoSt of 3.0 s was "more than 3600.0 s of its
+    30 s deadline", LATE (an error, `--on-event` run). Its offsets say 3.0 s; what joins them
+    to its arrival is not known: not timed."""
+    [done] = [e for e in _proof_events(_parsed_apart(_QUICK_OUT, _QUICK_ERR), _QUICK)
+              if e.proof is not None and e.proof.done]
+    p = done.proof
+    assert p is not None and p.verdict == "unknown" and done.level == "warning"
+    assert p.total_s is None and p.total_at_least_s == pytest.approx(3.0, abs=0.01)
+    assert p.synth_s == pytest.approx(2.0, abs=0.01) and p.gpu_s == pytest.approx(0.8, abs=0.01)
+    assert "on time or late is not known" in done.message
+    # In one file (stdout and stderr as cuzk wrote them, `2>&1`), a line is written after the
+    # lines before it: its TIMELINE lines read after an hour of its stdout were written an
+    # hour after its arrival, and that is the least it took.
+    [one_file] = [e.proof for e in _proof_events(_parsed_at_once("\n".join(_QUICK_OUT
+                                                                           + _QUICK_ERR)),
+                                                 _QUICK) if e.proof is not None and e.proof.done]
+    assert one_file is not None and one_file.verdict == "late"
+    assert one_file.total_at_least_s == pytest.approx(3600.0, abs=0.01)
+
+
+def test_gapwatch_parse_of_cuzks_stdout_and_stderr_says_a_quick_post_not_timed_never_late(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command itself, given the two files: `>3.0`, not timed; it said `>3600.0 ... late`."""
+    from gapwatch.cli import main
+
+    out, err = tmp_path / "cuzk.out", tmp_path / "cuzk.err"
+    out.write_text("\n".join(_QUICK_OUT) + "\n")
+    err.write_text("\n".join(_QUICK_ERR) + "\n")
+    assert main(["parse", "--timeline", str(out), str(err)]) == 0
+    said = capsys.readouterr().out
+    assert "(0 late, 0 at risk, 1 not timed" in said
+    [row] = [x for x in said.splitlines() if _QUICK in x and "winning-post" in x
+             and x.startswith("    ")]
+    assert ">3.0" in row and row.endswith(" unknown")

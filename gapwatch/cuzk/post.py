@@ -328,7 +328,8 @@ class _Post:
     clock: _EngineClock | None = None
     wall_s: float | None = None
     #: How long it had been in flight on the wall clock when its offsets took over (from its
-    #: `job enqueued` to the latest line of its own time): the least its total can be there.
+    #: `job enqueued` to the latest line of its own time on the stream of the TIMELINE line
+    #: that took it over, written before that line): the least its total can be there.
     wall_least_s: float | None = None
     #: Proved in one step by a monolithic worker (the pipeline off): its phases are its queue
     #: (to `prove_start_s`, its `processing job (monolithic)`) and its prove (to `done_s`).
@@ -463,6 +464,13 @@ class PostTracker:
         #: the arrivals of two boots): a lead read on another is not used.
         self._mono_run = 0
         self._wall_now_s: float | None = None
+        #: The latest time of a line that says when it was written, per stream (the latest
+        #: `MAX_CLOCKS`): what bounds a TIMELINE line of that stream from below (`_timeline`).
+        #: A file's lines are in the order they were written; two files are read one after
+        #: the other (cuzk's stderr after its whole stdout, docs/logs.md), so another stream's
+        #: time says nothing of when a line was written: the end of an hour of stdout was
+        #: taken for it, and a WinningPoSt of 3.0 s was LATE, "more than 3600.0 s".
+        self._stream_wall_s: OrderedDict[str, float] = OrderedDict()
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
         #: SRS loads read, the latest `MAX_SRS_LOADS`: matched to a PoSt by time when its words
@@ -519,6 +527,9 @@ class PostTracker:
             t = ev.t_wall_s
             if self._wall_now_s is None or t > self._wall_now_s:
                 self._wall_now_s = t
+            seen = self._stream_wall_s.get(ev.stream)
+            if seen is None or t > seen:
+                keep_latest(self._stream_wall_s, ev.stream, t, MAX_CLOCKS)
         # An arrival says when the engine was at least at a line's offset only where lines are
         # followed: `gapwatch parse` reads a file at once (its arrivals are a reading's).
         mono_s = (ev.t_arrival_mono_ns / 1e9
@@ -885,8 +896,11 @@ class PostTracker:
             job = self._start(job_id, kind, ev.t_wall_s)
         if engine_s is not None and not job.engine_clock:
             job.clock = self._clock(ev.stream)
-            if job.arrived_s is not None and self._wall_now_s is not None:
-                job.wall_least_s = max(0.0, self._wall_now_s - job.arrived_s) or None
+            # Written after its stream's lines read before it: in flight at least from its
+            # `job enqueued` to the latest of those that says when it was written.
+            written_after_s = self._stream_wall_s.get(ev.stream)
+            if job.arrived_s is not None and written_after_s is not None:
+                job.wall_least_s = max(0.0, written_after_s - job.arrived_s) or None
             job.arrived_s = None  # its `job enqueued` time is on the wall clock, not this one
         # Placed as an untimed line of a file is ("around", docs/logs.md): at the latest line
         # that says when it was written, else where it was read.

@@ -1079,7 +1079,8 @@ def test_gapwatch_parse_times_a_post_proved_with_the_pipeline_off(
 
 #: post-failed.log (`make_data.py --scenarios`, `post_failed`): a WinningPoSt whose `GPU prove
 #: start failed` (engine.rs:3282) is written inside its GPU worker's span, which names it; one
-#: whose `synthesis failed` (2855) is inside `synth_single{proof_kind}`, which names no job.
+#: whose `synthesis failed` (2855) is inside `synth_single{proof_kind}`, which names no job
+#: (the one WinningPoSt in synthesis then).
 FAILED = "post-failed.log"
 WIN_FAILED = "winpost-1000-3c4d5e6f"
 WIN_SYNTH_FAILED = "winpost-1000-4d5e6f70"
@@ -1131,26 +1132,89 @@ def test_a_winning_post_that_fails_is_said_failed_at_once_with_its_error_not_lat
     assert events[i - 1].kind == "error" and "GPU prove start failed" in events[i - 1].message
 
 
-def test_a_failure_line_naming_no_job_fails_no_proof() -> None:
+def test_a_synthesis_failure_naming_no_job_fails_the_one_post_in_synthesis() -> None:
     """`synthesis failed` inside `synth_single{proof_kind=winning-post}` (engine.rs:2855, 2099)
-    names a kind, no job: the WinningPoSt in synthesis then is not failed by a guess (two can
-    be at synthesis_concurrency above 1), and is said late past its deadline as before. So is
-    one whose `GPU proving failed` came from the split prove's finalizer, outside any span
-    (engine.rs:977 via 3257)."""
+    names a kind, no job; cuzk writes it after its job's SYNTH_START (2665), in place of its
+    SYNTH_END (2745). In one file read from the run's start line (every line written before it
+    read before it), one WinningPoSt was in synthesis then: it is that one's. It stayed in
+    flight and was said LATE 30 s on, counted late everywhere, as if it had been slow."""
     events = watched(FAILED)
-    [late] = _proof_events(events, WIN_SYNTH_FAILED)
-    assert late.proof is not None and late.proof.verdict == "late"
+    [failed] = _proof_events(events, WIN_SYNTH_FAILED)
+    p = failed.proof
+    assert p is not None and p.verdict == "failed" and p.done and failed.level == "error"
+    assert p.error == "synthesis failed: invalid vanilla proof for sector 7"
+    # Its synthesis, the phase it failed in, counted to the failure line (21:00:21).
+    assert p.synth_s == pytest.approx(1.0, abs=0.01) and p.total_s == pytest.approx(1.0, abs=0.01)
+    assert p.gpu_wait_s is None and p.gpu_s is None
+    assert failed.message.startswith(f"WinningPoSt {WIN_SYNTH_FAILED}: synthesis failed: invalid "
+                                     "vanilla proof for sector 7 (after 1.0 s of its 30 s")
+    # Its line is an error event of its own, as before.
     assert any(e.kind == "error" and "synthesis failed" in e.message for e in events)
 
-    text = (DATA / "post-behind-partitions.log").read_text().splitlines()
-    at = next(i for i, x in enumerate(text) if "GPU_START,winpost" in x)
-    finalizer = ("2026-05-12T15:00:13.400000Z ERROR cuzk_core::engine: GPU proving failed "
-                 "error=GPU proving failed: Unsatisfiable")
-    cut = [*text[:at + 1], finalizer,
-           "2026-05-12T15:01:00.000000Z  INFO cuzk_core::engine: pinned pool checkout"]
-    said = watched_text("\n".join(cut))
-    assert [e.proof.verdict for e in said if e.proof is not None] == ["late"]
+
+def _cut_at_gpu_start(text: str, *after: str) -> str:
+    """post-behind-partitions.log up to its WinningPoSt's GPU_START (engine.rs:3131), then
+    `after`, then a line a minute on."""
+    lines = text.splitlines()
+    at = next(i for i, x in enumerate(lines) if "GPU_START,winpost" in x)
+    return "\n".join([*lines[:at + 1], *after,
+                      "2026-05-12T15:01:00.000000Z  INFO cuzk_core::engine: pinned pool checkout"])
+
+
+#: The split prove's finalizer failing (engine.rs:977 via 3257: `gpu_prove_finish` failed, so
+#: no GPU_END, 3196), in no span: no job named.
+_FINALIZER_FAILED = ("2026-05-12T15:00:13.400000Z ERROR cuzk_core::engine: GPU proving failed "
+                     "error=GPU proving failed: Unsatisfiable")
+
+
+def test_a_finalizer_failure_naming_no_job_fails_the_one_post_on_the_gpu() -> None:
+    """`GPU proving failed` from the split prove's finalizer (the default) names no job: it is
+    the job whose GPU_START was read and its GPU_END not. The WinningPoSt was the one such job
+    (PoRep partitions fail with lines of their own, `partition GPU proving failed`, 656): it
+    is that one's, failed at once. It was said LATE a minute on."""
+    text = (DATA / "post-behind-partitions.log").read_text()
+    said = watched_text(_cut_at_gpu_start(text, _FINALIZER_FAILED))
+    [failed] = _proof_events(said, "winpost-1000-0a1b2c3d")
+    p = failed.proof
+    assert p is not None and p.verdict == "failed" and p.error == "GPU proving failed: Unsatisfiable"
+    assert p.gpu_s == pytest.approx(0.03, abs=0.005)  # its GPU step, to the failure line
     assert [e.kind for e in said].count("error") == 1
+
+
+def test_a_failure_line_naming_no_job_fails_no_proof_where_more_than_one_can_be_its() -> None:
+    """Never a guess: where the lines read do not leave exactly one PoSt it can be, a failure
+    line naming no job fails none (an error event; the PoSt said late past its deadline, as
+    before): two WinningPoSt in synthesis (`synthesis_concurrency` above 1); two jobs on the
+    GPU past their GPU_START; cuzk's stdout and stderr read as two files (the failure, stdout,
+    read before the TIMELINE lines, stderr, that tell which was in synthesis); the run's start
+    line not read (a job whose SYNTH_START came before the part read may be its)."""
+    def verdicts(said: list[ProverEvent], job: str) -> list[str]:
+        return [e.proof.verdict for e in _proof_events(said, job) if e.proof is not None]
+
+    lines = (DATA / FAILED).read_text().splitlines()
+    fail_at = next(i for i, x in enumerate(lines) if "synthesis failed" in x)
+    other = "winpost-1000-5e6f7081"
+    two_in_synthesis = [*lines[:fail_at], f"TIMELINE,20470,SYNTH_START,{other},kind=winning-post",
+                        *lines[fail_at:]]
+    said = watched_text("\n".join(two_in_synthesis))
+    assert verdicts(said, WIN_SYNTH_FAILED) == ["late"] and verdicts(said, other) == ["late"]
+
+    out = [x for x in lines if not x.startswith("TIMELINE")]
+    err = [x for x in lines if x.startswith("TIMELINE")]
+    assert "failed" not in verdicts(_parsed_apart(out, err), WIN_SYNTH_FAILED)
+    no_start = [x for x in lines if "starting cuzk engine" not in x]
+    assert "failed" not in verdicts(_parsed_at_once("\n".join(no_start)), WIN_SYNTH_FAILED)
+
+    text = (DATA / "post-behind-partitions.log").read_text()
+    second = "winpost-1000-1b2c3d4e"
+    two_on_gpu = _cut_at_gpu_start(text, f"TIMELINE,13350,SYNTH_START,{second},kind=winning-post",
+                                   f"TIMELINE,13360,SYNTH_END,{second},synth_ms=10",
+                                   f"TIMELINE,13360,GPU_QUEUE,{second},monolithic",
+                                   f"TIMELINE,13370,GPU_PICKUP,{second},worker=1",
+                                   f"TIMELINE,13370,GPU_START,{second},worker=1",
+                                   _FINALIZER_FAILED)
+    said = watched_text(two_on_gpu)
+    assert verdicts(said, "winpost-1000-0a1b2c3d") == ["late"] and verdicts(said, second) == ["late"]
 
 
 def test_a_winning_post_the_monolithic_worker_fails_is_said_failed_at_once() -> None:
@@ -1219,7 +1283,7 @@ def test_a_failure_line_read_twice_is_one_failed_proof() -> None:
 def test_gapwatch_parse_says_a_failed_post_with_its_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = _parse_timeline_of(FAILED, tmp_path, capsys)
-    assert "PoSt proof(s) (1 failed, 1 late, 0 at risk)" in out
+    assert "PoSt proof(s) (2 failed, 0 late, 0 at risk)" in out
     [row] = [x for x in out.splitlines() if WIN_FAILED in x and "winning-post" in x
              and x.startswith("    ")]
     # total, queue, synth, GPU wait, GPU, finalize, deadline, verdict

@@ -84,19 +84,28 @@ GPU_WORKER_SPAN = "gpu_worker"
 #: the default (engine.rs:3257, in a task spawned at 3185 outside the span), and for a
 #: synthesis that failed (`synthesis failed` / `synthesis task panicked`, engine.rs:2855, 2870,
 #: in span `synth_single{proof_kind}`, 2099: a kind, no job), the line names no job: it fails
-#: no proof (two PoSt of a kind may be in flight; its job is not guessed). What explains gaps
-#: ends the one monolithic job in flight that can be its, and none where several can
+#: only the one PoSt that alone can be its job, never a guess among several
+#: (`gapwatch.cuzk.post.PostTracker._unnamed_failure`); what explains gaps ends the one
+#: monolithic job in flight that can be its, and none where several can
 #: (`gapwatch.cuzk.pipeline.PipelineFacts._monolithic_failed`).
 GPU_WORKER_FAILED_MESSAGES = ("GPU prove start failed", "GPU prove start task panicked",
                               "GPU proving failed", "GPU proving task panicked")
+#: Those of them the split prove's finalizer writes, in no span (engine.rs:977, 998 via 3257):
+#: its job's `gpu_prove_finish` failed after its GPU_START (3131), before its GPU_END (3196).
+FINALIZER_FAILED_MESSAGES = ("GPU proving failed", "GPU proving task panicked")
+#: The span of a request dispatched alone (engine.rs:2099, every PoSt: not batchable), which
+#: names its kind, not its job; and the lines written in it when its synthesis fails, after its
+#: SYNTH_START (2665), in place of its SYNTH_END (2745): `synthesis failed` / `synthesis task
+#: panicked` (2855, 2870).
+SYNTH_SINGLE_SPAN = "synth_single"
+SINGLE_SYNTH_FAILED_MESSAGES = ("synthesis failed", "synthesis task panicked")
 #: The ERROR lines cuzk writes in place of a synthesis's `SYNTH_END` when it fails: a
 #: partition's (`partition synthesis failed` / `... task panicked`, engine.rs:1784, 1810, with
 #: `job_id partition`, after its SYNTH_START at 1719) and a monolithic job's (`synthesis
 #: failed` / `synthesis task panicked`, 2855, 2870, naming no job, after its SYNTH_START at 2665).
 PARTITION_SYNTH_FAILED_MESSAGES = ("partition synthesis failed",
                                    "partition synthesis task panicked")
-MONOLITHIC_SYNTH_FAILED_MESSAGES = ("synthesis failed", "synthesis task panicked")
-SYNTH_FAILED_MESSAGES = (*PARTITION_SYNTH_FAILED_MESSAGES, *MONOLITHIC_SYNTH_FAILED_MESSAGES)
+SYNTH_FAILED_MESSAGES = (*PARTITION_SYNTH_FAILED_MESSAGES, *SINGLE_SYNTH_FAILED_MESSAGES)
 #: The ERROR lines cuzk writes in place of a GPU step's `GPU_END` when it fails: the GPU worker's
 #: (`GPU_WORKER_FAILED_MESSAGES`) and a partition's result (`partition GPU proving failed` /
 #: `... task panicked`, engine.rs:656, 679). After a GPU_START (3131) only on the split prove, the

@@ -71,10 +71,10 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_FAILED_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
-    MONOLITHIC_SYNTH_FAILED_MESSAGES,
     NO_CAPACITY_HINT_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
     PROCESSING_BATCH_MESSAGE,
+    SINGLE_SYNTH_FAILED_MESSAGES,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
@@ -142,7 +142,7 @@ _TRACING_MESSAGES = frozenset((
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
-    JOB_ENQUEUED_MESSAGE, *MONOLITHIC_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
+    JOB_ENQUEUED_MESSAGE, *SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -159,8 +159,8 @@ _MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, *_MONOLITHIC_ENDS)
 #: cuzk's ERROR lines written in place of a pipelined monolithic job's SYNTH_END and of its
 #: GPU_END when that step fails (`PipelineFacts._monolithic_failed`; among the lines
 #: `gapwatch.cuzk.restarts.RestartWatch._failed` ends a step at: the partitions' others).
-_SYNTH_FAILED = frozenset(MONOLITHIC_SYNTH_FAILED_MESSAGES)
-_STEP_FAILED = frozenset((*MONOLITHIC_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
+_SYNTH_FAILED = frozenset(SINGLE_SYNTH_FAILED_MESSAGES)
+_STEP_FAILED = frozenset((*SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request

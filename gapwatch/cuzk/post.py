@@ -60,10 +60,19 @@ failed` / `proof task panicked` (engine.rs:3471, 3475, its span naming the job),
 one's `GPU prove start failed` / `... task panicked` (3282, 3302) or `GPU proving failed` /
 `... task panicked` (977, 998) inside its GPU worker's span `gpu_worker{job_id proof_kind
 partition=None}` (3005-3012; `GPU_WORKER_FAILED_MESSAGES`). A failure line that names no job
-fails no proof, by any guess: `synthesis failed` / `synthesis task panicked` (2855, 2870, span
-`synth_single{proof_kind}`: a kind, no job) and `GPU proving failed` from the split prove's
-finalizer (the default, 3257: no span); such a PoSt stays in flight, said late past its
-deadline, and its line is an error event of its own (`gapwatch.cuzk.errors`).
+fails the one PoSt that alone can be its job, never a guess among several
+(`_unnamed_failure`): `synthesis failed` / `synthesis task panicked` (2855, 2870, span
+`synth_single{proof_kind}`: a kind, no job; written after its job's SYNTH_START, in place of
+its SYNTH_END) is the PoSt of that kind in synthesis, and `GPU proving failed` / `... task
+panicked` from the split prove's finalizer (the default, 977, 998 via 3257: no span; after its
+job's GPU_START, in place of its GPU_END) the job on the GPU, each only where it is the only
+one, and only in a file read in the order written from the run's start line (`2>&1`, the
+journal), where every line written before the failure was read before it: cuzk's stdout and
+stderr read as two files, a log begun mid-run, two of a kind in synthesis
+(`synthesis_concurrency` above 1) or two jobs past their GPU_START leave more than one it can
+be, and the PoSt stays in flight, said late past its deadline. With the pipeline off the
+monolithic worker's failure lines always name their job (its span, 3394, holds 3397-3475).
+Either way the line is an error event of its own (`gapwatch.cuzk.errors`).
 """
 
 from __future__ import annotations
@@ -90,6 +99,7 @@ from gapwatch.core.values import int_field
 from gapwatch.cuzk.engine_runs import OFFSETS_BACK_S, offsets_began_again
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
+    FINALIZER_FAILED_MESSAGES,
     GPU_WORKER_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
@@ -98,9 +108,11 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
+    SINGLE_SYNTH_FAILED_MESSAGES,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
+    SYNTH_SINGLE_SPAN,
     says_when_written,
 )
 from gapwatch.cuzk.pipeline import error_words
@@ -175,6 +187,8 @@ _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "
 MAX_FAILED_APART = MAX_GIVEN_UP_IDS
 #: Streams whose engine clock is kept (`PostTracker._clocks`): the files given.
 MAX_CLOCKS = 64
+#: The failure lines that name no job which can still be a PoSt's (`_unnamed_failure`).
+_UNNAMED_FAILED_MESSAGES = frozenset((*SINGLE_SYNTH_FAILED_MESSAGES, *FINALIZER_FAILED_MESSAGES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,6 +356,10 @@ class _Post:
     #: latest offset, the least it ran), and that line's words (`PostTracker._fail`).
     failed_s: float | None = None
     error: str | None = None
+    #: Its failure line said its synthesis failed (`_unnamed_failure`): that phase counts to it.
+    failed_in_synthesis: bool = False
+    #: The stream its TIMELINE lines were read on (one attempt writes them on one, stderr).
+    stream: str | None = None
 
     @property
     def engine_clock(self) -> bool:
@@ -519,6 +537,14 @@ class PostTracker:
         #: whose TIMELINE lines are still to be read (`_Apart`), the latest `MAX_FAILED_APART`.
         self.failed = 0
         self._apart: OrderedDict[str, _Apart] = OrderedDict()
+        #: The stream of this run's start line while every PoSt of the run has been followed
+        #: since (None: not so, or the start line not read): only then can a failure line that
+        #: names no job be known to be a PoSt's (`_unnamed_failure`). And the jobs not split
+        #: into partitions (a PoSt; a batch, `max_batch_size` above 1) between their GPU_START
+        #: and GPU_END (job id -> stream), the latest `MAX_HELD`: those a finalizer's failure
+        #: line can be of.
+        self._whole_run_stream: str | None = None
+        self._on_gpu: OrderedDict[str, str] = OrderedDict()
 
     # -- feeding ------------------------------------------------------------------------------
 
@@ -559,6 +585,9 @@ class PostTracker:
         if (ev.kind == "tracing" and ev.level == "ERROR" and ev.name in GPU_WORKER_FAILED_MESSAGES
                 and ev.fields.get("spans") == GPU_WORKER_SPAN):
             return self._gpu_worker_failed(ev)
+        if (ev.kind == "tracing" and ev.level == "ERROR" and ev.job_id is None
+                and ev.name in _UNNAMED_FAILED_MESSAGES):
+            return self._unnamed_failure(ev)
         if ev.kind == "tracing" and ev.name == JOB_ENQUEUED_MESSAGE and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
             if kind is not None:  # followed from its arrival: late even before synthesis
@@ -588,6 +617,7 @@ class PostTracker:
         elif ev.kind == "tracing" and ev.name == ANCHOR_MESSAGE:
             # cuzk's start line: only after it is a load known to be the run's first.
             self._start_read = True  # this run's loads are all read from here on
+            self._whole_run_stream = ev.stream
             enabled = ev.fields.get("pipeline_enabled")
             self._pipeline_off = (not enabled) if isinstance(enabled, bool) else None
             self._pipeline_said_at_start = isinstance(enabled, bool)
@@ -707,6 +737,7 @@ class PostTracker:
         job_id = ev.job_id
         if job_id is None or ev.partition is not None:
             return []
+        self._on_gpu.pop(job_id, None)  # off the GPU, whatever its kind (no GPU_END comes)
         kind = post_kind(_str(ev.fields.get("proof_kind")), job_id)
         if kind is None:
             return []
@@ -714,6 +745,47 @@ class PostTracker:
         if w is not None and self.holding.get(w) == job_id:  # not a later pickup read first
             del self.holding[w]
         return self._fail(ev, job_id, kind, one_step=False)
+
+    def _unnamed_failure(self, ev: LogEvent) -> list[ProverEvent]:
+        """An ERROR line naming no job: a PoSt's failure only where exactly one PoSt can be
+        its job, never a guess among several (see the module docstring). cuzk writes one
+        run's TIMELINE lines and tracing lines to one file only where both go there (`2>&1`,
+        the journal): read there, in the order written, every line written before this one
+        was read before it, and with the run followed from its start line nothing of it was
+        missed. So only on the stream of the run's start line (`_whole_run_stream`):
+        - `synthesis failed` / `... task panicked` in `synth_single{proof_kind}` (engine.rs:
+          2855, 2870, 2099): the PoSt of that kind whose SYNTH_START (2665) was read and its
+          SYNTH_END (2745) not, when it is the only one;
+        - `GPU proving failed` / `... task panicked` in no span, the split prove's finalizer
+          (977, 998 via 3257): the job whose GPU_START (3131) was read and its GPU_END (3196)
+          not, of any kind (`_on_gpu`), when it is the only one and a PoSt."""
+        stream = self._whole_run_stream
+        if stream is None or ev.stream != stream:
+            return []
+        spans = ev.fields.get("spans")
+        if ev.name in SINGLE_SYNTH_FAILED_MESSAGES and spans == SYNTH_SINGLE_SPAN:
+            kind = post_kind(_str(ev.fields.get("proof_kind")), None)
+            in_synthesis = [job for job in self._jobs.values()
+                            if job.kind == kind and not job.one_step
+                            and job.synth_start_s is not None and job.synth_end_s is None]
+            if len(in_synthesis) != 1 or in_synthesis[0].stream != stream:
+                return []
+            job = in_synthesis[0]
+            job.failed_in_synthesis = True
+            return self._fail(ev, job.job, job.kind, one_step=False)
+        if ev.name in FINALIZER_FAILED_MESSAGES and spans is None:
+            if len(self._on_gpu) != 1:
+                return []
+            [(job_id, on)] = self._on_gpu.items()
+            if on != stream:
+                return []
+            del self._on_gpu[job_id]  # its job's: its GPU_END will not come
+            on_gpu = self._jobs.get(job_id)
+            if (on_gpu is None or on_gpu.one_step or on_gpu.gpu_start_s is None
+                    or on_gpu.end_s is not None):
+                return []  # a batch's, no PoSt
+            return self._fail(ev, job_id, on_gpu.kind, one_step=False)
+        return []
 
     def _fail(self, ev: LogEvent, job_id: str, kind: str, one_step: bool
               ) -> list[ProverEvent]:
@@ -861,6 +933,8 @@ class PostTracker:
         # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
         self._clocks.clear()
         self.holding.clear()
+        self._on_gpu.clear()
+        self._whole_run_stream = None  # until its start line is read
         # A new run: its own start line (read after this, where it is read) says again how
         # it proves; until then a monolithic worker's line may.
         self._pipeline_said_at_start = False
@@ -874,6 +948,7 @@ class PostTracker:
         if self._apart and ev.partition is None and self._passed_apart(ev, job_id, engine_s):
             return []
         self._track_workers(ev, name, job_id)
+        self._track_gpu(ev, name, job_id)
         on_engine = self._jobs.get(job_id)
         if engine_s is None and on_engine is not None and on_engine.engine_clock:
             # A proof timed by its offsets stays on that clock: its lines read after the
@@ -906,6 +981,7 @@ class PostTracker:
         # that says when it was written, else where it was read.
         job.wall_s = (self._wall_now_s if engine_s is not None and self._wall_now_s is not None
                       else ev.t_wall_s)
+        job.stream = ev.stream
         if not job.engine_clock:
             return self._step(job, ev, name, ev.t_wall_s)
         if engine_s is None:
@@ -934,6 +1010,8 @@ class PostTracker:
             self._lose_run(clock, ev.t_wall_s)
             clock = self._clocks[ev.stream] = _EngineClock()
             self.holding.clear()
+            self._on_gpu.clear()
+            self._whole_run_stream = None  # a new run, its start line not read
             self._pipeline_said_at_start = False  # a new run, its start line not read
         clock.read(offset_s, mono_s, self._mono_run)
 
@@ -992,6 +1070,7 @@ class PostTracker:
             _, old = self._jobs.popitem(last=False)
             self.given_up += 1
             self._said.append(self._gone(old, "too_many", self._on_clock(old, now_s)))
+            self._whole_run_stream = None  # a PoSt of the run no longer followed
             self._given_up_ids[old.job] = None
             if len(self._given_up_ids) > MAX_GIVEN_UP_IDS:
                 self._given_up_ids.popitem(last=False)
@@ -1007,6 +1086,18 @@ class PostTracker:
             keep_latest(self.holding, w, f"{job_id}{part}", MAX_HELD)
         elif name == "GPU_END":
             self.holding.pop(w, None)
+
+    def _track_gpu(self, ev: LogEvent, name: str, job_id: str) -> None:
+        """A job not split into partitions on the GPU from its GPU_START to its GPU_END
+        (`_on_gpu`); more than `MAX_HELD` at once (junk ids that never end) and a finalizer's
+        failure line can be of one no longer held: none is then known to be alone there."""
+        if ev.partition is not None:
+            return
+        if name == "GPU_START":
+            if keep_latest(self._on_gpu, job_id, ev.stream, MAX_HELD):
+                self._whole_run_stream = None
+        elif name == "GPU_END":
+            self._on_gpu.pop(job_id, None)
 
     def _step(self, job: _Post, ev: LogEvent, name: str, t: float) -> list[ProverEvent]:
         if name == "SYNTH_START":
@@ -1172,8 +1263,9 @@ class PostTracker:
                 _phase(job.arrived_s, job.prove_start_s, now), None, None, None, None)
             prove = _phase(job.prove_start_s, job.done_s, last_phase_to)
         else:
+            synth_to = job.failed_s if job.failed_in_synthesis else now
             phases = (_phase(job.arrived_s, job.synth_start_s, now),
-                      _phase(job.synth_start_s, job.synth_end_s, now),
+                      _phase(job.synth_start_s, job.synth_end_s, synth_to),
                       _phase(job.gpu_queue_s, job.pickup_s, now),
                       _phase(job.gpu_start_s, job.end_s, last_phase_to),
                       _span(job.end_s, job.done_s))

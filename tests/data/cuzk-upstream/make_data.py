@@ -716,8 +716,9 @@ def post_failed() -> list[str]:
     inside its GPU worker's span, which names it (engine.rs:3282; `error = %e`, the anyhow
     error `gpu_prove_start` makes, pipeline.rs:1405, with bellperson's `SynthesisError` by
     Debug); its worker is free again. The second fails in synthesis: `synthesis failed`
-    (engine.rs:2855) inside `synth_single{proof_kind}` (2099), a kind and no job: it names
-    neither PoSt. A PoRep partition goes on after, so the second passes its 30 s."""
+    (engine.rs:2855) inside `synth_single{proof_kind}` (2099), a kind and no job, after its
+    SYNTH_START: the one WinningPoSt in synthesis then. A PoRep partition goes on after, past
+    the second's 30 s (said late there while a line naming no job failed no PoSt)."""
     t0 = T0 + 25200
     lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
     epoch = t0 + 0.030
@@ -861,7 +862,8 @@ format strings, field names and serde structs only, no upstream code.
   187, 202, 212, 240, pipeline.rs:302; cuzk-upstream-paths.md 2.4),
   `post-failed.log` (a WinningPoSt whose `GPU prove start failed`, engine.rs:3282, inside its
   GPU worker's span `gpu_worker{{job_id ...}}`, 3005-3012, which names it; another whose
-  `synthesis failed`, 2855, inside `synth_single{{proof_kind}}`, 2099, which names no job),
+  `synthesis failed`, 2855, inside `synth_single{{proof_kind}}`, 2099, which names no job: the
+  one WinningPoSt in synthesis then),
   `post-failed-pipeline-off.log` (a WinningPoSt the monolithic worker fails, `proof failed`,
   engine.rs:3471, in its span, 3394; then one on time).
 

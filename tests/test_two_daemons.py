@@ -181,6 +181,23 @@ def test_one_daemons_restart_into_a_new_file_is_said_as_in_one_file() -> None:
     assert facts.log_view(0, t0 + 13.1, t0 + 605.0, "host_stall").cause == "restart"
 
 
+def test_a_file_that_ends_on_its_start_line_is_a_restart_said_at_the_end_of_the_data() -> None:
+    """A new file's `cuzk-daemon starting` waits for its next line to say whose it is (its
+    listen address); a daemon that died on that line (a bad config: `cuzk.log` holds its first
+    line only, the run before in `cuzk.log.1`) never wrote one, and the restart was never
+    said. With nothing more to read, the line is the first daemon's, as a file that shows no
+    listen address of its own is: a restart, said with the rest at the data's end."""
+    run1 = [*_start("00", "127.0.0.1:9820", 0),
+            "TIMELINE,10000,GPU_START,porep-1000-77,worker=0,partition=0",
+            "TIMELINE,13000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=3000"]
+    died = [f"{T}50.000000Z  INFO cuzk_daemon: cuzk-daemon starting"]
+    said = _watched(_events({"cuzk.log.1": run1, "cuzk.log": died}))
+    [restart] = [e for e in said if e.kind == "restart"]
+    assert restart.t_wall_s == pytest.approx(_t0() + 50.0, abs=0.001)
+    assert "killed or crashed" in restart.message
+    assert said == _watched(_events({"cuzk.log": run1 + died}))  # as one file says it
+
+
 def test_one_daemons_runs_in_files_without_cuzk_daemons_own_lines_are_one_daemon() -> None:
     """Logs that begin at `starting cuzk engine` (`RUST_LOG=cuzk_core=info`, the H200 captures
     in tests/data): no listen address says another daemon, so a second file's start line is

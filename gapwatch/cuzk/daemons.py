@@ -15,18 +15,20 @@ names its gRPC address, which no two daemons of one box share (each binds it); i
 server listening addr=ADDR` (main.rs:133) names the `/status` address `--cuzk-status` polls; its
 `initializing GPU workers gpus=[..]` (engine.rs:1339) and worker lines name its GPUs.
 
-The rule: the first file (`LogEvent.stream`; "" is a file not known, never another daemon's)
-to show a start line is the first daemon's, and so is every file that shows none (cuzk's
-stderr given apart from its stdout, a rotated piece that continues a run). A second file is
-another daemon's only where its `configuration loaded listen=` (the line after its `cuzk-daemon
+The rule: the first file (`LogEvent.stream`; "" is a file not known, never another daemon's) to
+show a start line is the first daemon's, and so is every file that shows none (cuzk's stderr
+given apart from its stdout, a rotated piece that continues a run). A second file is another
+daemon's only where its `configuration loaded listen=` (the line after its `cuzk-daemon
 starting`, which is held until that line is read: `_decide`) names an address no daemon known
-has, every known daemon's read: two daemons of a box cannot bind one address. Read as one
-daemon, the second daemon's start was said as a restart of the first ("killed or crashed"), the
-first's PoSt in flight said lost in it, its GPU queue and pool reset, its TIMELINE lines placed
-by the other's start line. A file that shows a known daemon's address is that daemon's, and one
-that shows none (a log that begins at `starting cuzk engine`: `RUST_LOG=cuzk_core=info`, the
-H200 captures in tests/data) the first's: its start line is a restart, as in one file (a file
-alone was once taken for a daemon, and one daemon's restart into a new file was no restart).
+has, every known daemon's read: two daemons of a box cannot bind one address (a file that ends
+on the held line lets it go at the data's end, the first daemon's: `let_go`, a daemon that died
+on its first line being a restart). Read as one daemon, the second daemon's start was said as a
+restart of the first ("killed or crashed"), the first's PoSt in flight said lost in it, its GPU
+queue and pool reset, its TIMELINE lines placed by the other's start line. A file that shows a
+known daemon's address is that daemon's, and one that shows none (a log that begins at
+`starting cuzk engine`: `RUST_LOG=cuzk_core=info`, the H200 captures in tests/data) the
+first's: its start line is a restart, as in one file (a file alone was once taken for a daemon,
+and one daemon's restart into a new file was no restart).
 
 A `/status` snapshot is the daemon's whose `status HTTP server listening` has its port, a
 process on a GPU the daemon's whose lines named that GPU (`of_status`, `of_process`).
@@ -171,6 +173,16 @@ class Daemons:
             self._unsaid = None
             return d, True
         return d, False
+
+    def let_go(self) -> list[LogEvent]:
+        """The start lines still held, in time order, now that no next line will come (the
+        data's end): each the first daemon's, as a file that shows no listen address of its own
+        is (a daemon that died on its first line is a restart of the first, not nothing)."""
+        held = sorted(self._held.values(), key=lambda ev: ev.t_wall_s)
+        for ev in held:
+            keep_latest(self._own, ev.stream, 0, MAX_STREAMS)
+        self._held.clear()
+        return held
 
     def _gpu(self, d: int, gpu: int) -> None:
         """Daemon `d`'s lines named `gpu` (at most `MAX_GPUS` remembered)."""

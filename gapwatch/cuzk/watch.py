@@ -111,7 +111,11 @@ class CuzkWatch:
         return out
 
     def finish(self) -> list[ProverEvent]:
-        return [e for each in self.daemons.each for e in each.finish()]
+        # A file that ended on its start line (its daemon died on it): its restart is said
+        # before the rest of the end, as one file says it at the line.
+        first = self.daemons.first
+        out = [e for held in self.daemons.router.let_go() for e in first.feed_log(held)]
+        return out + [e for each in self.daemons.each for e in each.finish()]
 
     def running(self) -> list[RunningProof]:
         """The PoSt in flight at the data's latest time (`PostTracker.running`), of every

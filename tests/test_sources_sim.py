@@ -73,13 +73,35 @@ def test_every_scenario_has_host_samples_and_timeline_lines(scenario: str) -> No
     assert {s.gpu for s in _gpu(r.records)} == set(range(gpus))
     assert any(isinstance(x, HostSample) for x in r.records)
     assert any(t.startswith("TIMELINE,") for _, t in r.log_lines)
-    # cuzk's startup lines in its order (engine.rs: Engine::new, then start()).
-    assert [t.split(": ", 1)[1] for _, t in r.log_lines[:4]] == [
-        "memory budget initialized total_budget_gib=512", "CUDA pinned memory pool initialized",
-        "starting cuzk engine pipeline_enabled=true",
-        f"initializing GPU workers num_gpus={gpus} gpu_workers_per_device=2 "
-        f"total_workers={2 * gpus} gpus=[{', '.join(str(g) for g in range(gpus))}]"]
-    assert any("synth_worker_count=" in t for _, t in r.log_lines[:6])
+    # cuzk's startup lines in its order, targets and all: cuzk-daemon's main, Engine::new,
+    # then start() (`_start_lines`).
+    assert _said(r.log_lines[:8]) == _start_lines(gpus, pipeline=True)
+    assert any("synth_worker_count=" in t for _, t in r.log_lines[8:10])
+
+
+def _said(lines: list[tuple[str, str]]) -> list[str]:
+    """The tracing lines' target and message (after the timestamp and level)."""
+    return [t.split("  INFO ", 1)[1] for _, t in lines]
+
+
+def _start_lines(gpus: int, pipeline: bool) -> list[str]:
+    """The start lines cuzk writes before its pipeline's or its monolithic workers', in
+    order (curio e0294b0f): cuzk-daemon main.rs:63, 64, 111 (`[gpus] gpu_threads` 0, so no
+    CUZK_GPU_THREADS line at 85-91), engine.rs:1198, 1219 (Engine::new), 1244, 1328, 1339
+    (start()). The simulator began at `memory budget initialized`, with no `cuzk-daemon
+    starting` but at a restart and no `evictor callback wired`."""
+    per_device = 2 if pipeline else 1
+    return [
+        "cuzk_daemon: cuzk-daemon starting",
+        "cuzk_daemon: configuration loaded listen=unix:///run/curio/cuzk.sock",
+        "cuzk_daemon: rayon global thread pool configured rayon_threads=96",
+        "cuzk_core::engine: memory budget initialized total_budget_gib=512",
+        "cuzk_core::engine: CUDA pinned memory pool initialized",
+        f"cuzk_core::engine: starting cuzk engine pipeline_enabled={str(pipeline).lower()}",
+        "cuzk_core::engine: evictor callback wired",
+        f"cuzk_core::engine: initializing GPU workers num_gpus={gpus} "
+        f"gpu_workers_per_device={per_device} total_workers={per_device * gpus} "
+        f"gpus=[{', '.join(str(g) for g in range(gpus))}]"]
 
 
 def test_with_the_pipeline_off_each_gpu_has_one_monolithic_worker_and_no_timeline() -> None:
@@ -91,12 +113,11 @@ def test_with_the_pipeline_off_each_gpu_has_one_monolithic_worker_and_no_timelin
     assert {s.gpu for s in _gpu(r.records)} == {0, 1}
     assert any(isinstance(x, HostSample) for x in r.records)
     assert not any(t.startswith("TIMELINE,") for _, t in r.log_lines)
-    assert [t.split(": ", 1)[1] for _, t in r.log_lines[2:7]] == [
-        "starting cuzk engine pipeline_enabled=false",
-        "initializing GPU workers num_gpus=2 gpu_workers_per_device=1 total_workers=2 gpus=[0, 1]",
-        "monolithic GPU worker started worker_id=0 gpu=0",
-        "monolithic GPU worker started worker_id=1 gpu=1",
-        "cuzk engine started num_workers=2 pipeline=false"]
+    assert _said(r.log_lines[:11]) == [
+        *_start_lines(2, pipeline=False),
+        "cuzk_core::engine: monolithic GPU worker started worker_id=0 gpu=0",
+        "cuzk_core::engine: monolithic GPU worker started worker_id=1 gpu=1",
+        "cuzk_core::engine: cuzk engine started num_workers=2 pipeline=false"]
     st = parse_status(r.sim.status_bytes(), "sim", 1, 0.0, 0.0)
     assert [w.state for w in st.workers] == ["idle", "idle"] and st.jobs == 0
 

@@ -114,6 +114,11 @@ class Scenario:
     #: `[scheduler] max_batch_wait_ms` (config.rs:206, default 10 000): how long cuzk's batch
     #: collector holds a batch that has not filled (batch_collector.rs:165-173).
     max_batch_wait_ms: int = 10_000
+    #: `[pipeline] synthesis_concurrency` (config.rs:355-357, default 1): how many batches the
+    #: dispatcher synthesises at once (engine.rs:1907-1972: awaited inline at 1, else spawned
+    #: holding one of that many permits). Partitions never count against it (one batch
+    #: dispatches all ten, 2179-2300); a monolithic batch holds its permit through its synthesis.
+    synthesis_concurrency: int = 1
     #: None: Curio keeps cuzk fed (every partition there at once; with max_batch_size > 1
     #: every batch full). Set: Curio sends one PoRep request at a time, this long after the
     #: last proof came back, so no batch fills and each request waits out max_batch_wait_ms
@@ -153,7 +158,9 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # `[scheduler] max_batch_size = 2`: every two PoRep requests are one monolithic batch,
     # synthesised with no pinned pool; its a/b/c copy (pageable, ~2.7 s) outlasts the other
     # worker's batch kernels (1.8 s), so the GPU idles ~0.9 s per batch with PCIe trickling.
-    "batched": Scenario("batched", False, 22e9, 1.8, 4.0, 4, 4, 0.0, 0.0, max_batch_size=2),
+    # Its four batches synthesised at once are `[pipeline] synthesis_concurrency = 4`.
+    "batched": Scenario("batched", False, 22e9, 1.8, 4.0, 4, 4, 0.0, 0.0, max_batch_size=2,
+                        synthesis_concurrency=4),
     # `chained`'s pipeline with `[scheduler] max_batch_size = 2`, `max_batch_wait_ms = 5000`,
     # and Curio sending one PoRep request at a time: cuzk's batch collector holds each for 5 s
     # before sending it alone, the GPU idle meanwhile (`gapwatch.sources.sim_batch_wait`).
@@ -162,10 +169,22 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
                            request_after_proof_s=TURNAROUND_S),
 }
 
+#: What cuzk-daemon's main says of itself (main.rs:57-64, 93-115): its lines' target, its
+#: gRPC address (`[daemon] listen`, config.rs:43-45's default, Curio's socket), and the rayon
+#: pool's size (`[synthesis] threads` 0: the simulated host's CPUs).
+DAEMON_TARGET = "cuzk_daemon"
+SIM_GRPC_LISTEN = "unix:///run/curio/cuzk.sock"
+SIM_HOST_CPUS = 96
+
 #: The capacity hint's figures (pipeline.rs:355, 32G PoRep) and one a/b/c buffer (3 per
 #: partition), as the simulated cuzk logs them.
 _NUM_CONSTRAINTS = 130_278_869
 _BUF_GIB = round(_NUM_CONSTRAINTS * 32 / GIB, 6)
+
+
+def _batch_full_span(size: int) -> str:
+    """The span a full batch is processed in (engine.rs:2055-2058), as tracing prints it."""
+    return f"synth_batch_full{{batch_size={size} proof_kind=porep-c2}}: "
 
 
 def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
@@ -482,6 +501,7 @@ class SimProver:
         self._t0_mono_ns = t_mono_ns
         self._t0_wall_s = t_wall_s
         self.startup_lines()
+        self.status_server_starts(again=False)
         if not self._gpus[0].scenario.pipeline:
             self.monolithic_script = MonolithicScript(self)
             self.monolithic_script.start()
@@ -497,18 +517,32 @@ class SimProver:
         if cycle is not None:
             self.post_script = PostScript(self, cycle)
             self.post_script.schedule()
+            self.post_script.load_porep_srs()  # its first PoRep's SRS, before any synthesis
 
     def startup_lines(self) -> None:
-        """The startup lines cuzk writes, in its order (engine.rs Engine::new, then start())."""
+        """The startup lines cuzk writes, in its order: cuzk-daemon's main (main.rs:63-64, 111,
+        with `[gpus] gpu_threads` 0: no CUZK_GPU_THREADS line, main.rs:85-91), `Engine::new`
+        (engine.rs:1198, 1219), then `start()` (1244, 1328, 1339, then the pipeline's or the
+        monolithic workers' lines). Its status server's line comes after, once the engine has
+        started (`status_server_starts`, main.rs:118-133)."""
         n, t = len(self._gpus), self._now
+        pipeline = self._gpus[0].scenario.pipeline
+        self._trace(t, "cuzk-daemon starting", target=DAEMON_TARGET)  # main.rs:63
+        self._trace(t, f"configuration loaded listen={SIM_GRPC_LISTEN}",
+                    target=DAEMON_TARGET)  # main.rs:64
+        self._trace(t, f"rayon global thread pool configured rayon_threads={SIM_HOST_CPUS}",
+                    target=DAEMON_TARGET)  # main.rs:93-115, [synthesis] threads 0: every CPU
         self._trace(t, f"memory budget initialized total_budget_gib={SIM_BUDGET_BYTES // GIB}")
         self._trace(t, "CUDA pinned memory pool initialized")
-        if not self._gpus[0].scenario.pipeline:
+        self._trace(t, f"starting cuzk engine pipeline_enabled={'true' if pipeline else 'false'}")
+        self._trace(t, "evictor callback wired")  # engine.rs:1328, before the GPUs are read
+        per_device = 2 if pipeline else 1  # engine.rs:1333-1337
+        self._trace(t, f"initializing GPU workers num_gpus={n} "
+                       f"gpu_workers_per_device={per_device} total_workers={per_device * n} "
+                       f"gpus=[{', '.join(str(i) for i in range(n))}]")
+        if not pipeline:
             self._monolithic_startup_lines()
             return
-        self._trace(t, "starting cuzk engine pipeline_enabled=true")
-        self._trace(t, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=2 "
-                         f"total_workers={2 * n} gpus=[{', '.join(str(i) for i in range(n))}]")
         in_budget = SIM_BUDGET_BYTES // POREP_PARTITION_FULL_BYTES
         self._trace(t, f"starting pipeline: synthesis task + GPU workers (budget-gated) "
                          f"configured_lookahead=1 max_partitions_in_budget={in_budget} "
@@ -520,18 +554,17 @@ class SimProver:
                                f"sub_id={k}")
         batch = max(g.scenario.max_batch_size for g in self._gpus)
         wait_ms = self._gpus[0].scenario.max_batch_wait_ms
+        concurrency = max(g.scenario.synthesis_concurrency for g in self._gpus)
         self._trace(t, f"synthesis dispatcher started (budget-gated) max_batch_size={batch} "
-                       f"max_batch_wait_ms={wait_ms} slot_size=0 synthesis_concurrency=1")
+                       f"max_batch_wait_ms={wait_ms} slot_size=0 "
+                       f"synthesis_concurrency={concurrency}")
         # A (re)start has no capacity hint: its first wave is unpinned (pipeline.rs:176-230).
         self.hint_cached = False
 
     def _monolithic_startup_lines(self) -> None:
-        """engine.rs start() with the pipeline off: one worker per GPU (1333-1345), each
-        started (3378), then `cuzk engine started` (3510-3514)."""
+        """engine.rs start() with the pipeline off, after its workers are counted: each of its
+        one worker per GPU started (3378), then `cuzk engine started` (3510-3514)."""
         n, t = len(self._gpus), self._now
-        self._trace(t, "starting cuzk engine pipeline_enabled=false")
-        self._trace(t, f"initializing GPU workers num_gpus={n} gpu_workers_per_device=1 "
-                       f"total_workers={n} gpus=[{', '.join(str(i) for i in range(n))}]")
         for g in self._gpus:
             self._trace(t, f"monolithic GPU worker started worker_id={g.workers[0].wid} "
                            f"gpu={g.index}")
@@ -547,17 +580,25 @@ class SimProver:
         if self.status_listener is not None:
             self.status_listener.stop_listening()
 
-    def status_server_starts(self) -> None:
-        """A new run's status server binds its address, after the engine's start
-        (cuzk-daemon main.rs:118-133); when it cannot, cuzk's own line (main.rs:137) and no
-        `/status` for that run, as cuzk runs on without it."""
+    def status_server_starts(self, again: bool = True) -> None:
+        """A run's status server, after the engine's start (cuzk-daemon main.rs:118-137): where
+        cuzk serves `/status` at an address (`[daemon] status_listen` set, main.rs:127: the
+        simulator's `status_listen`, given where a server serves it) it binds it and says
+        `status HTTP server listening addr=` (main.rs:133), every run alike; where it cannot,
+        cuzk's own ERROR line (main.rs:137) and no `/status` for that run, as cuzk runs on
+        without it. `again`: a restart's server binds again (the first run's is bound by whoever
+        serves it, `gapwatch.engine.sim_wiring`)."""
         self.process_alive = True
-        if self.status_listener is None:
-            return
-        failed = self.status_listener.listen_again()
-        if failed is not None:
-            self._trace(self._now, f"failed to bind status HTTP server addr={self.status_listen} "
-                                   f"error={failed}", target="cuzk_daemon", level="ERROR")
+        if again and self.status_listener is not None:
+            failed = self.status_listener.listen_again()
+            if failed is not None:
+                self._trace(self._now, f"failed to bind status HTTP server "
+                                       f"addr={self.status_listen} error={failed}",
+                            target=DAEMON_TARGET, level="ERROR")
+                return
+        if self.status_listen:
+            self._trace(self._now, f"status HTTP server listening addr={self.status_listen}",
+                        target=DAEMON_TARGET)
 
     def add_compute(self, g: _Gpu, start: float, end: float) -> None:
         """Kernels on `g` over [start, end] (simulated seconds): SMs busy then."""
@@ -648,12 +689,29 @@ class SimProver:
     def _start_batch(self, g: _Gpu, unit: int) -> None:
         """A batch of `max_batch_size` PoRep requests, one monolithic job (engine.rs:2053,
         2644-2680): its TIMELINE lines carry `kind=`/`monolithic`, no partition; never in
-        /status; a/b/c unpinned (pipeline.rs:1632 gets no pinned pool)."""
+        /status; a/b/c unpinned (pipeline.rs:1632 gets no pinned pool).
+
+        Its lines as cuzk writes them: Curio sends the batch's requests as a synthesis permit
+        frees (the simulator's fed cuzk), each `job enqueued` (scheduler.rs:67-73, the queue
+        empty: position 0) and at once `job dequeued for proving` (scheduler.rs:85-89) by the
+        dispatcher waiting on the scheduler (engine.rs:2027, 2029-2041), which adds it to the
+        batch collector (2053-2055); the last fills it (batch_collector.rs:122-129), sent in
+        span `synth_batch_full{batch_size proof_kind}` (engine.rs:2055-2058): `processing
+        batch` (2150-2155) and, after its SYNTH_END, its `synthesis complete, sending to GPU`
+        (2746-2752) inside it. The batch's job is its first request's (2664:
+        `reqs[0].job_id`)."""
         size = g.scenario.max_batch_size
-        job = f"porep-{self._job + g.index}-{unit}"
+        requests = [f"porep-{self._job + g.index}-{unit * size + k}" for k in range(size)]
+        for job in requests:
+            self._trace(self._now, f"job enqueued job_id={job} proof_kind=porep-c2 "
+                                   "priority=Normal queue_position=0",
+                        target="cuzk_core::scheduler")
+            self._trace(self._now, f"job dequeued for proving job_id={job} "
+                                   "proof_kind=porep-c2", target="cuzk_core::scheduler")
+        job = requests[0]
         g.synth_active += 1
         self._trace(self._now, f"processing batch batch_size={size} proof_kind=porep-c2 "
-                               "slot_size=0")
+                               "slot_size=0", span=_batch_full_span(size))
         self._timeline(self._now, "SYNTH_START", job, "kind=porep-c2")
         dur = g.scenario.synth_s * g.rng.uniform(0.9, 1.15)
         self._at(self._now + dur, partial(self._batch_synth_done, g, job, unit, dur))
@@ -662,9 +720,10 @@ class SimProver:
         g.synth_active -= 1
         ms = int(dur * 1000)
         size = g.scenario.max_batch_size
+        self._timeline(self._now, "SYNTH_END", job, f"synth_ms={ms}")  # engine.rs:2745
         self._trace(self._now, f"synthesis complete, sending to GPU synth_ms={ms} "
-                               f"circuit_id=porep-32g batch_size={size} sectors={size}")
-        self._timeline(self._now, "SYNTH_END", job, f"synth_ms={ms}")
+                               f"circuit_id=porep-32g batch_size={size} sectors={size}",
+                    span=_batch_full_span(size))
         self._timeline(self._now, "GPU_QUEUE", job, "monolithic")
         g.queue.append((job, -1 - unit, ms, False))
         self._dispatch(g)

@@ -1,9 +1,18 @@
 """The simulator's `post` and `post-failed` scenarios: the chained pipeline, plus what a proving
-box lives through besides partitions, on a fixed script (a `Cycle`) that repeats. `post`'s,
-every `CYCLE_S` simulated seconds:
+box lives through besides partitions, on a fixed script (a `Cycle`) that repeats.
+
+Every run of the simulated cuzk starts with no SRS in memory (engine.rs:1249: "loaded on
+demand — no preload") and loads each at its kind's first use: `porep-32g` for its first PoRep
+before any synthesis (`POREP_SRS_LOAD_S`, engine.rs:2187-2209), `winning-32g` inside the
+synthesis step of its first WinningPoSt (`FIRST_POST_SRS_LOAD_S`, engine.rs:2717-2721, a first
+load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded successfully`
+(srs_manager.rs:203, 224).
+
+`post`'s script, every `CYCLE_S` simulated seconds:
 
 - `ON_TIME_AT_S`: a WinningPoSt arrives while both GPU workers hold partitions (synthesis
-  2.2 s, then it waits for the first worker to come free, 1.3 s on the GPU);
+  2.2 s, with its SRS's 2 s first load in it in a run's first, then it waits for the first
+  worker to come free, 1.3 s on the GPU);
 - `LATE_AT_S`: a WinningPoSt whose SRS (`winning-32g`) was evicted: loaded from disk for 31 s
   inside its synthesis step, after its synthesis and before SYNTH_END, as cuzk does
   (engine.rs:2717-2721), so it misses its 30 s epoch (said late while still running, then when
@@ -17,7 +26,7 @@ every `CYCLE_S` simulated seconds:
   main.rs:118-133 orders it, `/status` uptime from 0), loads its PoRep SRS again and
   synthesises a first wave before its first GPU work. The killed process's SRS went with it
   (`srs_in_memory` emptied): the next WinningPoSt loads `winning-32g` from disk again inside
-  its synthesis step (`FIRST_POST_SRS_LOAD_S`, a first load: no `SRS evicted` before it).
+  its synthesis step, as the first run's first did.
 
 `post-failed`'s, every `FAILED_CYCLE_S`: the on-time WinningPoSt at `ON_TIME_AT_S`, then at
 `FAILED_AT_S` one whose GPU prove start fails (`GPU prove start failed`, ERROR, in its GPU
@@ -26,7 +35,7 @@ GPU_START, before any kernel: no GPU_END, no completion line; its worker is free
 
 Every line is one of cuzk's own formats (tests/data/cuzk-upstream/make_data.py builds the same
 scenarios from them, with the upstream file:line of each). Who calls it: `SimProver` (it builds
-one for a `post` scenario and calls `schedule`, `dispatch`, `take_panic`).
+one for a `post` scenario and calls `schedule`, `load_porep_srs`, `dispatch`, `take_panic`).
 """
 
 from __future__ import annotations
@@ -89,19 +98,15 @@ LATE_AT_S = 35.0
 PANIC_AT_S = 80.0
 KILL_AT_S = 100.0
 DOWN_S = 10.0
-#: The WinningPoSt SRS loaded on demand inside its synthesis step (the late one) and the PoRep
-#: SRS after a restart.
+#: The WinningPoSt SRS loaded on demand inside its synthesis step (the late one), and the
+#: PoRep SRS each run loads for its first PoRep, before any synthesis.
 POST_SRS_LOAD_S = 31.0
-RESTART_SRS_LOAD_S = 6.0
-#: The WinningPoSt SRS's first load in a run (after a restart): on demand, inside the
-#: synthesis step of the run's first WinningPoSt (engine.rs:2717-2721), short enough that it
-#: stays on time.
+POREP_SRS_LOAD_S = 6.0
+#: The WinningPoSt SRS's first load in a run: on demand, inside the synthesis step of the
+#: run's first WinningPoSt (engine.rs:2717-2721), short enough that it stays on time.
 FIRST_POST_SRS_LOAD_S = 2.0
 WINNING_SRS = "winning-32g"
 POREP_SRS = "porep-32g"
-#: The SRS the first run holds from its first second: its loads are not written (the first
-#: cycle's story starts with the pipeline already chaining). Every later run starts with none.
-FIRST_RUN_SRS = frozenset({POREP_SRS, WINNING_SRS})
 PANIC_LINES = (
     "thread '<unnamed>' panicked at /root/.cargo/git/checkouts/curio/extern/supraseal-c2/"
     "src/lib.rs:316:9:",
@@ -169,9 +174,10 @@ class PostScript:
         self.winpost = 0
         #: Each PoSt's arrival (simulated seconds), for its completion line's total_ms.
         self.arrived: dict[str, float] = {}
-        #: The circuits whose SRS this run of cuzk holds (srs_manager.rs `loaded`, 211): a
-        #: process that dies loses them, so a new run loads each again on demand.
-        self.srs_in_memory: set[str] = set(FIRST_RUN_SRS)
+        #: The circuits whose SRS this run of cuzk holds (srs_manager.rs `loaded`, 211): none
+        #: at a start, cuzk loads each at its first use (engine.rs:1249, "no preload"); a
+        #: process that dies loses them, so a new run loads each again.
+        self.srs_in_memory: set[str] = set()
 
     def schedule(self, start: float = 0.0) -> None:
         """One cycle of the script from `start` (simulated seconds); the next one after it."""
@@ -347,22 +353,32 @@ class PostScript:
         sim._at(now + DOWN_S, Kept(self._start_again))
 
     def _start_again(self) -> None:
+        """The new run: its start lines (`cuzk-daemon starting` first, main.rs:63), a new
+        TIMELINE epoch, its status server after the engine's start (main.rs:118-133), then its
+        PoRep SRS loaded before any synthesis, as every run's first PoRep does."""
         sim = self.sim
-        sim._trace(sim._now, "cuzk-daemon starting", target="cuzk_daemon")
         sim._epoch = sim._now  # the new run's TIMELINE epoch and /status uptime
         sim.startup_lines()
-        # main.rs:118-133: the engine starts, then the status server binds its address.
         sim.status_server_starts()
+        self.load_porep_srs()
+
+    def load_porep_srs(self) -> None:
+        """The run's first PoRep loads `porep-32g` from disk before its partitions are
+        dispatched (engine.rs:2187-2209, `ensure_loaded` in the parse task that
+        `process_batch` awaits; srs_manager.rs:203, 224): nothing is synthesised until it is
+        loaded (`down` holds the synthesis back meanwhile)."""
+        sim = self.sim
+        sim.down = True
         sim._trace(sim._now + 0.1, f"loading SRS from disk circuit_id={POREP_SRS} "
                    "path=/data/zk/params/v28-stacked-proof-of-replication.params "
                    "file_size_gib=44", target="cuzk_core::srs_manager")
-        sim._at(sim._now + RESTART_SRS_LOAD_S, Kept(self._srs_loaded))
+        sim._at(sim._now + POREP_SRS_LOAD_S, Kept(self._srs_loaded))
 
     def _srs_loaded(self) -> None:
         sim = self.sim
         self.srs_in_memory.add(POREP_SRS)
         sim._trace(sim._now, f"SRS loaded successfully circuit_id={POREP_SRS} "
-                   f"elapsed_ms={int(RESTART_SRS_LOAD_S * 1000)} budget_used_gib=47 "
+                   f"elapsed_ms={int(POREP_SRS_LOAD_S * 1000)} budget_used_gib=47 "
                    "budget_available_gib=465", target="cuzk_core::srs_manager")
         sim.down = False
         for g in sim._gpus:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import msgspec
 import pytest
 from parsed_logs import events_of_lines, fed, watched_events
 
@@ -266,6 +267,115 @@ def test_a_failure_ends_only_the_monolithic_job_it_names_or_can_only_be() -> Non
         "synthesis failed error=invalid vanilla proof for sector 7")
     assert read_ahead.view().monolithic_in_flight == ("window-post wdpost-1000-1",)
     assert by_kind.mono_failures_unplaced == by_job.mono_failures_unplaced == 0
+
+
+
+def _sync_picked_up(t_s: float, job: str, worker: int) -> list[str]:
+    """Its synthesis done and the job on `worker` with `CUZK_DISABLE_SPLIT_PROVE=1`
+    (engine.rs:2745, 2848, 3023): no GPU_START follows (3078-3118)."""
+    return _mono_on_gpu(t_s, job, worker)[:3]
+
+
+def _sync_worker_line(t_s: float, job: str, worker: int, batch: int, message: str) -> str:
+    """A line of `job`'s GPU worker span (engine.rs:3005-3012), where the synchronous prove
+    processes its result (`process_monolithic_result` at 3111, inside the span)."""
+    kind = "snap-update" if job.startswith("snap") else "winning-post"
+    return (f"{_at(t_s)}  INFO gpu_worker{{worker_id={worker} gpu=0 job_id={job} "
+            f"proof_kind={kind} batch_size={batch} partition=None}}: cuzk_core::engine: "
+            + message)
+
+
+def _sync_completed(t_s: float, job: str, worker: int) -> str:
+    """Its completion line (engine.rs:839-846) in its GPU worker's span."""
+    return _sync_worker_line(t_s, job, worker, 1, "proof completed successfully (pipeline) "
+                             "proof_len=192 total_ms=4100 queue_ms=0 synth_ms=2000 gpu_ms=1800")
+
+
+def _gap_view(facts: PipelineFacts, start_s: float, end_s: float) -> tuple[str | None, list[str]]:
+    """The log's cause and evidence for a gap of GPU 0 from `start_s` to `end_s` (s after
+    17:00:00)."""
+    t0 = events_of_lines([f"{_at(0.0)}  INFO x: y"])[0].t_wall_s
+    view = facts.log_view(0, t0 + start_s, t0 + end_s, "host_stall")
+    return view.cause, view.evidence
+
+
+def test_a_monolithic_job_proved_with_split_prove_disabled_ends_at_its_completion_line() -> None:
+    """`CUZK_DISABLE_SPLIT_PROVE=1` (engine.rs:3075): the GPU worker proves in one synchronous
+    call and writes no GPU_START and no GPU_END (3078-3118). A WinningPoSt and a SnapDeals
+    batch end at the lines `process_monolithic_result` writes inside their GPU worker's span,
+    which names them (3005-3012, 3111): `proof completed successfully (pipeline)` (839-846),
+    `batched proof completed — splitting results` (725-731). Both stayed in flight for good,
+    and the GPU's idle a minute later (nothing queued) was said to wait on the WinningPoSt
+    "on the GPU"."""
+    facts = _monolithic_run(
+        _mono_start(10.0, "winpost-1000-a", "winning-post"),
+        *_sync_picked_up(12.0, "winpost-1000-a", 0),
+        _sync_worker_line(12.001, "winpost-1000-a", 0, 1, "GPU_TIMING hot_path pre-prove "
+                          "overhead worker_id=0 partition=None status_ms=0 fail_check_ms=0 "
+                          "mark_busy_ms=0 total_overhead_ms=0"),
+        f"{_at(13.8)}  INFO gpu_prove{{circuit_id=winning-32g partition=None}}: "
+        "cuzk_core::pipeline: GPU prove complete proof_count=1 proof_bytes=192 gpu_ms=1800",
+        _sync_completed(13.81, "winpost-1000-a", 0),
+        _mono_start(20.0, "snap-1000-7", "snap-update"),
+        *_sync_picked_up(30.0, "snap-1000-7", 1),
+        _sync_worker_line(34.0, "snap-1000-7", 1, 2, "batched proof completed — splitting "
+                          "results total_proof_bytes=6144 num_sectors=2 synth_ms=10000 "
+                          "gpu_ms=4000"),
+        _sync_worker_line(34.0, "snap-1000-8", 1, 2, "sector proof delivered from batch "
+                          "sector_idx=1 job_id=snap-1000-8 proof_len=3072 total_ms=14100"))
+    assert facts.view().monolithic_in_flight == ()
+    cause, evidence = _gap_view(facts, 60.0, 65.0)
+    assert cause != "monolithic" and not any("winpost" in e for e in evidence)
+    during, _ = _gap_view(facts, 12.5, 13.0)  # its prove's b_g2_msm: the GPU idle, it on it
+    assert during == "monolithic"
+
+
+def test_with_no_completion_line_read_a_synchronous_job_ends_by_its_workers_next_pickup() -> None:
+    """cuzk's stderr alone (its TIMELINE lines; the completion lines are on stdout): a job
+    picked up with no GPU_START (`CUZK_DISABLE_SPLIT_PROVE=1`) was proved before its worker
+    looped (engine.rs:3078-3118), so its worker's next GPU_PICKUP (3023), of a partition too,
+    ends it, its end bounded, not read, and said so. Another stream's worker 0 (another
+    daemon's stderr) is not this one's. A job with a GPU_START (the split prove) is in its
+    finalizer still when its worker picks up the next: only its GPU_END ends it."""
+    lines = [_mono_start(10.0, "winpost-1000-a", "winning-post"),
+             *_sync_picked_up(12.0, "winpost-1000-a", 0),
+             "TIMELINE,24970,GPU_PICKUP,porep-9-9,worker=0,partition=1",  # the other daemon's
+             _mono_start(29.0, "winpost-1000-b", "winning-post"),
+             *_sync_picked_up(30.0, "winpost-1000-b", 0),
+             "TIMELINE,39970,GPU_PICKUP,porep-1000-5,worker=0,partition=0"]
+    facts = PipelineFacts()
+    for ev in events_of_lines([
+            f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+            *lines]):
+        other = ev.job_id == "porep-9-9"
+        facts.feed(msgspec.structs.replace(ev, stream="the-other-stderr") if other else ev)
+    assert facts.view().monolithic_in_flight == ()
+    cause, evidence = _gap_view(facts, 26.0, 28.0)  # a on the GPU until b's pickup at +30 s
+    assert cause == "monolithic" and "winpost-1000-a on the GPU" in evidence[0]
+    assert ("its end was not read: cuzk wrote no GPU_END for it (no GPU_START either: a "
+            "synchronous prove, CUZK_DISABLE_SPLIT_PROVE=1, engine.rs:3078-3118) and its "
+            "completion line was not read; its worker 0 picked up its next job at "
+            "17:00:30.000: on the GPU at most until then") in evidence
+    assert _gap_view(facts, 45.0, 50.0)[0] != "monolithic"
+    split = _monolithic_run(_mono_start(10.0, "winpost-1000-c", "winning-post"),
+                            *_mono_on_gpu(12.0, "winpost-1000-c", 1),
+                            "TIMELINE,12970,GPU_PICKUP,porep-1000-5,worker=1,partition=1")
+    assert split.view().monolithic_in_flight == ("winning-post winpost-1000-c",)
+
+
+def test_a_completion_line_read_after_the_next_pickup_says_when_the_job_ended() -> None:
+    """cuzk's stdout read after its stderr: the synchronous job was ended by its worker's next
+    pickup at +40 s (its end bounded); its completion line at +33 s, read after, is its own
+    end: the GPU idle from +34 s to +39 s is not its."""
+    lines = [_mono_start(20.0, "winpost-1000-b", "winning-post"),
+             *_sync_picked_up(30.0, "winpost-1000-b", 0),
+             "TIMELINE,39970,GPU_PICKUP,porep-1000-5,worker=0,partition=0"]
+    bounded = _monolithic_run(*lines)
+    assert _gap_view(bounded, 34.0, 39.0)[0] == "monolithic"
+    read_after = _monolithic_run(*lines, _sync_completed(33.0, "winpost-1000-b", 0))
+    cause, evidence = _gap_view(read_after, 34.0, 39.0)
+    assert cause != "monolithic" and not any("winpost" in e for e in evidence)
+    assert _gap_view(read_after, 31.0, 32.0)[0] == "monolithic"
 
 
 # -- a gap that spans a restart ---------------------------------------------------------------

@@ -114,6 +114,25 @@ SYNTH_FAILED_MESSAGES = (*PARTITION_SYNTH_FAILED_MESSAGES, *SINGLE_SYNTH_FAILED_
 #: cuda-supraseal (3105-3111, 3340-3349) cuzk writes no GPU_START and no GPU_END at all.
 GPU_FAILED_MESSAGES = (*GPU_WORKER_FAILED_MESSAGES, "partition GPU proving failed",
                        "partition GPU proving task panicked")
+#: engine.rs:839-846, INFO (`process_monolithic_result`): a pipelined monolithic job (PoSt, a
+#: single request) proved, `total_ms` from its submission. Written by the split prove's
+#: finalizer after its GPU_END (3196; called at 3257 in a task spawned at 3185 outside any
+#: span: it names no job), and, where cuzk writes no GPU_START or GPU_END
+#: (`CUZK_DISABLE_SPLIT_PROVE=1`, 3078-3118: called at 3111), inside the job's GPU worker's
+#: span (`GPU_WORKER_SPAN`, 3005-3012, the async block instrumented at 3356), which names it.
+PIPELINE_COMPLETED_MESSAGE = "proof completed successfully (pipeline)"
+#: engine.rs:725-731, 817, the same function's lines for a batch (its job id, in TIMELINE and
+#: in the span, is its first request's, engine.rs:2664, 2724, 2984): its proof made and split
+#: per sector, or its split failed (ERROR). Written where its completion line would be: in the
+#: span only with the prove synchronous.
+BATCH_COMPLETED_MESSAGE = "batched proof completed — splitting results"
+BATCH_SPLIT_FAILED_MESSAGE = "failed to split batched proofs"
+#: The lines that end a pipelined monolithic job's GPU step written inside its GPU worker's
+#: span, which names it: with the prove synchronous (`CUZK_DISABLE_SPLIT_PROVE=1`) they are
+#: its only end, no GPU_END being written (`gapwatch.cuzk.pipeline.PipelineFacts._sync_done`).
+#: Its failures there (`GPU proving failed` ...) are `GPU_WORKER_FAILED_MESSAGES`'.
+SYNC_DONE_MESSAGES = (PIPELINE_COMPLETED_MESSAGE, BATCH_COMPLETED_MESSAGE,
+                      BATCH_SPLIT_FAILED_MESSAGE)
 #: engine.rs:3034-3042, INFO: a partition picked up (its GPU_PICKUP written) of a job that had
 #: failed meanwhile: no GPU_START follows, the worker is free again.
 SKIPPED_GPU_PROVE_MESSAGE = "skipping GPU prove for failed partitioned job"

@@ -24,7 +24,10 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   `/status`, only in TIMELINE (`SYNTH_START kind=...`, `GPU_QUEUE monolithic`, `GPU_PICKUP
   worker=W`, `GPU_END worker=W,gpu_ms=..`; a step that failed gets an ERROR line in place of its
   SYNTH_END or GPU_END, naming the job in its GPU worker's span, else none: it ends the job it
-  names or the one it can only be, `PipelineFacts._monolithic_failed`) or, with the pipeline
+  names or the one it can only be, `PipelineFacts._monolithic_failed`; with
+  `CUZK_DISABLE_SPLIT_PROVE=1` no GPU_START or GPU_END is written, 3078-3118, and the job ends
+  at its completion line in its GPU worker's span, `PipelineFacts._sync_done`, else by its
+  worker's next GPU_PICKUP, `PipelineFacts._worker_moved_on`) or, with the pipeline
   off, in its monolithic workers' lines (`processing job (monolithic)` .. `proof completed
   successfully (monolithic)` or `proof failed`, engine.rs:3394-3475: one call synthesises and
   proves, the GPU idle through the synthesis); the pacer's `pacer: status` line.
@@ -66,6 +69,7 @@ from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
     GPU_WORKER_FAILED_MESSAGES,
+    GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_FAILED_MESSAGES,
@@ -78,6 +82,7 @@ from gapwatch.cuzk.log_lines import (
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
+    SYNC_DONE_MESSAGES,
     TIMEOUT_FLUSH_SPAN,
 )
 from gapwatch.cuzk.pool_churn import (
@@ -142,7 +147,8 @@ _TRACING_MESSAGES = frozenset((
     PACER_ENABLED, PACER_STATUS, BUDGET_WAIT, BUDGET_OVER, BUDGET_ACQUIRED, SRS_LOADING_MESSAGE,
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
-    JOB_ENQUEUED_MESSAGE, *SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
+    JOB_ENQUEUED_MESSAGE, *SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES,
+    *SYNC_DONE_MESSAGES))
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -161,6 +167,9 @@ _MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, *_MONOLITHIC_ENDS)
 #: `gapwatch.cuzk.restarts.RestartWatch._failed` ends a step at: the partitions' others).
 _SYNTH_FAILED = frozenset(SINGLE_SYNTH_FAILED_MESSAGES)
 _STEP_FAILED = frozenset((*SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES))
+#: The lines that end a pipelined monolithic job's GPU step in its GPU worker's span where cuzk
+#: writes no GPU_END (`CUZK_DISABLE_SPLIT_PROVE=1`: `PipelineFacts._sync_done`).
+_SYNC_DONE = frozenset(SYNC_DONE_MESSAGES)
 #: The kind of a panic message's event (the parser reads its lines as one: gapwatch.cuzk.panics).
 PANIC_KIND = "panic"
 #: The WARNs that are failures: a self-check that failed (prover.rs:261) and a budget request
@@ -351,16 +360,26 @@ class _Mono:
     false`, any proof a monolithic worker proves in one call (`one_call`: from its
     `processing job (monolithic)` line, `pickup_s`, to the line that ends it, `end_s`). A
     pipelined one ends at its GPU_END or at the failure line of its step
-    (`PipelineFacts._monolithic_failed`)."""
+    (`PipelineFacts._monolithic_failed`); proved without GPU_START and GPU_END
+    (`CUZK_DISABLE_SPLIT_PROVE=1`), at its completion line in its GPU worker's span
+    (`PipelineFacts._sync_done`), else by its worker's next GPU_PICKUP
+    (`PipelineFacts._worker_moved_on`)."""
 
     job: str
     kind: str
     synth_start_s: float | None = None
     synth_end_s: float | None = None
     pickup_s: float | None = None
+    #: Its GPU_START (the split prove's: engine.rs:3131); None: none read.
+    gpu_start_s: float | None = None
     end_s: float | None = None
+    #: Its end was not read, only bounded: `end_s` is its worker's next GPU_PICKUP, by which
+    #: it had ended (`PipelineFacts._worker_moved_on`), until a line of its own says when.
+    end_unread: bool = False
     worker: int | None = None
     gpu: int | None = None
+    #: The stream its GPU_PICKUP was read in (one daemon's stderr: its worker ids are its own).
+    stream: str = ""
     one_call: bool = False
     #: The first failure line naming no job that may be this job's, written while it and
     #: others could have been the one that failed (`PipelineFacts._monolithic_failed`): (when,
@@ -541,6 +560,11 @@ class PipelineFacts(_Limits):
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
         self.mono: OrderedDict[str, _Mono] = OrderedDict()
         self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
+        #: (stream, worker) -> the monolithic job it picked up last (`_worker_moved_on`), and
+        #: the jobs ended there whose own end line may still come (`_sync_done`): the latest
+        #: `HISTORY` of each.
+        self._on_worker: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._ends_unread: OrderedDict[str, _Mono] = OrderedDict()
         #: Failure lines naming no job that several monolithic jobs in flight could be the
         #: failure of: none of them is ended by it (`_monolithic_failed`), each is marked.
         self.mono_failures_unplaced = 0
@@ -592,6 +616,7 @@ class PipelineFacts(_Limits):
         run is gone with it (cuzk keeps nothing across a restart); totals and histories stay."""
         self.queued.clear()
         self.mono.clear()
+        self._on_worker.clear()
         self.pacer, self.pacer_t_s = None, None
         kept = [load for load in self.srs_loads if load.end_s is not None]
         self.srs_loads.clear()
@@ -641,6 +666,8 @@ class PipelineFacts(_Limits):
         name, job, part, t = ev.name, ev.job_id, ev.partition, ev.t_wall_s
         if job is None:
             return
+        if name == "GPU_PICKUP":
+            self._worker_moved_on(ev, job)
         if part is not None:
             key = (job, part)
             if name == "GPU_QUEUE":
@@ -672,6 +699,11 @@ class PipelineFacts(_Limits):
             entry.synth_end_s = t
         elif name == "GPU_PICKUP":
             entry.pickup_s, entry.worker, entry.gpu = t, ev.worker, ev.gpu
+            entry.stream = ev.stream
+            if ev.worker is not None:
+                keep_latest(self._on_worker, (ev.stream, ev.worker), job, HISTORY)
+        elif name == "GPU_START":
+            entry.gpu_start_s = t
         elif name == "GPU_END":
             self._mono_ended(entry, t)
 
@@ -733,13 +765,60 @@ class PipelineFacts(_Limits):
             self._monolithic_worker(ev)
         elif msg in _STEP_FAILED:
             self._monolithic_failed(ev)
+        elif msg in _SYNC_DONE:
+            self._sync_done(ev)
 
-    def _mono_ended(self, entry: _Mono, t_s: float) -> None:
-        """A monolithic job ended at `t_s` (its GPU_END, its worker's end line, its failure):
-        no longer in flight; kept for the gaps it spans."""
-        entry.end_s = t_s
+    def _mono_ended(self, entry: _Mono, t_s: float, unread: bool = False) -> None:
+        """A monolithic job ended at `t_s` (its GPU_END, its worker's end line, its failure;
+        `unread`: its worker's next pickup, by which it had ended): no longer in flight; kept
+        for the gaps it spans."""
+        entry.end_s, entry.end_unread = t_s, unread
         self.mono.pop(entry.job, None)
         self.mono_done.append(entry)
+        if unread:
+            keep_latest(self._ends_unread, entry.job, entry, HISTORY)
+
+    def _sync_done(self, ev: LogEvent) -> None:
+        """A line that ends a pipelined monolithic job's GPU step (`_SYNC_DONE`: its completion
+        line, engine.rs:839-846, or a batch's, 725-731, 817) inside its GPU worker's span, which
+        names it (`gpu_worker{job_id partition=None}`, 3005-3012). cuzk writes it there when it
+        proves in one synchronous call (`CUZK_DISABLE_SPLIT_PROVE=1`, 3078-3118:
+        `process_monolithic_result` at 3111), which writes no GPU_START and no GPU_END: this is
+        the job's end (without it, it stayed in flight for good and every later gap of its GPU
+        waited on it). Outside the span (the split prove's finalizer, 3257, after its GPU_END)
+        the line names no job and ends nothing here. A job already ended by its worker's next
+        pickup (`_worker_moved_on`: cuzk's stdout read after its stderr) takes this line's
+        time, its own end."""
+        job = ev.job_id
+        if job is None or ev.partition is not None or ev.fields.get("spans") != GPU_WORKER_SPAN:
+            return
+        entry = self.mono.get(job)
+        if entry is not None:
+            if not entry.one_call:
+                self._mono_ended(entry, ev.t_wall_s)
+            return
+        bounded = self._ends_unread.pop(job, None)
+        if bounded is not None:
+            bounded.end_s, bounded.end_unread = ev.t_wall_s, False
+
+    def _worker_moved_on(self, ev: LogEvent, job: str) -> None:
+        """A GPU worker picked up `job` (GPU_PICKUP, engine.rs:3023): a worker proves one job
+        at a time. The pipelined monolithic job it picked up before, with no GPU_START read,
+        was proved in one synchronous call (`CUZK_DISABLE_SPLIT_PROVE=1`, 3078-3118: the worker
+        loops only after its result is processed, 3111-3118; the split prove writes GPU_START,
+        3131, to the same stream before the worker can loop), so it had ended by now: where its
+        completion line was not read (cuzk's stdout not followed, or not yet), it ends here,
+        its end bounded, not read (`_Mono.end_unread`). One with a GPU_START read is in its
+        finalizer still (its GPU_END ends it). Worker ids are one daemon's: the same stream's
+        pickups only."""
+        w = ev.worker
+        if w is None:
+            return
+        held = self._on_worker.pop((ev.stream, w), None)
+        entry = self.mono.get(held) if held is not None and held != job else None
+        if (entry is not None and not entry.one_call and entry.worker == w
+                and entry.gpu_start_s is None):
+            self._mono_ended(entry, ev.t_wall_s, unread=True)
 
     def _monolithic_failed(self, ev: LogEvent) -> None:
         """A failure line in place of a step's end (`_STEP_FAILED`, ERROR): the pipelined
@@ -1124,6 +1203,8 @@ class PipelineFacts(_Limits):
             failure = mono.unplaced_failure
             if failure is not None and failure[0] <= end_s:
                 evidence.append(_unplaced_failure_words(*failure))
+            if mono.end_unread and mono.end_s is not None:
+                evidence.append(_end_unread_words(mono.worker, mono.end_s))
             return LogView("monolithic", evidence, f"{mono.kind} {phase}")
         if kind == "pcie_starved":
             pool = self.pool
@@ -1212,6 +1293,15 @@ def _unplaced_failure_words(t_s: float, message: str, could: int) -> str:
     return (f"'{message}' at {_hms(t_s)} named no job while {could} monolithic jobs could have "
             f"been the one that failed, this one among them ({where}): if it was this one's, "
             "the job ended there and no work of it kept the GPU waiting after")
+
+
+def _end_unread_words(worker: int | None, next_pickup_s: float) -> str:
+    """The words of a monolithic job whose end was not read, only bounded by its worker's next
+    pickup (`PipelineFacts._worker_moved_on`)."""
+    return (f"its end was not read: cuzk wrote no GPU_END for it (no GPU_START either: a "
+            "synchronous prove, CUZK_DISABLE_SPLIT_PROVE=1, engine.rs:3078-3118) and its "
+            f"completion line was not read; its worker {worker} picked up its next job at "
+            f"{_hms(next_pickup_s)}: on the GPU at most until then")
 
 
 def is_failure(ev: LogEvent) -> bool:

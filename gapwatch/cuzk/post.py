@@ -108,6 +108,7 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
+    PIPELINE_COMPLETED_MESSAGE,
     SINGLE_SYNTH_FAILED_MESSAGES,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
@@ -137,8 +138,9 @@ MAX_SRS_LOADS = 64
 #: line's own µs stamp, as `_follows` allows.
 CLOCK_SLACK_S = 0.05
 #: engine.rs:839, in the finalizer right after a monolithic job's GPU_END (3196): no job id,
-#: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read.
-COMPLETED = "proof completed successfully (pipeline)"
+#: but `total_ms` from its submission, which places its arrival when `job enqueued` was not read
+#: (in its GPU worker's span, naming it, where no GPU_END is written: `_named_completion`).
+COMPLETED = PIPELINE_COMPLETED_MESSAGE
 #: The longest job id a PoSt is followed by (see the module docstring): the watcher is given
 #: this much of an id (`sizes.bounded_event`), so a longer one cannot be told from another that
 #: starts the same.

@@ -240,20 +240,43 @@ def test_the_job_tracker_wait_is_inside_the_workers_and_no_dispatch_stall() -> N
     assert a.setting.startswith("[cuzk] status_period_s") and a.guess
 
 
+def _picked_up(worker: int, partitions: range) -> list[str]:
+    """A GPU worker's pickups (engine.rs:3023) and, in its span, its hot-path line (3057)."""
+    return [x for i in partitions
+            for x in (timeline(1000 + i, "GPU_PICKUP", "porep-1000-7", f"worker={worker},partition={i}"),
+                      line("GPU_TIMING hot_path pre-prove overhead", 3.0 + i, worker_id=worker,
+                           partition=f"Some({i})"))]
+
+
 def test_disable_split_prove_is_detected_and_said_with_the_lock_attribution_off() -> None:
-    starts = [timeline(1000 + i, "GPU_START", "porep-1000-7", f"worker=0,partition={i}")
-              for i in range(4)]
-    facts = facts_of([ENGINE, *starts])
+    """With `CUZK_DISABLE_SPLIT_PROVE=1` a GPU worker picks a job up and proves it in one
+    synchronous call (engine.rs:3078-3118), returning before the split prove's GPU_START (3131)
+    and its `spawn_blocking prove_start` line (3139): GPU_PICKUP lines and no GPU_START. The
+    tell was GPU_START lines without that line, which the knob never writes: it was never
+    said of a log it was set in."""
+    sync = _picked_up(0, range(4))
+    facts = facts_of([ENGINE, *sync])
     assert facts.split_prove_disabled
     notes = path_notes(facts)
-    assert any("CUZK_DISABLE_SPLIT_PROVE=1" in n and "lock attribution" in n for n in notes)
+    assert any("CUZK_DISABLE_SPLIT_PROVE=1" in n and "lock attribution" in n
+               and "not one GPU_START" in n for n in notes)
     (a,) = advise([_gap(cause="inside_workers")], PipelineView(),
                   rules=lambda s, g: path_rule(s, g, facts)).advice
     assert a.setting == "env CUZK_DISABLE_SPLIT_PROVE"
-    # With the split-prove line there (engine.rs:3139), nothing is said.
-    with_split = facts_of([ENGINE, *starts, line("GPU_TIMING spawn_blocking prove_start",
-                                                    4.0)])
-    assert not with_split.split_prove_disabled
+    parser, seen = LogParser(), SettingsSeen()  # the settings `compare` reads: the same tell
+    for text in [ENGINE, *sync]:
+        for ev in parser.parse_line(text, "stderr" if text.startswith("TIMELINE") else "stdout"):
+            seen.feed_log(ev)
+    assert seen.result().env == {"CUZK_DISABLE_SPLIT_PROVE": (
+        "1 (inferred: 4 GPU_PICKUP, no GPU_START, no 'GPU_TIMING spawn_blocking prove_start' "
+        "line)")}
+    # The split prove: each pickup's GPU_START and split-prove line (engine.rs:3131, 3139);
+    # GPU_START alone (every prove start failed before its line) is no tell either.
+    starts = [timeline(1000 + i, "GPU_START", "porep-1000-7", f"worker=0,partition={i}")
+              for i in range(4)]
+    for split in ([*sync, *starts, line("GPU_TIMING spawn_blocking prove_start", 4.0)],
+                  [*sync, *starts]):
+        assert not facts_of([ENGINE, *split]).split_prove_disabled
 
 
 def test_a_log_at_warn_level_infers_no_disable_split_prove_and_no_unseen_info_line() -> None:
@@ -263,8 +286,8 @@ def test_a_log_at_warn_level_infers_no_disable_split_prove_and_no_unseen_info_li
     warns = [line(n, 0.5) for n in LINES if " is deprecated" in n]
     warns += [line("assembler not found, discarding partition result", 2.0),
               line("partition GPU proving failed", 3.0)]
-    starts = [timeline(1000 + i, "GPU_START", "porep-1000-7", f"worker=0,partition={i}")
-              for i in range(4)]
+    starts = [timeline(1000 + i, "GPU_PICKUP", "porep-1000-7", f"worker=0,partition={i}")
+              for i in range(4)]  # no GPU_START: the knob's own tell, at warn level
     facts = facts_of([*warns, *starts])
     assert facts.log_seen and not facts.split_prove_disabled
     assert not any("SPLIT_PROVE" in n for n in path_notes(facts))

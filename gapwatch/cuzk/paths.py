@@ -156,6 +156,7 @@ class PathsSeen:
         self.self_checks = 0
         self.hot: dict[str, int] = {}
         self.split_lines = 0
+        self.gpu_pickups = 0
         self.gpu_starts = 0
         self.deprecated: dict[str, None] = {}
 
@@ -170,7 +171,9 @@ class PathsSeen:
             self._tracing(ev)
 
     def _timeline(self, ev: LogEvent) -> None:
-        if ev.name == "GPU_START":
+        if ev.name == "GPU_PICKUP":
+            self.gpu_pickups += 1
+        elif ev.name == "GPU_START":
             self.gpu_starts += 1
         elif ev.name == "SYNTH_START" and ev.partition is None:
             kind = ev.fields.get("kind")
@@ -230,8 +233,8 @@ class PathsSeen:
             first_waves=self.waves.waves(), validate_lines=self.validate,
             self_checks=self.self_checks,
             hot_path_max_ms=tuple((k, self.hot[k]) for k in HOT_PATH_FIELDS if k in self.hot),
-            split_prove_disabled=split_prove_disabled(self.gpu_starts, self.split_lines,
-                                                      self.engine_info),
+            split_prove_disabled=split_prove_disabled(self.gpu_pickups, self.gpu_starts,
+                                                      self.split_lines, self.engine_info),
             deprecated=tuple(self.deprecated), engine_info=self.engine_info > 0,
             pipeline_info=self.pipeline_info > 0,
         )  # fmt: skip
@@ -419,8 +422,8 @@ def _job_tracker(facts: PathFacts) -> Found | str | None:
 
 
 def _split_prove_evidence() -> str:
-    return (f"GPU_START lines but not one '{SPLIT_PROVE_TELL}' line: CUZK_DISABLE_SPLIT_PROVE=1 "
-            "looks set")
+    return ("GPU_PICKUP lines but not one GPU_START (engine.rs:3131) nor "
+            f"'{SPLIT_PROVE_TELL}' line: CUZK_DISABLE_SPLIT_PROVE=1 looks set")
 
 
 def path_notes(facts: PathFacts) -> list[str]:

@@ -74,7 +74,8 @@ DEPRECATED = " is deprecated"
 ENGINE_TARGET = "cuzk_core::engine"
 VALIDATE_PARTITIONS = "CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier"
 SPLIT_PROVE_TELL = "GPU_TIMING spawn_blocking prove_start"
-#: GPU jobs seen without one split-prove line before `CUZK_DISABLE_SPLIT_PROVE=1` is said.
+#: GPU jobs picked up (GPU_PICKUP) without one GPU_START before `CUZK_DISABLE_SPLIT_PROVE=1`
+#: is said.
 SPLIT_PROVE_MIN_JOBS = 3
 
 
@@ -175,6 +176,7 @@ class SettingsSeen:
         self.deprecated: dict[str, None] = {}
         self.validate_lines = 0
         self.split_prove_lines = 0
+        self.gpu_pickups = 0
         self.gpu_starts = 0
         self.tracing_lines = 0
         self.engine_info_lines = 0
@@ -244,7 +246,9 @@ class SettingsSeen:
             values.append((t_wall_s, text))
 
     def _timeline(self, ev: LogEvent) -> None:
-        if ev.name == "GPU_START":
+        if ev.name == "GPU_PICKUP":
+            self.gpu_pickups += 1
+        elif ev.name == "GPU_START":
             self.gpu_starts += 1
         elif ev.name == "SYNTH_START":
             kind = ev.fields.get("kind")
@@ -269,10 +273,11 @@ class SettingsSeen:
         if self.validate_lines:
             env["CUZK_VALIDATE_PARTITIONS"] = (
                 f"1 (seen: {self.validate_lines} 'CUZK_VALIDATE_PARTITIONS=1' line(s))")
-        if split_prove_disabled(self.gpu_starts, self.split_prove_lines,
+        if split_prove_disabled(self.gpu_pickups, self.gpu_starts, self.split_prove_lines,
                                 self.engine_info_lines):
             env["CUZK_DISABLE_SPLIT_PROVE"] = (
-                f"1 (inferred: {self.gpu_starts} GPU_START, no '{SPLIT_PROVE_TELL}' line)")
+                f"1 (inferred: {self.gpu_pickups} GPU_PICKUP, no GPU_START, no "
+                f"'{SPLIT_PROVE_TELL}' line)")
         return ProverSettings({**self.values, **self.status_values},
                               {**self.seen_in, **self.status_seen_in}, tuple(self.deprecated),
                               env, self.batches, self.tracing_lines,
@@ -294,12 +299,18 @@ def engine_info(ev: LogEvent) -> bool:
     return info_from(ev, ENGINE_TARGET)
 
 
-def split_prove_disabled(gpu_starts: int, split_prove_lines: int,
+def split_prove_disabled(gpu_pickups: int, gpu_starts: int, split_prove_lines: int,
                          engine_info_lines: int) -> bool:
-    """`CUZK_DISABLE_SPLIT_PROVE=1`'s only tell: GPU jobs start, INFO lines of the engine are
-    read (the split-prove line is one, engine.rs:3139: WARN and ERROR lines alone come at
-    level "warn", main.rs:54-61), and not one split-prove line came (engine.rs:3075)."""
-    return (gpu_starts >= SPLIT_PROVE_MIN_JOBS and engine_info_lines > 0
+    """`CUZK_DISABLE_SPLIT_PROVE=1`'s tell: GPU workers pick jobs up (TIMELINE GPU_PICKUP,
+    engine.rs:3023) and not one GPU_START or split-prove line comes. With the knob the worker
+    proves in one synchronous call and returns (3078-3118) before the split prove's GPU_START
+    (3131) and its `spawn_blocking prove_start` line (3139), which every job the split prove
+    takes past its pickup writes (a partition of a job already failed gets neither, 3034-3042:
+    not every job). Said only where INFO lines of the engine are read (WARN and ERROR lines
+    alone come at level "warn", main.rs:54-61): the knob's "not seen" there stays "not known",
+    as `CUZK_VALIDATE_PARTITIONS`'s does. Before, the tell was GPU_START lines without the
+    split-prove line, which the knob never writes: it was never said of a log it was set in."""
+    return (gpu_pickups >= SPLIT_PROVE_MIN_JOBS and gpu_starts == 0 and engine_info_lines > 0
             and split_prove_lines == 0)
 
 

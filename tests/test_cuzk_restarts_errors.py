@@ -686,6 +686,51 @@ def test_cuzk_killed_with_work_in_flight_was_up_until_its_last_line_and_that_is_
     assert cost.cost_s == pytest.approx(36.0, abs=0.01)
 
 
+
+def _sync_partition_done(t_s: float, job: str) -> str:
+    """Partition 0's result line in its GPU worker's span (engine.rs:474-479 via 3105): the
+    synchronous prove's (`CUZK_DISABLE_SPLIT_PROVE=1`), which writes no GPU_START or GPU_END."""
+    return (f"{_at(t_s)}  INFO gpu_worker{{worker_id=0 gpu=0 job_id={job} proof_kind=porep-c2 "
+            "batch_size=1 partition=Some(0)}: cuzk_core::engine: partition GPU prove complete "
+            f"job_id={job} partition=0 gpu_ms=5000 filled=0")
+
+
+def test_with_split_prove_disabled_a_restart_has_its_cost_and_an_idle_stop_is_no_work() -> None:
+    """`_stopped_after`'s cuzk with `CUZK_DISABLE_SPLIT_PROVE=1`: each partition picked up
+    (GPU_PICKUP, engine.rs:3023) and proved in one synchronous call, its result line in its
+    GPU worker's span (3105, 474-479), no GPU_START and no GPU_END (3078-3118). Nothing of it
+    was GPU work to restarts: no restart's cost was ever said (it waits for the new run's
+    first GPU_START), the idle stop was not known idle, and a second restart after GPU work
+    was one more of a crash loop."""
+    epoch_s = 664.03
+    new_ms = round((666.0 - epoch_s) * 1000)
+    lines = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             "TIMELINE,54970,GPU_PICKUP,porep-1000-77,worker=0,partition=0",
+             _sync_partition_done(60.0, "porep-1000-77"),
+             f"{_at(660.0)}  INFO cuzk_daemon: received SIGINT, shutting down",
+             f"{_at(664.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+             f"{_at(664.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+             f"{_at(664.05)}  INFO cuzk_daemon: cuzk-daemon ready, serving on 127.0.0.1:9820",
+             f"{_at(664.05)}  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
+             "proof_kind=porep-c2 priority=Normal queue_position=0",
+             f"TIMELINE,{new_ms - 1900},SYNTH_START,porep-1000-78,partition=0",
+             f"TIMELINE,{new_ms - 70},GPU_QUEUE,porep-1000-78,partition=0",
+             f"TIMELINE,{new_ms},GPU_PICKUP,porep-1000-78,worker=0,partition=0",
+             _sync_partition_done(669.0, "porep-1000-78"),
+             f"{_at(700.0)}  INFO cuzk_daemon: cuzk-daemon starting"]
+    events = events_of_lines(lines)
+    [cost] = [e for e in watched(events) if e.kind == "restart_cost"]
+    parts = {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}
+    assert parts["no work before it stopped"] == 600.0 and parts["down"] == 4.0
+    assert cost.length_s == pytest.approx(606.0, abs=0.01)  # to the new run's pickup at +666
+    assert cost.cost_s == pytest.approx(6.0, abs=0.01)
+    watch = RestartWatch()
+    for ev in events:
+        watch.feed_log(ev)
+    assert [r.in_a_row for r in watch.kept] == [1, 1]
+
+
 def _synthesis_failed(t_s: float, partition: int) -> str:
     """cuzk's ERROR line in place of a partition's SYNTH_END (engine.rs:1784)."""
     return (f"{_at(t_s)} ERROR cuzk_core::engine: partition synthesis failed error=synthesis "

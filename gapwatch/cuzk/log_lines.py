@@ -133,6 +133,16 @@ BATCH_SPLIT_FAILED_MESSAGE = "failed to split batched proofs"
 #: Its failures there (`GPU proving failed` ...) are `GPU_WORKER_FAILED_MESSAGES`'.
 SYNC_DONE_MESSAGES = (PIPELINE_COMPLETED_MESSAGE, BATCH_COMPLETED_MESSAGE,
                       BATCH_SPLIT_FAILED_MESSAGE)
+#: `process_partition_result`'s lines for a partition whose GPU step returned a proof
+#: (engine.rs:474-479, 451-455 its job failed meanwhile, 648-652 WARN its job gone): like the
+#: completion line, written by the split prove's finalizer (3238, no span) after its GPU_END,
+#: and by the synchronous prove (3105) inside the GPU worker's span, no GPU_END written.
+PARTITION_RESULT_MESSAGES = ("partition GPU prove complete",
+                             "discarding GPU result for failed job",
+                             "assembler not found, discarding partition result")
+#: The lines by which a job's GPU work was done, where written inside its GPU worker's span:
+#: only the synchronous prove writes them there (`gapwatch.cuzk.restarts.RestartWatch`).
+SYNC_GPU_DONE_MESSAGES = (*SYNC_DONE_MESSAGES, *PARTITION_RESULT_MESSAGES)
 #: engine.rs:3034-3042, INFO: a partition picked up (its GPU_PICKUP written) of a job that had
 #: failed meanwhile: no GPU_START follows, the worker is free again.
 SKIPPED_GPU_PROVE_MESSAGE = "skipping GPU prove for failed partitioned job"

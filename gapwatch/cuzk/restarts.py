@@ -74,12 +74,14 @@ from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DAEMON_STARTING_MESSAGE,
     GPU_FAILED_MESSAGES,
+    GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
     SKIPPED_GPU_PROVE_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
+    SYNC_GPU_DONE_MESSAGES,
     SYNTH_FAILED_MESSAGES,
     WORKER_STARTED_MESSAGE,
 )
@@ -176,6 +178,12 @@ _FLIGHT: dict[str, tuple[int, int]] = {
 #: A failure is no GPU work done: it moves no "run before" mark and ends no crash loop.
 _FAILED: dict[str, int] = {**dict.fromkeys(SYNTH_FAILED_MESSAGES, 0),
                            **dict.fromkeys(GPU_FAILED_MESSAGES, 2)}
+#: A job's GPU work done, said inside its GPU worker's span: only the synchronous prove
+#: (`CUZK_DISABLE_SPLIT_PROVE=1`, engine.rs:3078-3118) writes these lines there, and it writes
+#: no GPU_START and no GPU_END (`RestartWatch._sync_gpu_done`).
+_SYNC_GPU_DONE = frozenset(SYNC_GPU_DONE_MESSAGES)
+#: Workers whose latest pickup with no GPU_START yet is remembered (`RestartWatch._picked`).
+MAX_PICKED = 1024
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -478,6 +486,11 @@ class RestartWatch:
         #: ended a step (`_idle_at_end`, `_failed`).
         self._flight = [0, 0, 0]
         self._work_after_gpu_end = True
+        #: Worker -> its latest GPU_PICKUP (when) not followed by its GPU_START, a failure or
+        #: a skip: with `CUZK_DISABLE_SPLIT_PROVE=1` (no GPU_START) the job it proves in one
+        #: call, GPU work in flight until its result line in the worker's span
+        #: (`_sync_gpu_done`); with the split prove, popped by its GPU_START a few ms later.
+        self._picked: dict[int, float] = {}
 
     # -- signs --------------------------------------------------------------------------------
 
@@ -501,6 +514,8 @@ class RestartWatch:
             if step is not None:
                 n = self._flight[step[0]] + step[1]
                 self._flight[step[0]] = n if n > 0 else 0
+                if ev.worker is not None and name in ("GPU_PICKUP", "GPU_START"):
+                    self._pick(name, ev.worker, ev.t_wall_s)
             self._work_after_gpu_end = name != "GPU_END"
             if name == "GPU_END":
                 self._last_gpu_end_s = ev.t_wall_s
@@ -524,10 +539,13 @@ class RestartWatch:
         elif name == JOB_ENQUEUED_MESSAGE or name.startswith(_WORK_LINES):
             self._work_after_gpu_end = True  # a job came, or work for one began
         elif name in _FAILED and ev.level == "ERROR":
-            self._failed(_FAILED[name])
+            self._failed(_FAILED[name], self._unpicked(ev))
         elif name == SKIPPED_GPU_PROVE_MESSAGE:
             # The partition picked up (a line of work) gets no GPU_START: its job had failed.
+            self._unpicked(ev)
             self._work_after_gpu_end = False
+        elif name in _SYNC_GPU_DONE and ev.fields.get("spans") == GPU_WORKER_SPAN:
+            out += self._sync_gpu_done(ev)
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
         if self._run is not None:
@@ -587,6 +605,7 @@ class RestartWatch:
         self._signs = {sign: t_s}
         idle = self._idle_at_end()
         self._flight = [0, 0, 0]  # a new run: nothing of it in flight yet
+        self._picked.clear()
         self._work_after_gpu_end = True
         if not self._seen_run and sign.startswith(START_LINE_SIGN):
             return []  # the first start of the log: a start, not a restart
@@ -610,16 +629,59 @@ class RestartWatch:
         self._run = _Run(t_s, kept, self._last_gpu_end_s, self._last_line_s, sigint, info_seen)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
 
-    def _failed(self, step: int) -> None:
+    def _failed(self, step: int, unpicked: bool = False) -> None:
         """A failure line in place of the end line of a step of `_FLIGHT` (`_FAILED`): one of
         that step fewer in flight, and, where it ended one counted, the lines of work before it
         answered as a GPU_END answers them (a failed partition fails its whole job, whose other
         partitions cuzk skips, engine.rs:1635, 3037): with nothing else in flight the run is
-        idle from then. One not counted (begun before the log was read, or a GPU step of a
-        prove written without GPU_START) changes nothing: never below 0."""
+        idle from then. One not counted (begun before the log was read) changes nothing: never
+        below 0. The GPU step of a prove written without GPU_START (`CUZK_DISABLE_SPLIT_PROVE=1`)
+        is counted by its pickup (`unpicked`: its worker's, in its span, ended by this line)."""
         if self._flight[step] > 0:
             self._flight[step] -= 1
             self._work_after_gpu_end = False
+        elif unpicked:
+            self._work_after_gpu_end = False
+
+    def _pick(self, name: str, worker: int, t_s: float) -> None:
+        """A GPU_PICKUP (`worker` took a job, engine.rs:3023) or its GPU_START (3131: the split
+        prove's, counted in `_flight` from here) read."""
+        if name == "GPU_PICKUP":
+            keep_latest(self._picked, worker, t_s, MAX_PICKED)
+        else:
+            self._picked.pop(worker, None)
+
+    def _unpicked(self, ev: LogEvent) -> bool:
+        """A line in a GPU worker's span that ends the job it picked up with no GPU_START (a
+        failure, a skip, its result): whether one was held."""
+        if ev.worker is None or ev.fields.get("spans") != GPU_WORKER_SPAN:
+            return False
+        return self._picked.pop(ev.worker, None) is not None
+
+    def _sync_gpu_done(self, ev: LogEvent) -> list[ProverEvent]:
+        """A job's GPU work done, said in its GPU worker's span (`_SYNC_GPU_DONE`): with
+        `CUZK_DISABLE_SPLIT_PROVE=1` cuzk proves in one synchronous call and processes its
+        result there (engine.rs:3078-3118), writing no GPU_START and no GPU_END, so this line is
+        its GPU work's end, as a GPU_END is: the run's last GPU work (from which a restart's
+        stretch runs, and after which the run may be idle), the end of any crash loop, and, for
+        the run a restart began, its first GPU work, from its pickup (3023, the prove begun
+        right after it) where read, which says the restart's cost. Before, a run proved so had
+        no GPU work for restarts: every restart after it was one more of a crash loop, no
+        restart's cost was said, and an idle cuzk stopped was "down" until its restart."""
+        t = ev.t_wall_s
+        worker = ev.worker
+        picked = self._picked.pop(worker, None) if worker is not None else None
+        self._last_gpu_end_s = t
+        self._streak = None
+        self._work_after_gpu_end = False
+        run = self._run
+        if run is None:
+            return []
+        first = picked if picked is not None and run.t_s <= picked <= t else t
+        self._run = None
+        run.kept.first_gpu_s = first
+        run.kept.cost = self._cost(run, first)
+        return [run.kept.cost]
 
     def _idle_at_end(self) -> bool:
         """Whether the current run had nothing in flight from its latest GPU work on: no
@@ -629,7 +691,7 @@ class RestartWatch:
         the restart's cost, and one whose last synthesis had failed an hour before was said up
         with work in flight that hour, the restart's too)."""
         return (self._last_gpu_end_s is not None and not self._work_after_gpu_end
-                and not any(self._flight))
+                and not any(self._flight) and not self._picked)
 
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> Spanned | None:
         """The restarts a gap over [start_s, end_s] spans (None: none): each kept whose stretch,

@@ -1343,6 +1343,34 @@ def test_a_post_proved_with_split_prove_disabled_ends_at_its_completion_line_not
     assert p.gpu_s is None  # no GPU_START or GPU_END: not known, never 0
 
 
+
+def test_with_split_prove_disabled_a_post_does_not_wait_behind_a_partition_done_before() -> None:
+    """`CUZK_DISABLE_SPLIT_PROVE=1`: worker 0 proves partition 3 in one synchronous call, its
+    result line in its GPU worker's span (engine.rs:474-479 via 3105), no GPU_END (3078-3118).
+    What the worker held was let go only at a GPU_END: a WinningPoSt queued 5 s after that
+    partition was done was said to wait "behind worker 0: porep-1000-5 partition 3"."""
+    job = "winpost-1000-7c8d9e0f"
+    text = (_START
+            + "TIMELINE,9970,GPU_PICKUP,porep-1000-5,worker=0,partition=3\n"
+            "2026-05-12T16:00:12.000000Z  INFO gpu_worker{worker_id=0 gpu=0 job_id=porep-1000-5 "
+            "proof_kind=porep-c2 batch_size=1 partition=Some(3)}: cuzk_core::engine: partition "
+            "GPU prove complete job_id=porep-1000-5 partition=3 gpu_ms=2000 filled=0\n"
+            "2026-05-12T16:00:15.000000Z  INFO cuzk_core::scheduler: job enqueued "
+            f"job_id={job} proof_kind=winning-post priority=Critical queue_position=0\n"
+            f"TIMELINE,14970,SYNTH_START,{job},kind=winning-post\n"
+            f"TIMELINE,16970,SYNTH_END,{job},synth_ms=2000\n"
+            f"TIMELINE,16970,GPU_QUEUE,{job},monolithic\n"
+            f"TIMELINE,17270,GPU_PICKUP,{job},worker=0\n"
+            "2026-05-12T16:00:19.000000Z  INFO gpu_worker{worker_id=0 gpu=0 job_id=" + job
+            + " proof_kind=winning-post batch_size=1 partition=None}: cuzk_core::engine: "
+            "proof completed successfully (pipeline) proof_len=192 total_ms=4000 "
+            "queue_ms=0 synth_ms=2000 gpu_ms=1700\n")
+    [ev] = [e for e in watched_text(text) if e.proof is not None and e.job_id == job]
+    assert ev.proof is not None and ev.proof.done
+    assert ev.proof.gpu_wait_s == pytest.approx(0.3, abs=0.01)
+    assert ev.proof.waited_behind == [] and "behind" not in ev.message
+
+
 #: One monolithic worker's line that is not cuzk's in a pipelined run (engine.rs:3394 is in the
 #: branch of `[pipeline] enabled = false`, 3362-3378): a stray line, another run's.
 STRAY_MONOLITHIC = ("2026-05-12T16:00:10.000000Z  INFO monolithic_worker{worker_id=9 gpu=0 "

@@ -100,6 +100,7 @@ from gapwatch.cuzk.engine_runs import OFFSETS_BACK_S, offsets_began_again
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     FINALIZER_FAILED_MESSAGES,
+    GPU_FAILED_MESSAGES,
     GPU_WORKER_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
@@ -110,9 +111,11 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     PIPELINE_COMPLETED_MESSAGE,
     SINGLE_SYNTH_FAILED_MESSAGES,
+    SKIPPED_GPU_PROVE_MESSAGE,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
+    SYNC_GPU_DONE_MESSAGES,
     SYNTH_SINGLE_SPAN,
     says_when_written,
 )
@@ -181,6 +184,12 @@ MAX_BEHIND = 16
 #: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
 #: again is not a second proof (see `PostTracker._ended_line_again`).
 MAX_ENDED = 1024
+#: The lines in a GPU worker's span after which the worker is free again
+#: (`PostTracker._worker_freed`): its job's result processed there (the synchronous prove's,
+#: `CUZK_DISABLE_SPLIT_PROVE=1`, engine.rs:3078-3118), its GPU step's failure, or its skip
+#: (engine.rs:3034-3042).
+_WORKER_FREED = frozenset((*SYNC_GPU_DONE_MESSAGES, *GPU_FAILED_MESSAGES,
+                           SKIPPED_GPU_PROVE_MESSAGE))
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
                                            "unknown": "warning", "failed": "error"}
@@ -584,6 +593,8 @@ class PostTracker:
             if self._stray_monolithic():
                 return []
             return self._monolithic(ev)
+        if ev.kind == "tracing" and ev.name in _WORKER_FREED:
+            self._worker_freed(ev)
         if (ev.kind == "tracing" and ev.level == "ERROR" and ev.name in GPU_WORKER_FAILED_MESSAGES
                 and ev.fields.get("spans") == GPU_WORKER_SPAN):
             return self._gpu_worker_failed(ev)
@@ -1078,6 +1089,20 @@ class PostTracker:
                 self._given_up_ids.popitem(last=False)
         self._given_up_ids.pop(job_id, None)  # started again: a new proof (a SYNTH_START)
         return job
+
+    def _worker_freed(self, ev: LogEvent) -> None:
+        """A line in a GPU worker's span (`gpu_worker{worker_id job_id partition}`, engine.rs:
+        3005-3012) after which the worker is free again, its job done there (`_WORKER_FREED`):
+        it holds that job no more. With `CUZK_DISABLE_SPLIT_PROVE=1` no GPU_END is written
+        (3078-3118) and the result lines are these: what the worker held stayed held until its
+        next pickup, and a PoSt queued meanwhile was said to wait "behind" a job done long
+        before. Only the job it names (a newer pickup of the worker stays)."""
+        w, job = ev.worker, ev.job_id
+        if w is None or job is None or ev.fields.get("spans") != GPU_WORKER_SPAN:
+            return
+        part = f" partition {ev.partition}" if ev.partition is not None else ""
+        if self.holding.get(w) == f"{job}{part}":
+            del self.holding[w]
 
     def _track_workers(self, ev: LogEvent, name: str, job_id: str) -> None:
         w = ev.worker

@@ -363,16 +363,21 @@ def test_with_no_completion_line_read_a_synchronous_job_ends_by_its_workers_next
     assert split.view().monolithic_in_flight == ("winning-post winpost-1000-c",)
 
 
-def test_a_completion_line_read_after_the_next_pickup_says_when_the_job_ended() -> None:
+@pytest.mark.parametrize("failed", [False, True])
+def test_a_completion_line_read_after_the_next_pickup_says_when_the_job_ended(failed: bool) -> None:
     """cuzk's stdout read after its stderr: the synchronous job was ended by its worker's next
     pickup at +40 s (its end bounded); its completion line at +33 s, read after, is its own
-    end: the GPU idle from +34 s to +39 s is not its."""
+    end (so is its failure line in its span, engine.rs:977 via 3111): the GPU idle from +34 s
+    to +39 s is not its."""
     lines = [_mono_start(20.0, "winpost-1000-b", "winning-post"),
              *_sync_picked_up(30.0, "winpost-1000-b", 0),
              "TIMELINE,39970,GPU_PICKUP,porep-1000-5,worker=0,partition=0"]
     bounded = _monolithic_run(*lines)
     assert _gap_view(bounded, 34.0, 39.0)[0] == "monolithic"
-    read_after = _monolithic_run(*lines, _sync_completed(33.0, "winpost-1000-b", 0))
+    own_end = (_sync_worker_line(33.0, "winpost-1000-b", 0, 1, "GPU proving failed error=GPU "
+                                 "prove failed: out of memory").replace("  INFO ", " ERROR ")
+               if failed else _sync_completed(33.0, "winpost-1000-b", 0))
+    read_after = _monolithic_run(*lines, own_end)
     cause, evidence = _gap_view(read_after, 34.0, 39.0)
     assert cause != "monolithic" and not any("winpost" in e for e in evidence)
     assert _gap_view(read_after, 31.0, 32.0)[0] == "monolithic"

@@ -797,9 +797,15 @@ class PipelineFacts(_Limits):
             if not entry.one_call:
                 self._mono_ended(entry, ev.t_wall_s)
             return
+        self._ended_late(job, ev.t_wall_s)
+
+    def _ended_late(self, job: str, t_s: float) -> None:
+        """A line of `job`'s own end (its completion or failure in its GPU worker's span) read
+        after its worker's next pickup ended it, its end bounded (`_worker_moved_on`): it ended
+        at `t_s`."""
         bounded = self._ends_unread.pop(job, None)
         if bounded is not None:
-            bounded.end_s, bounded.end_unread = ev.t_wall_s, False
+            bounded.end_s, bounded.end_unread = t_s, False
 
     def _worker_moved_on(self, ev: LogEvent, job: str) -> None:
         """A GPU worker picked up `job` (GPU_PICKUP, engine.rs:3023): a worker proves one job
@@ -839,6 +845,8 @@ class PipelineFacts(_Limits):
             named = self.mono.get(ev.job_id)
             if named is not None and not named.one_call:
                 self._mono_ended(named, ev.t_wall_s)
+            elif named is None:
+                self._ended_late(ev.job_id, ev.t_wall_s)
             return
         synth, t = ev.name in _SYNTH_FAILED, ev.t_wall_s
         kind = ev.fields.get("proof_kind")

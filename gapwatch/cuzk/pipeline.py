@@ -378,8 +378,6 @@ class _Mono:
     end_unread: bool = False
     worker: int | None = None
     gpu: int | None = None
-    #: The stream its GPU_PICKUP was read in (one daemon's stderr: its worker ids are its own).
-    stream: str = ""
     one_call: bool = False
     #: The first failure line naming no job that may be this job's, written while it and
     #: others could have been the one that failed (`PipelineFacts._monolithic_failed`): (when,
@@ -699,8 +697,7 @@ class PipelineFacts(_Limits):
             entry.synth_end_s = t
         elif name == "GPU_PICKUP":
             entry.pickup_s, entry.worker, entry.gpu = t, ev.worker, ev.gpu
-            entry.stream = ev.stream
-            if ev.worker is not None:
+            if ev.worker is not None:  # one daemon's stderr: its worker ids are its own
                 keep_latest(self._on_worker, (ev.stream, ev.worker), job, HISTORY)
         elif name == "GPU_START":
             entry.gpu_start_s = t

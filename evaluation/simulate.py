@@ -68,15 +68,19 @@ def simulate(
     start_wall_s: float = SIM_EPOCH_WALL_S,
     status_period_s: float | None = None,
     copies_per_partition: int | None = None,
+    max_batch_size: int | None = None,
+    max_batch_wait_ms: int | None = None,
 ) -> SimResult:
     """Simulate `duration_s` of the prover and return the samples, log lines and ground truth.
 
     `status_period_s`: also take a snapshot of the prover's own `/status` this often (data
     time) into the session, as a poller would (`SimStatusFeed`). `copies_per_partition`: also
     record the prover's host-to-device copies as the copy trace would, each partition's a/b/c
-    copy cut into this many (`SimCopyFeed`)."""
+    copy cut into this many (`SimCopyFeed`). `max_batch_size`, `max_batch_wait_ms`: cuzk's
+    batch settings in `batch-wait` (`[sim.batch_wait]`; None: the scenario's own)."""
     lines: list[tuple[str, str]] = []
-    sim = SimProver(scenario, seed=seed, gpus=gpus, on_line=lambda s, t: lines.append((s, t)))
+    sim = SimProver(scenario, seed=seed, gpus=gpus, on_line=lambda s, t: lines.append((s, t)),
+                    max_batch_size=max_batch_size, max_batch_wait_ms=max_batch_wait_ms)
     clock = VirtualClock(start_mono_ns=10**12, start_wall_s=start_wall_s)
     infos = sim.open()
     header = default_header(f"sim:{scenario}", infos, period_ms, {"seed": seed})

@@ -1,7 +1,7 @@
 """The simulator recorded and reported as a user runs them, for end-to-end tests of its
 scenarios: `gapwatch record --source sim:SCENARIO --speed 0` in a process of its own (its
-log parsed into the recording), then `gapwatch report` of that file. Who calls it:
-tests/test_sim_post_failures.py, tests/test_sim_batch_wait.py."""
+log parsed into the recording), then `gapwatch report` of that file, or `gapwatch compare` of
+two such. Who calls it: tests/test_sim_post_failures.py, tests/test_sim_batch_wait.py."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def _env(tmp_path: Path) -> dict[str, str]:
 def record_sim(tmp_path: Path, scenario: str, duration_s: float, *flags: str,
                hook_out: Path | None = None) -> tuple[Path, str]:
     """`gapwatch record` of the simulator's `scenario` at speed 0 for `duration_s` of data
-    time (`flags`: more of record's options, `--seed N`): the recording, its stderr.
+    time (`flags`: more of record's options, `--seed N`, `--config FILE`): the recording, its
+    stderr.
     `hook_out`: `--on-event` writes each call's environment there (`HOOK`)."""
     out = tmp_path / f"{scenario}.jsonl"
     cmd = [sys.executable, "-m", "gapwatch", "record", "--source", f"sim:{scenario}",
@@ -41,8 +42,16 @@ def record_sim(tmp_path: Path, scenario: str, duration_s: float, *flags: str,
 
 def report_of(tmp_path: Path, recording: Path, *flags: str) -> str:
     """`gapwatch report` of `recording` (`flags`: `--json`): its stdout."""
-    done = subprocess.run([sys.executable, "-m", "gapwatch", "report", str(recording), *flags],
-                          capture_output=True, text=True, timeout=120, env=_env(tmp_path),
-                          check=False)
+    return _stdout(tmp_path, "report", str(recording), *flags)
+
+
+def compare_of(tmp_path: Path, before: Path, after: Path, *flags: str) -> str:
+    """`gapwatch compare BEFORE AFTER` (`flags`: `--json`): its stdout."""
+    return _stdout(tmp_path, "compare", str(before), str(after), *flags)
+
+
+def _stdout(tmp_path: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "gapwatch", *args], capture_output=True,
+                          text=True, timeout=120, env=_env(tmp_path), check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout

@@ -326,6 +326,34 @@ class CopyTraceConfig(Section):
 MAX_SIM_GPUS = 16
 
 
+#: The simulator's `batch-wait` scenario's cuzk `[scheduler] max_batch_size` and
+#: `max_batch_wait_ms` (its story: a batch of two that never fills, each request held 5 s):
+#: `[sim.batch_wait]`'s defaults, and the scenario's own (`gapwatch.sources.sim`).
+BATCH_WAIT_MAX_BATCH_SIZE = 2
+BATCH_WAIT_MAX_BATCH_WAIT_MS = 5000
+#: cuzk's `max_batch_size` is a u32 (config.rs:193): the most it can be.
+CUZK_MAX_BATCH_SIZE = 2**32 - 1
+#: The longest `[sim.batch_wait] max_batch_wait_ms`: a day. cuzk takes any u64 (config.rs:196);
+#: held longer, every request of any run the simulator plays is held to its end, which a day
+#: shows as well.
+MAX_SIM_BATCH_WAIT_MS = 86_400_000
+
+
+class SimBatchWaitConfig(Section):
+    """cuzk's `[scheduler]` batch settings in the simulator's `batch-wait` scenario (its
+    requests one at a time through cuzk's batch collector), under cuzk's own names so that the
+    advice's line (`[scheduler] max_batch_wait_ms`) is the key to set: the advice followed on
+    the simulator, `gapwatch compare` of the two runs shows its gain (docs/compare.md). Other
+    scenarios keep their own batching (`batched`: fed, every batch full)."""
+
+    #: 1: no batching, each request sent at once (cuzk's default; its 0 acts the same, so 1
+    #: is the one way to say it here).
+    max_batch_size: int = Field(BATCH_WAIT_MAX_BATCH_SIZE, ge=1, le=CUZK_MAX_BATCH_SIZE)
+    #: How long the collector holds a batch that has not filled; 0: sent at once.
+    max_batch_wait_ms: int = Field(BATCH_WAIT_MAX_BATCH_WAIT_MS, ge=0,
+                                   le=MAX_SIM_BATCH_WAIT_MS)
+
+
 class SimConfig(Section):
     """The simulated prover (`--source sim[:SCENARIO]`)."""
 
@@ -348,6 +376,7 @@ class SimConfig(Section):
     #: otherwise (`record --source sim` writes copies only when asked).
     copy_trace: Literal["auto", "on", "off"] = "auto"
     copies_per_partition: int = Field(3, ge=1, le=1000)
+    batch_wait: SimBatchWaitConfig = Field(default_factory=SimBatchWaitConfig)
 
     @field_validator("status_listen")
     @classmethod

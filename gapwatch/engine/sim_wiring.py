@@ -91,13 +91,14 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
         log_path = folder.log_path
         lines = LineFile(log_path)
         resources.callback(lines.close)
-        sim = SimProver(names, seed=config.sim.seed, on_line=lines.write, keep_truth=False)
+        sim = SimProver(names, seed=config.sim.seed, on_line=lines.write, keep_truth=False,
+                        **batch_settings(config))
         gpu_source: GpuSource = FlushingSource(sim, lines)
     else:
         direct = []
         sink = direct
         sim = SimProver(names, seed=config.sim.seed, on_line=lambda s, t: sink.append((s, t)),
-                        keep_truth=False)
+                        keep_truth=False, **batch_settings(config))
         gpu_source = sim
     host_source = SimHostSource(sim)
     gpus = gpu_source.open()
@@ -119,6 +120,13 @@ def open_sim(config: Config, arg: str, speed: float, resources: ExitStack) -> Si
         sim.status_listener = wiring.status_server
         sim.status_listen = f"{host}:{wiring.status_server.port}"
     return wiring
+
+
+def batch_settings(config: Config) -> dict[str, int]:
+    """`[sim.batch_wait]`: cuzk's batch settings for the scenario whose requests come one at a
+    time (`SimProver`'s `max_batch_size`, `max_batch_wait_ms`)."""
+    return {"max_batch_size": config.sim.batch_wait.max_batch_size,
+            "max_batch_wait_ms": config.sim.batch_wait.max_batch_wait_ms}
 
 
 def speed_zero_sinks(wiring: SimWiring, config: Config, session: Any) -> list[Any]:

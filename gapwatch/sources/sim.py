@@ -42,12 +42,12 @@ import json
 import random
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Literal, Protocol
 
-from gapwatch.config import MAX_SIM_GPUS
+from gapwatch.config import BATCH_WAIT_MAX_BATCH_SIZE, BATCH_WAIT_MAX_BATCH_WAIT_MS, MAX_SIM_GPUS
 from gapwatch.core.models import (
     GEN5_X16_BYTES_PER_S,
     CopyRecord,
@@ -164,8 +164,10 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # `chained`'s pipeline with `[scheduler] max_batch_size = 2`, `max_batch_wait_ms = 5000`,
     # and Curio sending one PoRep request at a time: cuzk's batch collector holds each for 5 s
     # before sending it alone, the GPU idle meanwhile (`gapwatch.sources.sim_batch_wait`).
+    # Its two batch settings are `[sim.batch_wait]`'s (`with_batch_settings`).
     "batch-wait": Scenario("batch-wait", True, 4.5e9, 0.9, 2.0, 4, 4, 0.0, 0.0,
-                           max_batch_size=2, max_batch_wait_ms=5000,
+                           max_batch_size=BATCH_WAIT_MAX_BATCH_SIZE,
+                           max_batch_wait_ms=BATCH_WAIT_MAX_BATCH_WAIT_MS,
                            request_after_proof_s=TURNAROUND_S),
 }
 
@@ -185,6 +187,20 @@ _BUF_GIB = round(_NUM_CONSTRAINTS * 32 / GIB, 6)
 def _batch_full_span(size: int) -> str:
     """The span a full batch is processed in (engine.rs:2055-2058), as tracing prints it."""
     return f"synth_batch_full{{batch_size={size} proof_kind=porep-c2}}: "
+
+
+def with_batch_settings(sc: Scenario, max_batch_size: int | None,
+                        max_batch_wait_ms: int | None) -> Scenario:
+    """`sc` with cuzk's `[scheduler] max_batch_size` and `max_batch_wait_ms` as given (None:
+    the scenario's own), where its requests come one at a time through cuzk's batch collector
+    (`batch-wait`: `[sim.batch_wait]`, so that the advice for its gaps can be followed); any
+    other scenario as it is: its batching is its story (`batched`: fed, every batch full)."""
+    if sc.request_after_proof_s is None:
+        return sc
+    return replace(sc, max_batch_size=sc.max_batch_size if max_batch_size is None
+                   else max_batch_size,
+                   max_batch_wait_ms=sc.max_batch_wait_ms if max_batch_wait_ms is None
+                   else max_batch_wait_ms)
 
 
 def parse_scenarios(scenario: str | Sequence[str], gpus: int = 1) -> list[ScenarioName]:
@@ -327,24 +343,27 @@ class SimProver:
         on_line: LineSink | None = None,
         keep_truth: bool = True,
         synth_fail_every: int = 0,
+        max_batch_size: int | None = None,
+        max_batch_wait_ms: int | None = None,
     ) -> None:
         """`scenario`: one for every GPU, or one per GPU (a box where one GPU's pipeline breaks
         down and another's chains: `sim:pageable,chained`); `gpus` is then their number.
-        `synth_fail_every`: every Nth partition synthesis fails (0: none), as cuzk's can."""
+        `synth_fail_every`: every Nth partition synthesis fails (0: none), as cuzk's can.
+        `max_batch_size`, `max_batch_wait_ms`: cuzk's `[scheduler]` settings where requests
+        come one at a time (`batch-wait`, `with_batch_settings`); None: the scenario's own."""
         names = parse_scenarios(scenario, gpus)
+        params = [with_batch_settings(SCENARIO_PARAMS[name], max_batch_size, max_batch_wait_ms)
+                  for name in names]
         #: GPU 0's scenario (the one the demo names).
-        self.scenario = SCENARIO_PARAMS[names[0]]
+        self.scenario = params[0]
         self.seed = seed
         self.on_line = on_line
         #: Ground truth for scoring (tests, benches). A live demo runs for weeks and scores
         #: nothing: `keep_truth=False` keeps it empty instead of growing ~0.4 MB an hour.
         self.truth: list[TruthInterval] = []
         self._keep_truth = keep_truth
-        self._gpus = [
-            _Gpu(g, random.Random(seed * 1000 + g), _workers(g, SCENARIO_PARAMS[name]),
-                 SCENARIO_PARAMS[name])
-            for g, name in enumerate(names)
-        ]
+        self._gpus = [_Gpu(g, random.Random(seed * 1000 + g), _workers(g, sc), sc)
+                      for g, sc in enumerate(params)]
         #: cuzk's synthesis workers for these scenarios (fixed: `synth_worker_count`).
         self._synth_workers = synth_worker_count(SIM_BUDGET_BYTES, sum(
             max(g.scenario.threads_start, g.scenario.threads_end) for g in self._gpus))

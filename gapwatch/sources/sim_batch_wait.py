@@ -1,7 +1,9 @@
 """The simulator's `batch-wait` scenario: cuzk with `[scheduler] max_batch_size = 2` and a
 `max_batch_wait_ms` of a few seconds, fed PoRep requests one at a time by Curio, so no batch
 ever fills: cuzk's batch collector holds each request until the wait runs out, then sends it
-alone (a partial batch), and the GPU idles meanwhile.
+alone (a partial batch), and the GPU idles meanwhile. Both settings are the scenario's
+`Scenario.max_batch_size` and `max_batch_wait_ms` (`[sim.batch_wait]` sets them, so that the
+advice for these gaps can be followed here and `gapwatch compare` shown its gain).
 
 What cuzk does then (curio e0294b0f, `extern/cuzk/cuzk-core/src/`):
 - a request arrives: `job enqueued` (scheduler.rs:67-73); the synthesis dispatcher, blocked on
@@ -22,6 +24,16 @@ What cuzk does then (curio e0294b0f, `extern/cuzk/cuzk-core/src/`):
 - its last partition proved: `Phase 7: all partitions complete, proof assembled` (engine.rs:
   506-513, from the finalizer's task, no span), `total_ms` from the request's submission, the
   hold in it.
+With `max_batch_wait_ms = 0` the collector still takes the request and returns none (a
+batch of one is not full, batch_collector.rs:143-156); the dispatcher's timer is set to the
+time left, zero (engine.rs:1979-1985; `saturating_sub`, batch_collector.rs:185-190), and fires
+at tokio's next timer tick (under a millisecond; the simulator: at once), `check_timeout`
+hands it over (elapsed >= 0 ms, batch_collector.rs:165-173, its own test `test_timeout_check`):
+the same lines in span `synth_timeout_flush{batch_size=1}`, held no time. With
+`max_batch_size = 1` (cuzk's default; 0 acts the same) no request goes to the collector
+(engine.rs:2053 asks `max_batch_size > 1`): the dispatcher sends it at once in span
+`synth_single{proof_kind=porep-c2}` (engine.rs:2093-2101), the collector empty so no
+`synth_preempt_flush` before it (2075-2076), and the same lines follow; no hold.
 While held the request is listed nowhere in /status: no job (registered only at 2247), the
 scheduler's queue empty (`queue_depth` is the scheduler's length, engine.rs:3710, and the
 collector took the request out of it), every worker idle.
@@ -49,6 +61,10 @@ TURNAROUND_S = 0.3
 FIRST_REQUEST_S = 0.2
 #: A PoRep C2 proof's length (10 partitions of 192 bytes), as `proof_len` says it.
 POREP_PROOF_LEN = 1920
+#: The spans `processing batch` is written in (engine.rs:2012, 2099), as tracing prints a
+#: span (`name{fields}: `): the collector's timer ran out on a batch of one, or no batching.
+TIMEOUT_FLUSH_SPAN = "synth_timeout_flush{batch_size=1}: "
+SINGLE_SPAN = "synth_single{proof_kind=porep-c2}: "
 #: The budget free when a request is dispatched, as its dispatch line says it (GiB): the
 #: simulated budget less its PoRep SRS (`sim.SIM_BUDGET_BYTES`, `SIM_SRS_BYTES`).
 BUDGET_AVAILABLE_GIB = 465
@@ -57,7 +73,8 @@ BUDGET_AVAILABLE_GIB = 465
 @dataclass(frozen=True, slots=True)
 class BatchHold:
     """Truth: one request cuzk's batch collector held, from its arrival (`job enqueued`) to
-    the timeout flush that sent it alone (Unix seconds)."""
+    the timeout flush that sent it alone (Unix seconds; the same with `max_batch_wait_ms = 0`:
+    held no time). A request sent at once (`max_batch_size = 1`) is held by none."""
 
     gpu: int
     job: str
@@ -113,13 +130,18 @@ class BatchWaitScript:
                              "queue_position=0", target="cuzk_core::scheduler")
         sim._trace(sim._now, f"job dequeued for proving job_id={job} proof_kind=porep-c2",
                    target="cuzk_core::scheduler")
+        if g.scenario.max_batch_size <= 1:  # not batched (engine.rs:2053): sent at once
+            self._send(job, first_part, SINGLE_SPAN, None)
+            return
         wait_s = g.scenario.max_batch_wait_ms / 1000
-        sim._at(sim._now + wait_s, partial(self._timeout_flush, job, first_part, sim._now))
+        sim._at(sim._now + wait_s,
+                partial(self._send, job, first_part, TIMEOUT_FLUSH_SPAN, sim._now))
 
-    def _timeout_flush(self, job: str, first_part: int, enqueued_s: float) -> None:
-        """The wait ran out with one request: sent alone, down the per-partition path."""
+    def _send(self, job: str, first_part: int, span: str, held_since_s: float | None) -> None:
+        """The request sent alone, down the per-partition path: at once (`held_since_s`
+        None, span `synth_single`), or held by the collector since `held_since_s` until its
+        wait ran out (span `synth_timeout_flush`), kept as a hold."""
         sim, g = self.sim, self.gpu
-        span = "synth_timeout_flush{batch_size=1}: "
         sim._trace(sim._now, "processing batch batch_size=1 proof_kind=porep-c2 slot_size=0",
                    span=span)
         sim._part(job, first_part)  # registered in /status, its partitions pending (2247)
@@ -128,8 +150,8 @@ class BatchWaitScript:
                    span=span)
         sim._trace(sim._now, f"assigned pipeline sequence number job_id={job} "
                              f"job_seq={self.requests - 1}", span=span)
-        if sim._keep_truth:
-            self.holds.append(BatchHold(g.index, job, sim._t0_wall_s + enqueued_s,
+        if sim._keep_truth and held_since_s is not None:
+            self.holds.append(BatchHold(g.index, job, sim._t0_wall_s + held_since_s,
                                         sim._t0_wall_s + sim._now))
         g.parts_released = first_part + 10
         sim._fill_synthesis(g)

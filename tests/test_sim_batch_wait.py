@@ -240,7 +240,7 @@ def _partitions_per_h(truth: list[TruthInterval]) -> float:
 
 
 #: Ten simulated minutes a side: 60 s windows, each over three proofs or more. (Five minutes
-#: gives 30 s windows that beat against the ~17.6 s proof cycle: BEFORE's batch waits read
+#: gives 30 s windows that beat against the ~16.4 s proof cycle: BEFORE's batch waits read
 #: gone but "no measurable change" there, docs/compare.md.)
 LOOP_S = 600.0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,8 @@ import pytest
 from sim_recordings import compare_of, record_sim, report_of
 
 from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
-from gapwatch.config import ConfigError, load_config
+from gapwatch.config import Config, ConfigError, load_config
+from gapwatch.engine.sim_wiring import open_sim
 from gapwatch.sources.sim import (
     SCENARIO_PARAMS,
     SimProver,
@@ -231,6 +233,23 @@ def test_the_batch_settings_are_sim_batch_waits_within_cuzks_bounds(tmp_path: Pa
         with pytest.raises(ConfigError, match=f"sim.batch_wait.{bad.split()[0]}"):
             load_config(f)
     assert with_batch_settings(SCENARIO_PARAMS["batched"], 1, 0) == SCENARIO_PARAMS["batched"]
+
+
+@pytest.mark.parametrize("speed", [0.0, 1.0])
+def test_the_simulator_the_runtime_opens_says_sim_batch_waits_settings(speed: float) -> None:
+    """`--source sim:batch-wait` at speed 0 (lines parsed as made) and above (lines written to
+    the log the tailer follows) runs cuzk with `[sim.batch_wait]`'s settings: its dispatcher
+    line says them."""
+    config = Config.model_validate({"sim": {"status_listen": "",
+                                            "batch_wait": {"max_batch_wait_ms": 0}}})
+    with ExitStack() as resources:
+        wiring = open_sim(config, "batch-wait", speed, resources)
+        wiring.gpu_source.read(0, SIM_EPOCH_WALL_S, 0)  # the simulated cuzk starts
+        written = wiring.direct_lines if wiring.log_path is None else \
+            [("stdout", line) for line in wiring.log_path.read_text().splitlines()]
+        assert written is not None
+        assert any("synthesis dispatcher started (budget-gated) max_batch_size=2 "
+                   "max_batch_wait_ms=0 " in text for _, text in written)
 
 
 def _partitions_per_h(truth: list[TruthInterval]) -> float:

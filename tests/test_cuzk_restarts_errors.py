@@ -736,6 +736,122 @@ def test_with_split_prove_disabled_a_restart_has_its_cost_and_an_idle_stop_is_no
     assert [r.in_a_row for r in watch.kept] == [1, 1]
 
 
+def _mono_worker_line(t_s: float, job: str, message: str, level: str = " INFO") -> str:
+    """A line of `job`'s monolithic worker span (`[pipeline] enabled = false`, engine.rs:3394),
+    as post-pipeline-off.log has them."""
+    return (f"{_at(t_s)} {level} monolithic_worker{{worker_id=0 gpu=0 job_id={job} "
+            f"proof_kind=porep-c2}}: cuzk_core::engine: {message}")
+
+
+def _pipeline_off_job(start_s: float, end_s: float | None, job: str) -> list[str]:
+    """`job` arrives at `start_s` (scheduler.rs:67-73), its monolithic worker takes it
+    (engine.rs:3397) and, `end_s` given, proves it in one call (3455-3462)."""
+    lines = [f"{_at(start_s)}  INFO cuzk_core::scheduler: job enqueued job_id={job} "
+             "proof_kind=porep-c2 priority=Normal queue_position=0",
+             _mono_worker_line(start_s + 0.0001, job, "processing job (monolithic)")]
+    if end_s is not None:
+        ms = round((end_s - start_s) * 1000)
+        lines.append(_mono_worker_line(
+            end_s, job, f"proof completed successfully (monolithic) proof_len=1920 "
+            f"total_ms={ms} queue_ms=0 deser_ms=0 prove_ms={ms - 2}"))
+    return lines
+
+
+def _pipeline_off_start(t_s: float) -> list[str]:
+    """cuzk started at `t_s` with `[pipeline] enabled = false` (main.rs:63, engine.rs:1244,
+    1339, 3378, 3511, main.rs:231), as post-pipeline-off.log starts."""
+    return [f"{_at(t_s)}  INFO cuzk_daemon: cuzk-daemon starting",
+            f"{_at(t_s + 0.03)}  INFO cuzk_core::engine: starting cuzk engine "
+            "pipeline_enabled=false",
+            f"{_at(t_s + 0.031)}  INFO cuzk_core::engine: initializing GPU workers num_gpus=1 "
+            "gpu_workers_per_device=1 total_workers=1 gpus=[0]",
+            f"{_at(t_s + 0.032)}  INFO cuzk_core::engine: monolithic GPU worker started "
+            "worker_id=0 gpu=0",
+            f"{_at(t_s + 0.033)}  INFO cuzk_core::engine: cuzk engine started num_workers=1 "
+            "pipeline=false",
+            f"{_at(t_s + 0.05)}  INFO cuzk_daemon: cuzk-daemon ready, serving on "
+            "127.0.0.1:9820"]
+
+
+def _pipeline_off_stopped_after(stop_s: float, sigint: bool, then: Sequence[str] = ()
+                                ) -> list[str]:
+    """`_stopped_after`'s story with the pipeline off (no TIMELINE line at all): a PoRep
+    proved in one call from +20 s to +60 s; `then` its lines after it; stopped at `stop_s`
+    (its SIGINT line, else killed with its last line the one before); started again 4 s later,
+    ready 0.05 s after, its first job at +2 s, proved 3 s."""
+    lines = [*_pipeline_off_start(0.0), *_pipeline_off_job(20.0, 60.0, "porep-1000-77"),
+             *then]
+    if sigint:
+        lines.append(f"{_at(stop_s)}  INFO cuzk_daemon: received SIGINT, shutting down")
+    start_s = stop_s + 4.0
+    return lines + [*_pipeline_off_start(start_s),
+                    *_pipeline_off_job(start_s + 2.0, start_s + 5.0, "porep-1000-78")]
+
+
+def test_with_the_pipeline_off_a_restart_has_its_cost_and_restarts_after_work_are_no_loop(
+        ) -> None:
+    """cuzk with `[pipeline] enabled = false` writes no TIMELINE line: its monolithic worker
+    proves each job in one call, `processing job (monolithic)` .. `proof completed
+    successfully (monolithic)` in its span (engine.rs:3394-3462). Nothing of it was GPU work to
+    restarts: no restart's cost was ever said (it waited for the new run's first GPU_START),
+    and a restart after the new run's work was one more of a crash loop. The cost runs from
+    the old run's last completion (+60 s) to the new run's first `processing job` (+666 s)."""
+    lines = _pipeline_off_stopped_after(660.0, sigint=True)
+    events = events_of_lines([*lines, *_pipeline_off_start(700.0)])
+    [cost] = [e for e in watched(events) if e.kind == "restart_cost"]
+    assert cost.start_s == pytest.approx(events_of_lines(lines)[0].t_wall_s + 60.0, abs=0.001)
+    assert cost.length_s == pytest.approx(606.0, abs=0.01)
+    watch = RestartWatch()
+    for ev in events:
+        watch.feed_log(ev)
+    assert [r.in_a_row for r in watch.kept] == [1, 1]
+
+
+def test_with_the_pipeline_off_an_idle_stop_is_no_work_and_the_restart_costs_what_it_took(
+        ) -> None:
+    """Its last proof done at +60 s, no job after it, its SIGINT line at +660 s: cuzk was up
+    with nothing in flight for 600 s, not the restart's; down 4 s, ready 0.05 s later, its first
+    job 1.95 s after that (no work either), taken at once: the restart cost the GPU 4.05 s."""
+    lines = _pipeline_off_stopped_after(660.0, sigint=True)
+    parts, cost_s = _parts_of_stop(lines)
+    assert parts["no work before it stopped"] == 600.0 and parts["down"] == 4.0
+    assert parts["startup"] == 0.05 and parts["waited for its first job"] == 1.95
+    assert "up before it stopped" not in parts
+    assert cost_s == pytest.approx(4.05, abs=0.01)
+    # The gap over it is no work (it was the restart's), its idle 600 s said.
+    [gap], _ = _gaps_over(events_of_lines(lines), [(40.0, 60.0), (666.5, 669.0)])
+    assert gap.prover_cause == "no_work"
+    assert "cuzk had no work for 600.0 s before it stopped" in gap.hint
+
+
+def test_with_the_pipeline_off_a_run_killed_mid_proof_had_work_in_flight() -> None:
+    """A second PoRep taken at +61 s (`processing job (monolithic)`), its proving begun
+    (prover.rs:177-181's line at +61.2 s), cuzk killed with no line after: the 1.2 s to that
+    line were up with the proof in flight (lost with it: the restart's), not no work."""
+    parts, cost_s = _parts_of_stop(_pipeline_off_stopped_after(90.0, sigint=False, then=[
+        *_pipeline_off_job(61.0, None, "porep-1000-79"),
+        f"{_at(61.2)}  INFO prove_porep_c2{{job_id=\"porep-1000-79\"}}: cuzk_core::prover: "
+        "calling seal_commit_phase2 (includes SRS load + synthesis + GPU + verify) "
+        "sector_id=79 miner_id=1000"]))
+    assert parts["up before it stopped"] == 1.2 and parts["down"] == 32.8
+    assert "no work before it stopped" not in parts
+    assert cost_s == pytest.approx(34.05, abs=0.01)  # its 1.95 s wait for a job not counted
+
+
+def test_with_the_pipeline_off_a_failed_proof_ends_its_work_but_is_no_gpu_work_done() -> None:
+    """The proof taken at +61 s fails at +62.5 s (`proof failed`, engine.rs:3471, ERROR, in
+    its span) and cuzk is killed: nothing was in flight after it (no work, not the restart's),
+    and the failure is no GPU work: the stretch still starts at the last completion (+60 s)."""
+    lines = _pipeline_off_stopped_after(90.0, sigint=False, then=[
+        *_pipeline_off_job(61.0, None, "porep-1000-79"),
+        _mono_worker_line(62.5, "porep-1000-79", "proof failed error=seal_commit_phase2 failed",
+                          level="ERROR")])
+    [cost] = [e for e in watched(events_of_lines(lines)) if e.kind == "restart_cost"]
+    parts = {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}
+    assert parts["no work before it stopped"] == 2.5 and "up before it stopped" not in parts
+    assert cost.start_s == pytest.approx(events_of_lines(lines)[0].t_wall_s + 60.0, abs=0.001)
+
+
 def _synthesis_failed(t_s: float, partition: int) -> str:
     """cuzk's ERROR line in place of a partition's SYNTH_END (engine.rs:1784)."""
     return (f"{_at(t_s)} ERROR cuzk_core::engine: partition synthesis failed error=synthesis "

@@ -13,7 +13,10 @@ handled (`received SIGINT, shutting down`, main.rs:237, 264); systemd's default 
 cuzk without a line, and the restart says which it was.
 
 What a restart costs (code): the GPU idles from its last work of the old run (its last TIMELINE
-`GPU_END`) to its first `GPU_START` of the new one. Of that stretch, the restart's is what it
+`GPU_END`) to its first `GPU_START` of the new one (where cuzk writes neither, with
+`CUZK_DISABLE_SPLIT_PROVE=1` or the pipeline off, a job's result line in its worker's span
+ends its GPU work and its pickup, or `processing job (monolithic)`, begins it:
+`RestartWatch._sync_gpu_done`, `_monolithic`). Of that stretch, the restart's is what it
 took: from that last work to the new run ready, and from the new run's first job to its first
 GPU work. Ready is the latest of its start lines and the lines it writes as it comes up, read
 before its first job: `pipeline GPU worker started` / `monolithic GPU worker started`
@@ -76,6 +79,10 @@ from gapwatch.cuzk.log_lines import (
     GPU_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
+    MONOLITHIC_COMPLETED_MESSAGE,
+    MONOLITHIC_FAILED_MESSAGES,
+    MONOLITHIC_PROCESSING_MESSAGE,
+    MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
     SKIPPED_GPU_PROVE_MESSAGE,
@@ -182,6 +189,14 @@ _FAILED: dict[str, int] = {**dict.fromkeys(SYNTH_FAILED_MESSAGES, 0),
 #: (`CUZK_DISABLE_SPLIT_PROVE=1`, engine.rs:3078-3118) writes these lines there, and it writes
 #: no GPU_START and no GPU_END (`RestartWatch._sync_gpu_done`).
 _SYNC_GPU_DONE = frozenset(SYNC_GPU_DONE_MESSAGES)
+#: A monolithic worker's lines of its job (`[pipeline] enabled = false`, engine.rs:3394-3475:
+#: no TIMELINE line at all), in its span `monolithic_worker{worker_id gpu job_id proof_kind}`
+#: (3394): `processing job (monolithic)` (3397) as it begins the one call that synthesises and
+#: proves the job (3422-3440), `proof completed successfully (monolithic)` (3455-3462) or its
+#: failure, `proof failed` / `proof task panicked` (3471, 3475, ERROR) when it ends
+#: (`RestartWatch._monolithic`).
+_MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE,
+                               *MONOLITHIC_FAILED_MESSAGES))
 #: Workers whose latest pickup with no GPU_START yet is remembered (`RestartWatch._picked`).
 MAX_PICKED = 1024
 
@@ -489,7 +504,9 @@ class RestartWatch:
         #: Worker -> its latest GPU_PICKUP (when) not followed by its GPU_START, a failure or
         #: a skip: with `CUZK_DISABLE_SPLIT_PROVE=1` (no GPU_START) the job it proves in one
         #: call, GPU work in flight until its result line in the worker's span
-        #: (`_sync_gpu_done`); with the split prove, popped by its GPU_START a few ms later.
+        #: (`_sync_gpu_done`); with the split prove, popped by its GPU_START a few ms later;
+        #: with the pipeline off, its monolithic worker's `processing job (monolithic)`, in
+        #: flight until its completion or failure line (`_monolithic`).
         self._picked: dict[int, float] = {}
 
     # -- signs --------------------------------------------------------------------------------
@@ -546,6 +563,8 @@ class RestartWatch:
             self._work_after_gpu_end = False
         elif name in _SYNC_GPU_DONE and ev.fields.get("spans") == GPU_WORKER_SPAN:
             out += self._sync_gpu_done(ev)
+        elif name in _MONOLITHIC_LINES and ev.fields.get("spans") == MONOLITHIC_SPAN:
+            out += self._monolithic(ev)
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
         if self._run is not None:
@@ -652,11 +671,41 @@ class RestartWatch:
             self._picked.pop(worker, None)
 
     def _unpicked(self, ev: LogEvent) -> bool:
-        """A line in a GPU worker's span that ends the job it picked up with no GPU_START (a
-        failure, a skip, its result): whether one was held."""
-        if ev.worker is None or ev.fields.get("spans") != GPU_WORKER_SPAN:
+        """A line in a GPU worker's span, or a monolithic worker's, that ends the job it
+        picked up with no GPU_START (a failure, a skip, its result): whether one was held."""
+        if ev.worker is None or ev.fields.get("spans") not in (GPU_WORKER_SPAN, MONOLITHIC_SPAN):
             return False
         return self._picked.pop(ev.worker, None) is not None
+
+    def _monolithic(self, ev: LogEvent) -> list[ProverEvent]:
+        """A monolithic worker's line of its job (`_MONOLITHIC_LINES`, in its span): with the
+        pipeline off cuzk writes no TIMELINE line, so these are its only GPU work. Its
+        `processing job (monolithic)` (engine.rs:3397) begins the one call that synthesises and
+        proves the job (3422-3440): a line of work, the job in flight on its worker until its
+        end (`_picked`, as a pickup with the synchronous prove), and, for the run a restart
+        began, its first GPU work (the GPU's part of the call is not said apart, nor the SRS
+        the call loads into an empty `GROTH_PARAM_MEMORY_CACHE`, prover.rs:120, 177-181). Its
+        completion line (3455-3462) is its GPU work's end, read as the synchronous prove's
+        result line is (`_sync_gpu_done`). Its failure (`proof failed` / `proof task panicked`,
+        3471, 3475, ERROR) ends the job in flight and is no GPU work done (as `_failed`: the
+        stretch still starts at the last completion, runs that only failed are a crash loop).
+        Before, a run with the pipeline off had no GPU work for restarts: no restart's cost was
+        said, an idle stop was not known idle, and every restart after such work was one more
+        of a crash loop."""
+        name = ev.name
+        if name == MONOLITHIC_PROCESSING_MESSAGE:
+            self._work_after_gpu_end = True
+            if ev.worker is not None:
+                keep_latest(self._picked, ev.worker, ev.t_wall_s, MAX_PICKED)
+            run = self._run
+            if run is not None and run.work_s is None:
+                run.work_s = ev.t_wall_s  # its job had arrived: a later `job enqueued` is not it
+            return []
+        if name == MONOLITHIC_COMPLETED_MESSAGE:
+            return self._sync_gpu_done(ev)
+        if ev.level == "ERROR" and self._unpicked(ev):
+            self._work_after_gpu_end = False
+        return []
 
     def _sync_gpu_done(self, ev: LogEvent) -> list[ProverEvent]:
         """A job's GPU work done, said in its GPU worker's span (`_SYNC_GPU_DONE`): with
@@ -667,7 +716,9 @@ class RestartWatch:
         the run a restart began, its first GPU work, from its pickup (3023, the prove begun
         right after it) where read, which says the restart's cost. Before, a run proved so had
         no GPU work for restarts: every restart after it was one more of a crash loop, no
-        restart's cost was said, and an idle cuzk stopped was "down" until its restart."""
+        restart's cost was said, and an idle cuzk stopped was "down" until its restart. A
+        monolithic worker's completion line is read so too (`_monolithic`, its pickup its
+        `processing job (monolithic)`)."""
         t = ev.t_wall_s
         worker = ev.worker
         picked = self._picked.pop(worker, None) if worker is not None else None

@@ -157,8 +157,11 @@ def test_a_restart_before_the_seam_outside_the_warm_up_is_read_by_the_child_too(
     lines = sim_with_log[1].read_text().splitlines(keepends=True)
     stamped = [i for i, x in enumerate(lines) if x[:4] == "2026"]
     k = stamped[len(stamped) * 3 // 10]
-    restart = [lines[k][:27] + x[27:] for x in lines[:3]]  # budget, pinned pool, engine start
-    assert "starting cuzk engine" in restart[2]
+    # The daemon's start lines, to its engine's start (cuzk-daemon starting ... budget, pinned
+    # pool, `starting cuzk engine`), stamped at line k.
+    n = next(i for i, x in enumerate(lines) if "starting cuzk engine" in x) + 1
+    restart = [lines[k][:27] + x[27:] for x in lines[:n]]
+    assert "starting cuzk engine" in restart[-1] and "cuzk-daemon starting" in restart[0]
     log = tmp_path / "cuzk.log"
     log.write_text("".join(lines[:k] + restart + lines[k:]))
     at = len("".join(lines[:k]))

@@ -14,10 +14,11 @@ from msgspec.structs import replace
 from parsed_logs import events_of_lines, fed
 
 from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
-from gapwatch.core.models import Gap, ProverStatus
+from gapwatch.core.models import Gap, LogEvent, ProverStatus
 from gapwatch.core.prover import ProverView
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
+from gapwatch.cuzk.causes import with_log_cause
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import OVER_BUDGET_MARK, PipelineFacts, PipelineView
@@ -365,6 +366,139 @@ def test_a_gap_status_saw_empty_is_no_work_though_the_next_synthesis_ends_in_it(
     view = _gap_seen([batching_off, *NEXT_REQUEST])
     assert view.cause == "no_work"
     assert view.words.startswith("prover status: the prover had no work")
+
+
+#: cuzk's four synthesis workers (engine.rs:1437, logged at 1843).
+FOUR_WORKERS = line("starting pipeline: synthesis task + GPU workers (budget-gated)", 0.06,
+                    max_partitions_in_budget=36, effective_lookahead=32, synth_worker_count=4,
+                    num_gpus=1)
+#: The job before the gap: its last partition synthesised, queued, picked up and proved until
+#: 14:00:10, where the gap starts.
+LAST_OF_JOB_7 = [timeline(6000, "SYNTH_START", "porep-1000-7", "partition=9"),
+                 timeline(8000, "SYNTH_END", "porep-1000-7", "partition=9,synth_ms=2000"),
+                 timeline(8000, "GPU_QUEUE", "porep-1000-7", "partition=9"),
+                 timeline(8001, "GPU_PICKUP", "porep-1000-7", "worker=0,partition=9"),
+                 timeline(8002, "GPU_START", "porep-1000-7", "worker=0,partition=9"),
+                 timeline(10000, "GPU_END", "porep-1000-7", "worker=0,partition=9,gpu_ms=1998")]
+def _next_job(job: str, at_s: float) -> list[str]:
+    """A request enqueued `at_s` past 14:00: all four workers start its first four partitions
+    at once, and the first of them is synthesised and queued 2 s later."""
+    ms = round(at_s * 1000)
+    return [line("job enqueued", at_s, job_id=job, proof_kind="porep-c2"),
+            *(timeline(ms, "SYNTH_START", job, f"partition={p}") for p in range(4)),
+            timeline(ms + 2000, "SYNTH_END", job, "partition=0,synth_ms=2000"),
+            timeline(ms + 2000, "GPU_QUEUE", job, "partition=0")]
+
+
+#: The next request, sent 0.3 s after the gap's start.
+NEXT_JOB_8 = _next_job("porep-1000-8", 10.3)
+#: /status while the new request's partitions synthesise: every worker busy on them.
+ALL_FOUR_BUSY = cuzk_doc(synthesizing=4, pending=6, job="porep-1000-8")
+
+
+def _gap_synthesising(events: list[LogEvent]) -> ProverView:
+    """A one-GPU cuzk idle from 14:00:10 to 14:00:12.4: /status, polled each second, lists
+    nothing in flight at 10.2, then every synthesis worker busy (11.2, 12.2); `events` are
+    cuzk's log of that time."""
+    t0 = _wall("14:00:00")
+    prover = CuzkProver()
+    for ev in events:
+        prover.feed_log(ev)
+    gap = prover.open_gap(0, t0 + 10.0)
+    for t, doc in ((t0 + 10.2, NOTHING_IN_FLIGHT), (t0 + 11.2, ALL_FOUR_BUSY),
+                   (t0 + 12.2, ALL_FOUR_BUSY)):
+        st = parse_status(json.dumps(doc).encode(), "p", int(t * 1e9), t, 1.0)
+        prover.feed_status(st)
+        gap.add_status(st)
+    return gap.view(t0 + 12.4, t0 + 10.0, "host_stall", t0 + 12.4)
+
+
+def _advised(view: ProverView) -> list[str]:
+    """The settings the advice names for one gap of `view`'s cause, states and evidence."""
+    g = replace(_gap(cause=view.cause, evidence=view.evidence), prover_states=view.states)
+    return [a.setting for a in advise([g], PipelineView(synth_workers=4)).advice]
+
+
+def test_a_gap_that_began_with_the_pipeline_empty_is_not_advised_more_synthesis_workers(
+) -> None:
+    """Nothing in flight when the GPU went idle: the next request came 0.3 s later, and its
+    first partition's synthesis ended the gap. /status, polled during that synthesis, saw all 4
+    workers busy, and the gap read `waits_on_synthesis`: raise max_parallel_synthesis. But the
+    4 workers had all started the new job at once; more of them could not end the gap sooner
+    (engine.rs:1475, 1678). What the gap's start found decides: `empty_pipeline`, the work not
+    sent ahead."""
+    view = _gap_synthesising(events_of_lines([ENGINE, FOUR_WORKERS, *LAST_OF_JOB_7,
+                                              *NEXT_JOB_8]))
+    assert view.cause == "empty_pipeline"
+    assert view.words.startswith("prover log: the pipeline was empty when the GPU went idle")
+    assert "work came 0.3 s in, its first synthesis took 2.0 s" in view.words
+    said = " | ".join(view.evidence)
+    assert "nothing in cuzk's pipeline at the gap's start" in view.evidence[0]
+    assert "('job enqueued job_id=porep-1000-8' at 14:00:10.300)" in said
+    assert "at 14:00:12.300, 2.0 s later: one synthesis's latency" in said
+    settings = _advised(view)
+    assert "[pipeline] max_parallel_synthesis" not in settings
+    assert settings == ["Curio [Cuzk] MaxPending"]
+
+
+def test_a_gap_in_the_middle_of_a_job_still_waits_on_synthesis() -> None:
+    """The same gap, but one of job 7's partitions was synthesising when the GPU went idle
+    (SYNTH_START at 14:00:09, before the gap) and its end ended the gap: the workers were
+    behind the GPU, more of them would have had it ready sooner."""
+    behind = [timeline(9000, "SYNTH_START", "porep-1000-7", f"partition={p}") for p in range(4)]
+    ends = [timeline(12300, "SYNTH_END", "porep-1000-7", "partition=0,synth_ms=3300"),
+            timeline(12300, "GPU_QUEUE", "porep-1000-7", "partition=0")]
+    view = _gap_synthesising(events_of_lines([ENGINE, FOUR_WORKERS, *LAST_OF_JOB_7, *behind,
+                                              *ends]))
+    assert view.cause == "waits_on_synthesis"
+    assert _advised(view)[0] == "[pipeline] max_parallel_synthesis"
+
+
+def test_a_gap_that_began_empty_and_mostly_waited_for_the_next_request_is_no_work() -> None:
+    """The pipeline empty at 14:00:10, the next request only at 14:00:20.3, its first partition
+    synthesised by 22.3: most of the gap the prover had nothing (Curio sent nothing), and the
+    log says so, whatever snapshots taken during the synthesis saw. It read "the GPU waited on
+    synthesis", and a change of load read as a gain or a loss in compare."""
+    t0 = _wall("14:00:00")
+    facts = fed(PipelineFacts(), [ENGINE, FOUR_WORKERS, *LAST_OF_JOB_7,
+                                  *_next_job("porep-1000-8", 20.3)])
+    view = facts.log_view(0, t0 + 10.0, t0 + 22.4, "host_stall")
+    assert view.cause == "no_work"
+    assert "the next request came 10.3 s into the gap" in view.evidence[1]
+    assert with_log_cause("waits_on_synthesis", view.cause) == "no_work"
+
+
+def _mid_run(lines: list[str]) -> list[LogEvent]:
+    """cuzk's `lines` as a log followed from mid-run reads them: no start line, its TIMELINE
+    placed by /status's uptime (`LogParser.anchor_from_status`)."""
+    parser = LogParser()
+    parser.anchor_from_status(_wall("14:00:00"))
+    return [ev for text in lines for ev in parser.parse_line(
+        text, "stderr" if text.startswith("TIMELINE") else "stdout")]
+
+
+def test_a_log_read_from_mid_run_does_not_take_syntheses_begun_before_it_for_none() -> None:
+    """Read from 14:00:06 on, no start line: syntheses begun before are in flight unseen. One
+    whose SYNTH_END (its start not read) ends the gap was in flight at its start, though a
+    synthesis begun after the log (job 7's partition 9) had ended before it; and read from
+    14:00:08, before any synthesis begun after the log has ended, what is in flight is not
+    known. Neither gap is called an empty pipeline: both still wait on synthesis, as before."""
+    unseen_ends_the_gap = [
+        *LAST_OF_JOB_7,
+        timeline(12300, "SYNTH_END", "porep-1000-7", "partition=8,synth_ms=9000"),
+        timeline(12300, "GPU_QUEUE", "porep-1000-7", "partition=8")]
+    view = _gap_synthesising(_mid_run(unseen_ends_the_gap))
+    assert view.cause == "waits_on_synthesis"
+    # The new request's synthesis ends the gap, but one begun before the log may still run.
+    not_known_yet = [*LAST_OF_JOB_7[2:], *NEXT_JOB_8]
+    assert _gap_synthesising(_mid_run(not_known_yet)).cause == "waits_on_synthesis"
+    # Once a synthesis begun after the log has ended, the set is whole: the next empty start
+    # is told.
+    t0 = _wall("14:00:00")
+    facts = PipelineFacts()
+    for ev in _mid_run([*LAST_OF_JOB_7, *_next_job("porep-1000-9", 20.3)]):
+        facts.feed(ev)
+    assert facts.log_view(0, t0 + 20.0, t0 + 22.4, "host_stall").cause == "empty_pipeline"
 
 
 def test_a_gap_cuzks_batch_collector_held_a_request_through_is_a_batch_wait() -> None:

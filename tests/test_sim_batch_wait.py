@@ -252,6 +252,34 @@ def test_the_simulator_the_runtime_opens_says_sim_batch_waits_settings(speed: fl
                    "max_batch_wait_ms=0 " in text for _, text in written)
 
 
+def test_with_no_hold_every_gap_is_an_empty_pipeline_not_a_synthesis_worker_shortage(
+        tmp_path: Path) -> None:
+    """`max_batch_wait_ms = 0`: what is left between two proofs is Curio's turnaround (the next
+    request comes `TURNAROUND_S` after the last proof) and that request's first partition's
+    synthesis, all 4 synthesis workers starting its partitions at once. /status, polled during
+    that synthesis, sees every worker busy, and each gap read `waits_on_synthesis` with
+    "raise max_parallel_synthesis" advised: more workers cannot shorten it. Recorded and
+    reported, every gap began with the pipeline empty, says when its request came, and the
+    advice is the work not sent ahead (Curio's MaxPending, a guess), never more workers."""
+    config = tmp_path / "nowait.toml"
+    config.write_text("[sim.batch_wait]\nmax_batch_wait_ms = 0\n")
+    recording, _ = record_sim(tmp_path, "batch-wait", 120.0, "--seed", str(SEED),
+                              "--config", str(config))
+    report = json.loads(report_of(tmp_path, recording, "--json"))
+    gaps = report["gaps"]
+    assert len(gaps) >= 8 and {g["prover_cause"] for g in gaps} == {"empty_pipeline"}
+    assert all(f"work came {TURNAROUND_S:.1f} s in" in g["hint"] for g in gaps)
+    assert all(any("'job enqueued job_id=porep-1000-" in e for e in g["prover_evidence"])
+               for g in gaps)
+    assert not any(a["setting"] == "[pipeline] max_parallel_synthesis"
+                   for a in report["advice"])
+    (advice,) = report["advice"]
+    assert (advice["stall"], advice["setting"], advice["guess"]) == (
+        "empty_pipeline", "Curio [Cuzk] MaxPending", True)
+    assert any("more synthesis workers cannot close these gaps" in e
+               for e in advice["evidence"])
+
+
 def _partitions_per_h(truth: list[TruthInterval]) -> float:
     """The simulator's own throughput: partitions computed per hour of its GPU's working span
     (first compute start to last compute end), as compare's partitions/h counts them."""

@@ -24,7 +24,8 @@ turn.
 
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
-`monolithic`, `pinned_pool`, `inside_workers`, `batch_wait`, `no_work`); else from its kind and
+`monolithic`, `pinned_pool`, `inside_workers`, `batch_wait`, `empty_pipeline`, `no_work`); else
+from its kind and
 evidence:
 `pinned_pool` (pcie_starved, the pool failed; where its churn preceded the failures,
 `gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a guess to measure),
@@ -85,6 +86,8 @@ STALL_WORDS: dict[str, str] = {
     "copies_not_overlapped": "copies at line rate, not overlapped with compute",
     "inside_workers": "the wait is inside the GPU workers (CPU work, the GPU mutex)",
     "batch_wait": "cuzk held requests in its batch collector, waiting for a batch to fill",
+    "empty_pipeline": "the pipeline was empty when the GPU went idle: the GPU waited for the "
+                      "next work and its first synthesis",
     "no_work": "the prover had no work",
     "host_stall": "the GPU waited on the host (no cause known)",
     "unknown": "PCIe not measured",
@@ -747,6 +750,23 @@ def _for_no_work(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
             "[Cuzk] MaxPending (default 10) caps what it sends")
 
 
+def _for_empty_pipeline(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
+    """Gaps the log shows began with nothing in cuzk's pipeline and ended on the first synthesis
+    of work that came after (`PipelineFacts._empty_start_view`): not the synthesis workers'
+    (they all started that work at once), but work not sent ahead. Curio's limit, as a guess:
+    gapwatch cannot see whether Curio had more to send."""
+    return ([MAX_PENDING_SETTING], True,
+            "gapwatch sees cuzk's pipeline run empty between requests, not whether Curio had "
+            "proofs waiting to send: if it had none, no setting closes these gaps", [
+                "more synthesis workers cannot close these gaps ([pipeline] "
+                "max_parallel_synthesis is not the limit): nothing was synthesising at each "
+                "gap's start, the free workers all took the new work's partitions at once "
+                "(engine.rs:1475, 1678), and the gap ended with the first one's synthesis, "
+                "whatever their number",
+                "what closes them: the next request at cuzk while the GPU proves the last "
+                "partitions of the one before, so that its synthesis overlaps them"])
+
+
 _NO_PINNED_POOL_FAILURE = (
     "no pinned-pool failure in the log read, so nothing says which setting: with cuzk's log "
     "followed (its pinned pool lines) or the copy trace, gapwatch can tell")
@@ -786,6 +806,7 @@ _RULES: dict[str, Callable[[StallGaps, PipelineView], _Found | str]] = {
     "copies_not_overlapped": _for_copies_not_overlapped,
     "monolithic": _for_monolithic,
     "batch_wait": _for_batch_wait,
+    "empty_pipeline": _for_empty_pipeline,
     "no_work": _for_no_work,
 }
 

@@ -26,6 +26,13 @@ The rules, for one GPU, per snapshot, first match:
     whether every synthesis worker is busy);
   - `no_work`: nothing pending or synthesizing, no worker proving.
 
+`empty_pipeline` comes from the log alone (`PipelineFacts._empty_start_view`): the gap's start
+found nothing in flight (no synthesis, nothing queued for the GPU, no job) and it ended on the
+first synthesis of work that came after: the wait for that work and one synthesis's latency,
+however many synthesis workers. It stands over the snapshots' `waits_on_synthesis` (taken during
+that synthesis, they see every worker busy on it), not over a `no_work` they saw most of the gap;
+where the log shows the wait for the request was most of the gap, it says `no_work` itself.
+
 The log can say more (`gapwatch.cuzk.pipeline.PipelineFacts.log_view`: an SRS load, PoSt or other
 monolithic work `/status` never lists, a budget wait line, a queue wait, a synthesis that ended
 during the gap): where the snapshots give no cause or `no_work`, the log's cause stands
@@ -49,6 +56,7 @@ from gapwatch.core.evidence_types import ProverState
 from gapwatch.core.models import ProverStatus, ProverWorker
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.pipeline import (
+    EMPTY_PIPELINE_CAUSE,
     POREP_PARTITION_FULL_BYTES,
     Capacity,
     pending_partition_bytes,
@@ -58,11 +66,18 @@ from gapwatch.cuzk.restarts import NO_WORK_CAUSE, RESTART_CAUSE
 #: The finer causes, in tie-break order (see the module docstring).
 PROVER_CAUSES: tuple[str, ...] = (
     "restart", "inside_workers", "dispatch_stall", "waits_on_budget", "pacer_hold",
-    "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "batch_wait", "no_work",
+    "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "batch_wait",
+    EMPTY_PIPELINE_CAUSE, "no_work",
 )
-#: The causes a gap that spans a restart of cuzk takes from the log whatever the snapshots say
-#: (`gapwatch.cuzk.restarts.Spanned.cause`: the log gives `no_work` for nothing else).
+#: The causes a gap takes from the log whatever the snapshots say: a restart it spans
+#: (`gapwatch.cuzk.restarts.Spanned.cause`), and `no_work` where the log shows most of it the
+#: wait for work (a new run's first job, or the next request after an empty pipeline:
+#: `PipelineFacts._empty_start_view`), which its snapshots, taken while that work was then
+#: synthesised, may have read as waiting on synthesis.
 RESTART_STRETCH_CAUSES: tuple[str, ...] = (RESTART_CAUSE, NO_WORK_CAUSE)
+#: What the log alone can tell of a gap /status snapshots read as waiting on synthesis: nothing
+#: was in flight at its start (`EMPTY_PIPELINE_CAUSE`).
+_FROM_AN_EMPTY_START = frozenset((EMPTY_PIPELINE_CAUSE, "waits_on_synthesis"))
 #: One letter per worker state on the dashboard's gap rows and pipeline line.
 WORKER_LETTER = {"proving": "P", "idle": "I"}
 
@@ -245,11 +260,19 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
     (`seen_during`): nothing was pending or synthesising then, so that synthesis began on
     work that arrived mid-gap; the GPU waited for work. It read `waits_on_synthesis` (raise
     max_parallel_synthesis) wherever the log was followed, and a change of load read as a
-    gain or a loss in `compare`, never as load."""
+    gain or a loss in `compare`, never as load.
+    A gap the log shows began with the pipeline empty (`empty_pipeline`: nothing synthesising,
+    synthesised or queued at its start, work that came after it synthesised by its end) is that
+    over the snapshots' `waits_on_synthesis`: they were taken during that work's synthesis and
+    saw every worker busy on it, which read "raise max_parallel_synthesis", although the
+    workers had all started it at once and more of them could not have ended the gap sooner.
+    What was in flight at the gap's start decides, not what the middle of it saw."""
     if log_cause is None:
         return snapshots_cause
-    if snapshots_cause == "no_work" and seen_during and log_cause == "waits_on_synthesis":
+    if snapshots_cause == "no_work" and seen_during and log_cause in _FROM_AN_EMPTY_START:
         return snapshots_cause
+    if snapshots_cause == "waits_on_synthesis" and log_cause == EMPTY_PIPELINE_CAUSE:
+        return log_cause
     if snapshots_cause in (None, "no_work") or log_cause in RESTART_STRETCH_CAUSES:
         return log_cause
     if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":

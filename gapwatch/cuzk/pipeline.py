@@ -76,6 +76,7 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     NO_CAPACITY_HINT_MESSAGE,
+    PARTITION_SYNTH_FAILED_MESSAGES,
     POOL_ALLOCATED_MESSAGE,
     PROCESSING_BATCH_MESSAGE,
     SINGLE_SYNTH_FAILED_MESSAGES,
@@ -94,6 +95,7 @@ from gapwatch.cuzk.pool_churn import (
     PoolChurn,
     PoolChurnView,
 )
+from gapwatch.cuzk.restarts import NO_WORK_CAUSE
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -148,7 +150,14 @@ _TRACING_MESSAGES = frozenset((
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
     JOB_ENQUEUED_MESSAGE, *SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES,
-    *SYNC_DONE_MESSAGES))
+    *SYNC_DONE_MESSAGES, *PARTITION_SYNTH_FAILED_MESSAGES))
+#: A partition's synthesis failed: cuzk writes this ERROR line (with `job_id partition`) in
+#: place of its SYNTH_END (engine.rs:1784, 1810): it is no longer in flight (`SynthFlight`).
+_PARTITION_SYNTH_FAILED = frozenset(PARTITION_SYNTH_FAILED_MESSAGES)
+#: The cause the log gives a gap whose start found cuzk's pipeline empty and that ended on the
+#: first synthesis of work that came after it (`PipelineFacts._empty_start_view`): the wait for
+#: that work and one synthesis's latency, which more synthesis workers cannot shorten.
+EMPTY_PIPELINE_CAUSE = "empty_pipeline"
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -408,6 +417,69 @@ class SrsLoad:
     elapsed_ms: int | None = None
 
 
+class SynthFlight:
+    """cuzk's partition syntheses as its TIMELINE tells them (`SYNTH_START` engine.rs:1719 ..
+    `SYNTH_END` 1752, or the ERROR line written in its place, 1784, 1810), kept so that what was
+    synthesising at a past moment can be told: a gap's start, asked once the gap has closed.
+
+    A log read from mid-run holds syntheses begun before it, whose SYNTH_START was never read:
+    "none in flight" is said only from a moment the set is known whole (`known_s`): a run's
+    start (cuzk keeps nothing across one), or, mid-run, the first SYNTH_END of a synthesis whose
+    SYNTH_START was read (one begun after the log did has ended, and those begun before it,
+    bar one far slower, have too). Any synthesis whose end comes after a moment, its start not
+    read, was in flight then whenever it began (`in_flight_at`), and so was one whose
+    partition was queued for the GPU (GPU_QUEUE, written after its SYNTH_END, engine.rs:1778)
+    with neither of its lines read. Bounded: `HISTORY` of each."""
+
+    __slots__ = ("open", "ended", "_ended_keys", "known_s")
+
+    def __init__(self) -> None:
+        #: (job, partition) -> its SYNTH_START, not yet ended.
+        self.open: OrderedDict[tuple[str, int], float] = OrderedDict()
+        #: (its SYNTH_START, None where not read; its end), oldest first.
+        self.ended: deque[tuple[float | None, float]] = deque(maxlen=HISTORY)
+        #: The partitions whose end was read (`queued`).
+        self._ended_keys: OrderedDict[tuple[str, int], None] = OrderedDict()
+        self.known_s: float | None = None
+
+    def new_run(self, t_s: float) -> None:
+        """A run of cuzk started at `t_s`: nothing of the old run's is in flight."""
+        self.open.clear()
+        self.known_s = t_s
+
+    def started(self, key: tuple[str, int], t_s: float) -> None:
+        keep_latest(self.open, key, t_s, HISTORY)
+
+    def done(self, key: tuple[str, int], t_s: float) -> None:
+        """Its SYNTH_END, or the failure line in its place."""
+        start = self.open.pop(key, None)
+        self.ended.append((start, t_s))
+        keep_latest(self._ended_keys, key, None, HISTORY)
+        if start is not None and self.known_s is None:
+            self.known_s = t_s
+
+    def queued(self, key: tuple[str, int], t_s: float) -> None:
+        """Its GPU_QUEUE: its synthesis had ended, by then at the latest, where no line of
+        that end was read."""
+        if key not in self._ended_keys:
+            self.done(key, t_s)
+
+    def in_flight_at(self, t_s: float) -> bool | None:
+        """Whether a synthesis was running at `t_s`; None: not known (the log began mid-run
+        and nothing has made the set whole by then)."""
+        if any(start < t_s for start in self.open.values()):
+            return True
+        if any(end > t_s and (start is None or start < t_s) for start, end in self.ended):
+            return True
+        return None if self.known_s is None or t_s < self.known_s else False
+
+    def first_start(self, from_s: float, until_s: float) -> float | None:
+        """The first SYNTH_START read in [from_s, until_s], or None."""
+        starts = [s for s in self.open.values() if from_s <= s <= until_s]
+        starts += [s for s, _ in self.ended if s is not None and from_s <= s <= until_s]
+        return min(starts, default=None)
+
+
 #: The words `OverBudget.words` says it in, which a gap's evidence then carries (the advice
 #: reads them there: `gapwatch.cuzk.advice.StallGaps`).
 OVER_BUDGET_MARK = "can never be granted"
@@ -556,6 +628,10 @@ class PipelineFacts(_Limits):
             maxlen=HISTORY)
         #: Times of each GPU_QUEUE of a partition (synthesis done, ready for the GPU).
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
+        #: Partition syntheses in flight and ended (`SynthFlight`), and each request's `job
+        #: enqueued` (when, its job): what a gap's start found (`_empty_start_view`).
+        self.synth = SynthFlight()
+        self.enqueued: deque[tuple[float, str | None]] = deque(maxlen=HISTORY)
         self.mono: OrderedDict[str, _Mono] = OrderedDict()
         self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
         #: (stream, worker) -> the monolithic job it picked up last (`_worker_moved_on`), and
@@ -609,10 +685,11 @@ class PipelineFacts(_Limits):
                 self.seen = True
                 self.errors.append((ev.t_wall_s, failure_words(ev)))
 
-    def _new_run(self) -> None:
+    def _new_run(self, t_s: float) -> None:
         """`starting cuzk engine`: the daemon started (again). What was in flight in the old
         run is gone with it (cuzk keeps nothing across a restart); totals and histories stay."""
         self.queued.clear()
+        self.synth.new_run(t_s)
         self.mono.clear()
         self._on_worker.clear()
         self.pacer, self.pacer_t_s = None, None
@@ -668,7 +745,12 @@ class PipelineFacts(_Limits):
             self._worker_moved_on(ev, job)
         if part is not None:
             key = (job, part)
-            if name == "GPU_QUEUE":
+            if name == "SYNTH_START":
+                self.synth.started(key, t)
+            elif name == "SYNTH_END":
+                self.synth.done(key, t)
+            elif name == "GPU_QUEUE":
+                self.synth.queued(key, t)
                 self.queued[key] = t
                 self.queued.move_to_end(key)
                 self.queue_times.append(t)
@@ -727,7 +809,7 @@ class PipelineFacts(_Limits):
             self.budget_total_bytes = gib * GIB if gib is not None else None
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
-            self._new_run()
+            self._new_run(t)
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
             self.pipeline_off_by_workers = False
@@ -756,10 +838,14 @@ class PipelineFacts(_Limits):
         elif msg == PROCESSING_BATCH_MESSAGE:
             self._batch_sent(t, f)
         elif msg == JOB_ENQUEUED_MESSAGE:
+            self.enqueued.append((t, ev.job_id))
             if self._batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
                 self._batch_first_s = t
         elif msg in _MONOLITHIC_LINES:
             self._monolithic_worker(ev)
+        elif msg in _PARTITION_SYNTH_FAILED:
+            if ev.job_id is not None and ev.partition is not None:
+                self.synth.done((ev.job_id, ev.partition), t)
         elif msg in _STEP_FAILED:
             self._monolithic_failed(ev)
         elif msg in _SYNC_DONE:
@@ -1235,6 +1321,9 @@ class PipelineFacts(_Limits):
         queued_then = self.queued_at(start_s + EDGE_SLACK_S)
         ready = [t for t in self.queue_times if lo < t <= hi]
         if queued_then == 0 and ready:
+            empty = self._empty_start_view(start_s, end_s, ready[0])
+            if empty is not None:
+                return empty
             return LogView("waits_on_synthesis", [
                 "no partition was queued for the GPU at the gap's start; the next one "
                 f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready[0] - start_s:.1f} s into "
@@ -1244,6 +1333,47 @@ class PipelineFacts(_Limits):
             # Nothing nearer explains the idle; a request that can never be granted does.
             return self._over_budget_view(over)
         return LogView(None, [])
+
+    def _empty_start_view(self, start_s: float, end_s: float, ready_s: float) -> LogView | None:
+        """A gap whose start found cuzk's pipeline empty (no synthesis in flight: `SynthFlight`;
+        nothing queued for the GPU, no batch held, no monolithic job, no budget wait: the rules
+        before this one) and that ended when the first partition of work that came after it was
+        synthesised (`ready_s`). Its free synthesis workers all took that work's partitions at
+        once (one dispatcher, a channel the worker pool reads, engine.rs:1475, 1623-1628, 1678),
+        so the gap is the wait for the request and one synthesis's latency, whatever the worker
+        count: `empty_pipeline`, or `no_work` where the wait for the request was most of it (the
+        client sent nothing). None where a synthesis was in flight at the start, or that is not
+        known (a log read from mid-run): the GPU waited on synthesis."""
+        if self.synth.in_flight_at(start_s) is not False:
+            return None
+        came = next(((t, job) for t, job in self.enqueued
+                     if start_s - EDGE_SLACK_S <= t <= ready_s), None)
+        began = self.synth.first_start(start_s - EDGE_SLACK_S, ready_s)
+        arrived_s = came[0] if came is not None else began
+        evidence = [f"nothing in cuzk's pipeline at the gap's start ({_hms(start_s)}): no "
+                    "partition synthesising or queued for the GPU (TIMELINE), no batch held, no "
+                    "monolithic job"]
+        if arrived_s is None:
+            evidence.append(f"a partition finished synthesis (SYNTH_END, GPU_QUEUE) "
+                            f"{ready_s - start_s:.1f} s into the gap")
+            return LogView(EMPTY_PIPELINE_CAUSE, evidence)
+        wait_s = max(0.0, arrived_s - start_s)
+        synth_s = ready_s - arrived_s
+        if came is not None:
+            job = f" job_id={fmt.visible(came[1])}" if came[1] is not None else ""
+            evidence.append(f"the next request came {wait_s:.1f} s into the gap ('job enqueued"
+                            f"{job}' at {_hms(came[0])})")
+        else:
+            evidence.append(f"the next synthesis began {wait_s:.1f} s into the gap (SYNTH_START "
+                            f"at {_hms(arrived_s)}; no 'job enqueued' line read for it)")
+        evidence.append(
+            f"its first partition finished synthesis (SYNTH_END, GPU_QUEUE) at {_hms(ready_s)}, "
+            f"{synth_s:.1f} s later: one synthesis's latency, whatever the number of synthesis "
+            "workers (the free ones all start the new work's partitions at once, "
+            "engine.rs:1475, 1678)")
+        cause = NO_WORK_CAUSE if wait_s * 2 > end_s - start_s else EMPTY_PIPELINE_CAUSE
+        return LogView(cause, evidence,
+                       f"work came {wait_s:.1f} s in, its first synthesis took {synth_s:.1f} s")
 
     def _batch_wait_view(self, start_s: float, end_s: float) -> LogView | None:
         """A gap cuzk's batch collector held a request through most of: the work was there,

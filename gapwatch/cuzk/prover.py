@@ -26,6 +26,7 @@ from gapwatch.cuzk.causes import (
 )
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    EMPTY_PIPELINE_CAUSE,
     Capacity,
     PipelineFacts,
     PipelineView,
@@ -55,6 +56,9 @@ PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
                     "cuzk's pinned pool could not pin a buffer and fell back"),
     "batch_wait": ("cuzk held the work in its batch collector, waiting for a batch to fill",
                    "[scheduler] max_batch_size > 1; /status lists no held request"),
+    EMPTY_PIPELINE_CAUSE: ("the pipeline was empty when the GPU went idle: it waited for the "
+                           "next work and that work's first synthesis",
+                           "nothing synthesising, synthesised or queued at the gap's start"),
     "no_work": ("the prover had no work", "nothing queued, synthesising or synthesised"),
 }
 
@@ -167,7 +171,11 @@ class CuzkGap:
             cause, during, detail = decided, True, log.detail
             said_by = log.said_by
         if log.cause is not None and log.cause == cause:
-            evidence = evidence + log.evidence
+            # An empty pipeline's snapshots saw the new work's synthesis (every worker busy on
+            # it): the log's facts of the gap's start come first, where the advice cites a
+            # gap's first lines.
+            first = cause == EMPTY_PIPELINE_CAUSE
+            evidence = log.evidence + evidence if first else evidence + log.evidence
             detail = detail or log.detail
         if kind == "pcie_starved" and cause != "pinned_pool":
             evidence = evidence + self.facts.pool_evidence()

@@ -396,10 +396,10 @@ NEXT_JOB_8 = _next_job("porep-1000-8", 10.3)
 ALL_FOUR_BUSY = cuzk_doc(synthesizing=4, pending=6, job="porep-1000-8")
 
 
-def _gap_synthesising(events: list[LogEvent]) -> ProverView:
+def _gap_synthesising(events: list[LogEvent], until_s: float = 12.4) -> ProverView:
     """A one-GPU cuzk idle from 14:00:10 to 14:00:12.4: /status, polled each second, lists
     nothing in flight at 10.2, then every synthesis worker busy (11.2, 12.2); `events` are
-    cuzk's log of that time."""
+    cuzk's log of that time. `until_s` before 12.4: the gap as it stands then, still open."""
     t0 = _wall("14:00:00")
     prover = CuzkProver()
     for ev in events:
@@ -407,10 +407,13 @@ def _gap_synthesising(events: list[LogEvent]) -> ProverView:
     gap = prover.open_gap(0, t0 + 10.0)
     for t, doc in ((t0 + 10.2, NOTHING_IN_FLIGHT), (t0 + 11.2, ALL_FOUR_BUSY),
                    (t0 + 12.2, ALL_FOUR_BUSY)):
+        if t > t0 + until_s:
+            break
         st = parse_status(json.dumps(doc).encode(), "p", int(t * 1e9), t, 1.0)
         prover.feed_status(st)
         gap.add_status(st)
-    return gap.view(t0 + 12.4, t0 + 10.0, "host_stall", t0 + 12.4)
+    end_s = t0 + 12.4 if until_s >= 12.4 else None
+    return gap.view(end_s, t0 + 10.0, "host_stall", t0 + until_s)
 
 
 def _advised(view: ProverView) -> list[str]:
@@ -439,6 +442,22 @@ def test_a_gap_that_began_with_the_pipeline_empty_is_not_advised_more_synthesis_
     settings = _advised(view)
     assert "[pipeline] max_parallel_synthesis" not in settings
     assert settings == ["Curio [Cuzk] MaxPending"]
+
+
+def test_a_gap_still_open_on_the_new_requests_synthesis_is_an_empty_pipeline() -> None:
+    """Live, at 14:00:11.5: the request came at 10.3 and its four partitions synthesise, none
+    done yet; /status saw nothing at 10.2, every worker busy at 11.2 (the tie goes to waiting
+    on synthesis). The open gap, advised on as an operator asks while the GPU idles, read
+    "raise max_parallel_synthesis" until it closed."""
+    open_now = _gap_synthesising(events_of_lines([ENGINE, FOUR_WORKERS, *LAST_OF_JOB_7,
+                                                  *NEXT_JOB_8[:5]]), until_s=11.5)
+    assert open_now.cause == "empty_pipeline"
+    assert "work came 0.3 s in, its first synthesis running" in open_now.words
+    assert "[pipeline] max_parallel_synthesis" not in _advised(open_now)
+    # Before the request came, an open gap of an empty pipeline is no work, as /status says.
+    waiting = _gap_synthesising(events_of_lines([ENGINE, FOUR_WORKERS, *LAST_OF_JOB_7]),
+                                until_s=10.25)
+    assert waiting.cause == "no_work"
 
 
 def test_a_gap_in_the_middle_of_a_job_still_waits_on_synthesis() -> None:

@@ -1247,9 +1247,11 @@ class PipelineFacts(_Limits):
         n += sum(1 for _, _, q, p, _ in self.queue_waits if q <= t_s < p)
         return n
 
-    def log_view(self, gpu: int, start_s: float, end_s: float, kind: str) -> LogView:
-        """What the log says about a gap of `gpu` over [start_s, end_s] (of detector `kind`):
-        the cause it alone gives, first rule that holds, and the facts behind it."""
+    def log_view(self, gpu: int, start_s: float, end_s: float, kind: str,
+                 is_open: bool = False) -> LogView:
+        """What the log says about a gap of `gpu` over [start_s, end_s] (of detector `kind`;
+        `is_open`: still open, `end_s` its start): the cause it alone gives, first rule that
+        holds, and the facts behind it."""
         lo, hi = start_s - EDGE_SLACK_S, end_s + EDGE_SLACK_S
         spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S, gpu)
         if spanned is not None:
@@ -1320,45 +1322,51 @@ class PipelineFacts(_Limits):
                 f"partition {part} {p - q:.1f} s in the GPU queue")
         queued_then = self.queued_at(start_s + EDGE_SLACK_S)
         ready = [t for t in self.queue_times if lo < t <= hi]
-        if queued_then == 0 and ready:
-            empty = self._empty_start_view(start_s, end_s, ready[0])
+        if queued_then == 0 and (ready or is_open):
+            empty = self._empty_start_view(start_s, end_s, ready[0] if ready else None)
             if empty is not None:
                 return empty
-            return LogView("waits_on_synthesis", [
-                "no partition was queued for the GPU at the gap's start; the next one "
-                f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready[0] - start_s:.1f} s into "
-                "the gap: the GPU waited on synthesis (from the log)"],
-                "nothing queued for the GPU at the gap's start")
+            if ready:
+                return LogView("waits_on_synthesis", [
+                    "no partition was queued for the GPU at the gap's start; the next one "
+                    f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready[0] - start_s:.1f} s into "
+                    "the gap: the GPU waited on synthesis (from the log)"],
+                    "nothing queued for the GPU at the gap's start")
         if over is not None and over.t_s <= hi:
             # Nothing nearer explains the idle; a request that can never be granted does.
             return self._over_budget_view(over)
         return LogView(None, [])
 
-    def _empty_start_view(self, start_s: float, end_s: float, ready_s: float) -> LogView | None:
+    def _empty_start_view(self, start_s: float, end_s: float, ready_s: float | None
+                          ) -> LogView | None:
         """A gap whose start found cuzk's pipeline empty (no synthesis in flight: `SynthFlight`;
         nothing queued for the GPU, no batch held, no monolithic job, no budget wait: the rules
         before this one) and that ended when the first partition of work that came after it was
-        synthesised (`ready_s`). Its free synthesis workers all took that work's partitions at
-        once (one dispatcher, a channel the worker pool reads, engine.rs:1475, 1623-1628, 1678),
-        so the gap is the wait for the request and one synthesis's latency, whatever the worker
-        count: `empty_pipeline`, or `no_work` where the wait for the request was most of it (the
-        client sent nothing). None where a synthesis was in flight at the start, or that is not
-        known (a log read from mid-run): the GPU waited on synthesis."""
+        synthesised (`ready_s`; None: the gap is still open, that work synthesising now). Its
+        free synthesis workers all took that work's partitions at once (one dispatcher, a
+        channel the worker pool reads, engine.rs:1475, 1623-1628, 1678), so the gap is the wait
+        for the request and one synthesis's latency, whatever the worker count:
+        `empty_pipeline`, or `no_work` where the wait for the request was most of it (the client
+        sent nothing). None where a synthesis was in flight at the start, or that is not known
+        (a log read from mid-run): the GPU waited on synthesis; and for an open gap, where no
+        work has come yet (/status says no work)."""
         if self.synth.in_flight_at(start_s) is not False:
             return None
+        until_s = ready_s if ready_s is not None else math.inf
         came = next(((t, job) for t, job in self.enqueued
-                     if start_s - EDGE_SLACK_S <= t <= ready_s), None)
-        began = self.synth.first_start(start_s - EDGE_SLACK_S, ready_s)
+                     if start_s - EDGE_SLACK_S <= t <= until_s), None)
+        began = self.synth.first_start(start_s - EDGE_SLACK_S, until_s)
         arrived_s = came[0] if came is not None else began
         evidence = [f"nothing in cuzk's pipeline at the gap's start ({_hms(start_s)}): no "
                     "partition synthesising or queued for the GPU (TIMELINE), no batch held, no "
                     "monolithic job"]
         if arrived_s is None:
+            if ready_s is None:
+                return None
             evidence.append(f"a partition finished synthesis (SYNTH_END, GPU_QUEUE) "
                             f"{ready_s - start_s:.1f} s into the gap")
             return LogView(EMPTY_PIPELINE_CAUSE, evidence)
         wait_s = max(0.0, arrived_s - start_s)
-        synth_s = ready_s - arrived_s
         if came is not None:
             job = f" job_id={fmt.visible(came[1])}" if came[1] is not None else ""
             evidence.append(f"the next request came {wait_s:.1f} s into the gap ('job enqueued"
@@ -1366,11 +1374,17 @@ class PipelineFacts(_Limits):
         else:
             evidence.append(f"the next synthesis began {wait_s:.1f} s into the gap (SYNTH_START "
                             f"at {_hms(arrived_s)}; no 'job enqueued' line read for it)")
+        why = ("whatever the number of synthesis workers (the free ones all start the new "
+               "work's partitions at once, engine.rs:1475, 1678)")
+        if ready_s is None:
+            evidence.append(f"its partitions synthesising, none done yet (the gap still open): "
+                            f"it waits one synthesis's latency, {why}")
+            return LogView(EMPTY_PIPELINE_CAUSE, evidence,
+                           f"work came {wait_s:.1f} s in, its first synthesis running")
+        synth_s = ready_s - arrived_s
         evidence.append(
             f"its first partition finished synthesis (SYNTH_END, GPU_QUEUE) at {_hms(ready_s)}, "
-            f"{synth_s:.1f} s later: one synthesis's latency, whatever the number of synthesis "
-            "workers (the free ones all start the new work's partitions at once, "
-            "engine.rs:1475, 1678)")
+            f"{synth_s:.1f} s later: one synthesis's latency, {why}")
         cause = NO_WORK_CAUSE if wait_s * 2 > end_s - start_s else EMPTY_PIPELINE_CAUSE
         return LogView(cause, evidence,
                        f"work came {wait_s:.1f} s in, its first synthesis took {synth_s:.1f} s")

@@ -162,7 +162,7 @@ class CuzkGap:
             cause, during, detail = "srs_loading", True, "allocations.srs went empty"
             evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
-                                  kind)
+                                  kind, is_open=end_s is None)
         decided = with_log_cause(cause, log.cause, during)
         said_by = "status"
         if decided != cause:  # the log's facts decide it

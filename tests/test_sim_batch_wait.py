@@ -322,6 +322,9 @@ def test_the_advice_followed_on_the_simulator_is_judged_the_settings_gain(
     assert re.search(rf"^ \*\[scheduler\] {setting} +{was} +{advised}$", text, re.M)
     assert f"    changed: {name} {was} → {advised}" in text
     assert rows["cause batch_wait"].split()[-2:] == ["gone", "better"]
+    # What is left of each gap is the turnaround and the new request's first synthesis, the
+    # pipeline empty at its start: not the synthesis workers' (they all start it at once).
+    assert "cause empty_pipeline" in rows and "cause waits_on_synthesis" not in rows
     assert rows["busy share"].endswith("better") and rows["partitions/h"].endswith("better")
     assert "load: the same as far as /status tells" in text
     assert "different load" not in text and "of the predicted gain)" in text

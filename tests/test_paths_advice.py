@@ -487,6 +487,19 @@ def test_a_gap_that_began_empty_and_mostly_waited_for_the_next_request_is_no_wor
     assert with_log_cause("waits_on_synthesis", view.cause) == "no_work"
 
 
+def test_a_synthesis_the_old_run_never_ended_is_not_in_flight_after_cuzk_starts_again() -> None:
+    """Job 6's partition was synthesising when cuzk went down (no SYNTH_END: the process died);
+    cuzk started again at 14:00:05 and kept nothing of it. The gap at 14:00:10 began with the
+    new run's pipeline empty."""
+    died = [timeline(3000, "SYNTH_START", "porep-1000-6", "partition=0")]
+    again = line("starting cuzk engine", 5.0, pipeline_enabled="true")
+    # The new run's TIMELINE counts from its own start line (engine.rs:349-353).
+    new_run = [re.sub(r"^TIMELINE,(\d+)", lambda m: f"TIMELINE,{int(m[1]) - 5000}", x)
+               for x in [*LAST_OF_JOB_7, *NEXT_JOB_8]]
+    view = _gap_synthesising(events_of_lines([ENGINE, FOUR_WORKERS, *died, again, *new_run]))
+    assert view.cause == "empty_pipeline"
+
+
 def _mid_run(lines: list[str]) -> list[LogEvent]:
     """cuzk's `lines` as a log followed from mid-run reads them: no start line, its TIMELINE
     placed by /status's uptime (`LogParser.anchor_from_status`)."""

@@ -523,3 +523,33 @@ def test_a_recording_that_polled_two_daemons_places_no_log_by_either_ones_uptime
     write_recording(two, sim.header, [_status("127.0.0.1:9821", t0 + 1.0, 100.0),
                                       _status("127.0.0.1:9831", t0 + 1.2, 30.0), *others])
     assert recorded_timeline_epoch(two) is None
+
+
+def test_a_request_to_the_post_daemon_is_not_the_one_the_porep_daemons_empty_pipeline_waited_for(
+) -> None:
+    """The PoRep daemon's pipeline empty from 16:00:15 (its last partition proved), its next
+    request enqueued at 16:00:27 and synthesised by 16:00:29: most of the gap it had no work.
+    The PoSt-only daemon's request at 16:00:16 (its stdout followed) is not that request: the
+    gap read as an empty pipeline whose work came 1 s in, the PoSt job named as its request."""
+    porep = [*_start("00", "127.0.0.1:9820", 0),
+             "TIMELINE,10000,SYNTH_START,porep-1000-77,partition=0",
+             "TIMELINE,12000,SYNTH_END,porep-1000-77,partition=0,synth_ms=2000",
+             "TIMELINE,12000,GPU_QUEUE,porep-1000-77,partition=0",
+             "TIMELINE,12010,GPU_PICKUP,porep-1000-77,worker=0,partition=0",
+             "TIMELINE,12010,GPU_START,porep-1000-77,worker=0,partition=0",
+             "TIMELINE,15000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=2990",
+             f"{T}27.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
+             "proof_kind=porep-c2 priority=Normal queue_position=0",
+             "TIMELINE,27000,SYNTH_START,porep-1000-78,partition=0",
+             "TIMELINE,29000,SYNTH_END,porep-1000-78,partition=0,synth_ms=2000",
+             "TIMELINE,29000,GPU_QUEUE,porep-1000-78,partition=0"]
+    post = [*_start("05", "127.0.0.1:9830", 1),
+            f"{T}16.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=winpost-1001-aa "
+            "proof_kind=winning-post priority=Critical queue_position=0"]
+    facts = PipelineFacts()
+    for e in _events({"porep.log": porep, "post.log": post}):
+        facts.feed(e)
+    t0 = _t0()
+    view = facts.log_view(0, t0 + 15.0, t0 + 29.1, "host_stall")
+    assert view.cause == "no_work"
+    assert "('job enqueued job_id=porep-1000-78' at 16:00:27.000)" in view.evidence[1]

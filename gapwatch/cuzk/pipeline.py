@@ -443,9 +443,16 @@ class SynthFlight:
         self.known_s: float | None = None
 
     def new_run(self, t_s: float) -> None:
-        """A run of cuzk started at `t_s`: nothing of the old run's is in flight."""
-        self.open.clear()
-        self.known_s = t_s
+        """A run of cuzk started at `t_s` (its start line): the old run's syntheses died with
+        it, and the new run's lines are read from its start, so the set is whole from then if
+        not before. (A restart only `/status` uptime or a new pid said is not taken here: a
+        pid is read minutes after its run began, and another daemon's restart is not this
+        one's; the old run's syntheses then stay counted, the gaps read as waiting on
+        synthesis as before, until `HISTORY` newer ones push them out.)"""
+        for key in [k for k, start in self.open.items() if start < t_s]:
+            del self.open[key]
+        if self.known_s is None or self.known_s > t_s:
+            self.known_s = t_s
 
     def started(self, key: tuple[str, int], t_s: float) -> None:
         keep_latest(self.open, key, t_s, HISTORY)
@@ -838,7 +845,8 @@ class PipelineFacts(_Limits):
         elif msg == PROCESSING_BATCH_MESSAGE:
             self._batch_sent(t, f)
         elif msg == JOB_ENQUEUED_MESSAGE:
-            self.enqueued.append((t, ev.job_id))
+            if not self.restarts.of_another(ev.stream):  # a PoSt-only cuzk's request is its
+                self.enqueued.append((t, ev.job_id))
             if self._batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
                 self._batch_first_s = t
         elif msg in _MONOLITHIC_LINES:

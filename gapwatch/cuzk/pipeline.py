@@ -431,15 +431,17 @@ class SynthFlight:
     partition was queued for the GPU (GPU_QUEUE, written after its SYNTH_END, engine.rs:1778)
     with neither of its lines read. Bounded: `HISTORY` of each."""
 
-    __slots__ = ("open", "ended", "_ended_keys", "known_s")
+    __slots__ = ("open", "ended", "ended_keys", "known_s")
 
     def __init__(self) -> None:
-        #: (job, partition) -> its SYNTH_START, not yet ended.
-        self.open: OrderedDict[tuple[str, int], float] = OrderedDict()
+        #: (job, partition) -> its SYNTH_START, not yet ended (oldest first: a plain dict,
+        #: every partition line passes here and a key is started once).
+        self.open: dict[tuple[str, int], float] = {}
         #: (its SYNTH_START, None where not read; its end), oldest first.
         self.ended: deque[tuple[float | None, float]] = deque(maxlen=HISTORY)
-        #: The partitions whose end was read (`queued`).
-        self._ended_keys: OrderedDict[tuple[str, int], None] = OrderedDict()
+        #: The partitions whose end was read, oldest first: a GPU_QUEUE of another ends its
+        #: synthesis (`PipelineFacts._timeline`).
+        self.ended_keys: dict[tuple[str, int], None] = {}
         self.known_s: float | None = None
 
     def new_run(self, t_s: float) -> None:
@@ -455,21 +457,21 @@ class SynthFlight:
             self.known_s = t_s
 
     def started(self, key: tuple[str, int], t_s: float) -> None:
-        keep_latest(self.open, key, t_s, HISTORY)
+        opened = self.open
+        opened[key] = t_s
+        if len(opened) > HISTORY:
+            del opened[next(iter(opened))]
 
     def done(self, key: tuple[str, int], t_s: float) -> None:
         """Its SYNTH_END, or the failure line in its place."""
         start = self.open.pop(key, None)
         self.ended.append((start, t_s))
-        keep_latest(self._ended_keys, key, None, HISTORY)
+        ended = self.ended_keys
+        ended[key] = None
+        if len(ended) > HISTORY:
+            del ended[next(iter(ended))]
         if start is not None and self.known_s is None:
             self.known_s = t_s
-
-    def queued(self, key: tuple[str, int], t_s: float) -> None:
-        """Its GPU_QUEUE: its synthesis had ended, by then at the latest, where no line of
-        that end was read."""
-        if key not in self._ended_keys:
-            self.done(key, t_s)
 
     def in_flight_at(self, t_s: float) -> bool | None:
         """Whether a synthesis was running at `t_s`; None: not known (the log began mid-run
@@ -757,7 +759,8 @@ class PipelineFacts(_Limits):
             elif name == "SYNTH_END":
                 self.synth.done(key, t)
             elif name == "GPU_QUEUE":
-                self.synth.queued(key, t)
+                if key not in self.synth.ended_keys:  # its SYNTH_END not read
+                    self.synth.done(key, t)
                 self.queued[key] = t
                 self.queued.move_to_end(key)
                 self.queue_times.append(t)

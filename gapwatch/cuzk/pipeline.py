@@ -50,6 +50,14 @@ Restarts are `gapwatch.cuzk.restarts.RestartWatch`'s to find (its start lines, `
 going back): `PipelineFacts` feeds one its log events and snapshots, and a gap that spans a
 restart is the restart's (`log_view`'s first rule), whatever else ran in it, but for its new
 run's wait for its first job, no work (`restarts.Spanned.cause` says which most of it was).
+
+What was in flight at a gap's start decides between the GPU waiting on synthesis and an empty
+pipeline: the partition syntheses in flight and ended (`SynthFlight`, engine.rs:1719, 1752) and
+each `job enqueued` (scheduler.rs:67-73) are kept, and a gap whose start found nothing in flight
+and that ended on the first synthesis of a request that came after is `empty_pipeline` (or
+`no_work`, the wait for that request most of it: `PipelineFacts._empty_start_view`): cuzk's free
+synthesis workers all start a new request's partitions at once (engine.rs:1475, 1678), so more
+of them cannot shorten it.
 """
 
 from __future__ import annotations

@@ -135,6 +135,13 @@ def test_a_host_stall_says_pageable_buffers_only_of_its_own_window() -> None:
               log_events=[first_wave])
     assert "pageable" not in hint_lines([gap], DetectorConfig().evidence_before_s)[0]
     assert "pageable" in hint_lines([replace(gap, start_s=101.0)], 2.0)[0]
+    # The pinned pool's failure likewise: an old one no longer leads every later stall.
+    failed = EventEvidence(100.0, "pool", warning="pinned_pool_fallback")
+    old = hint_of(GapFacts("host_stall", 7.2, 1e6, 1e6, LINK, "high", since_s=690.0),
+                  Evidence(NO_HOST, [failed], NO_COPIES))
+    assert "pageable" not in old
+    assert "pageable" not in hint_lines([replace(gap, start_s=692.0, log_events=[failed])], 2.0)[0]
+    assert "pageable" in hint_lines([replace(gap, start_s=101.0, log_events=[failed])], 2.0)[0]
 
 
 def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:

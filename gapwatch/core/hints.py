@@ -65,6 +65,13 @@ def _partitions(events: list[EventEvidence], warning: str,
     return seen
 
 
+def _pool_failed(events: list[EventEvidence], since_s: float | None = None) -> bool:
+    """Whether an event says the pinned pool failed (its fallback to pageable memory, or the
+    `cudaHostAlloc` behind it); with `since_s`, only in the gap's own evidence window."""
+    return any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+               and (since_s is None or e.t_s >= since_s) for e in events)
+
+
 def _plural(ps: list[int]) -> str:
     if len(ps) == 1:
         return f"partition {ps[0]} was"
@@ -133,8 +140,7 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
     unpinned = _partitions(events, "unpinned", since_s)
     earlier = _partitions(events, "unpinned", since_s, earlier=True) if since_s is not None \
         else []
-    fallback = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
-                   for e in events)
+    fallback = _pool_failed(events)
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
@@ -151,7 +157,7 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
                     "a/b/c in pageable memory?"]
         if fallback:
             return [POOL_FALLBACK_WORDS]
-    if kind == "host_stall" and (unpinned or fallback):
+    if kind == "host_stall" and (unpinned or _pool_failed(events, since_s)):
         # Only the gap's own: PCIe was quiet, so no copy ran slow in it; a partition unpinned
         # minutes before (cuzk's first wave always is, its pinned pool not yet grown) said
         # "pageable buffers seen" on every host stall of the run, before the prover's own
@@ -186,8 +192,7 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
     `since_s`: the start of the gap's own evidence window, as `memory_phrases` reads it (a host
     stall's pageable buffers are its own window's)."""
     unpinned = _partitions(events, "unpinned")
-    failed = any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
-                 for e in events)
+    failed = _pool_failed(events)
     if kind == "unknown":
         return "PCIe not measured, cause unknown"
     if kind == "pcie_starved":
@@ -202,7 +207,7 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
     cause = "synthesis did not keep up with the GPU?" if synth else (
         "synthesis, a lock or the scheduler?")
     own = _partitions(events, "unpinned", since_s) if since_s is not None else unpinned
-    return cause + (f"; {PAGEABLE_SEEN_WORDS}" if own or failed else "")
+    return cause + (f"; {PAGEABLE_SEEN_WORDS}" if own or _pool_failed(events, since_s) else "")
 
 
 # -- the copy trace, /proc and the link (issue 13) -------------------------------------------

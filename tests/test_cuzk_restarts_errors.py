@@ -910,6 +910,88 @@ def test_a_failed_synthesis_ends_only_itself_the_other_in_flight_stays_until_it_
     assert cost_s == pytest.approx(6.0, abs=0.01)
 
 
+def _enqueued(t_s: float, job: str) -> str:
+    """`job`'s request taken (scheduler.rs:67-73)."""
+    return (f"{_at(t_s)}  INFO cuzk_core::scheduler: job enqueued job_id={job} "
+            "proof_kind=porep-c2 priority=Normal queue_position=0")
+
+
+_SKIP_UNPICKED = _gpu_worker_line(62.0, " INFO", "skipping GPU prove for failed partitioned job "
+                                  "job_id=porep-1000-77 partition=Some(2)")
+
+
+@pytest.mark.parametrize(("in_flight", "then"), [
+    (True, [_enqueued(61.5, "porep-1000-79"), _synthesis_failed(62.0, 1)]),
+    (False, [_enqueued(61.5, "porep-1000-79"), _SKIP_UNPICKED]),
+    (False, [f"{_at(61.5)}  INFO cuzk_core::srs_manager: loading SRS from disk "
+             "circuit_id=porep-32g", _SKIP_UNPICKED])],
+    ids=["request-then-failure", "request-then-skip", "srs-load-then-skip-of-no-pickup"])
+def test_a_failure_or_skip_ends_its_own_step_not_work_that_came_after_the_last_gpu_work(
+        in_flight: bool, then: list[str]) -> None:
+    """A request enqueued at +61.5 s (held in the batch collector or waiting on the budget: no
+    SYNTH_START yet), then partition 1's synthesis fails, or a skip line whose pickup was not
+    read; cuzk killed at +700 s. It had a request queued (or an SRS loading): up with work, the
+    restart's. The failure or skip made it "no work before it stopped": it forgot the request."""
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=False, in_flight=in_flight,
+                                             then=then))
+    assert parts["up before it stopped"] == 640.0 and "no work before it stopped" not in parts
+
+
+@pytest.mark.parametrize("begun", [
+    ["TIMELINE,61970,SYNTH_START,porep-1000-79,partition=0",
+     f"{_at(62.5)} ERROR cuzk_core::engine: partition synthesis failed error=x "
+     "job_id=porep-1000-79 partition=0"],
+    [_enqueued(61.6, "porep-1000-80"),
+     f"{_at(61.7)}  INFO synth_batch_full{{proof_kind=porep-c2}}: cuzk_core::engine: "
+     "processing batch batch_size=2 proof_kind=porep-c2 slot_size=0",
+     "TIMELINE,61970,SYNTH_START,porep-1000-79,kind=porep-c2",
+     f"{_at(62.5)} ERROR synth_batch_full{{proof_kind=porep-c2}}: cuzk_core::engine: synthesis "
+     "failed error=x"]], ids=["alone", "a-batch-named-by-its-first"])
+def test_a_request_whose_synthesis_began_is_no_longer_waiting_and_its_failure_ends_it(
+        begun: list[str]) -> None:
+    """The request enqueued at +61.5 s began (its SYNTH_START; a batch's names its first
+    request only, engine.rs:2663-2665, and takes the others its `processing batch` line
+    counts, 2150) and failed: the
+    run killed at +700 s had nothing in flight from then, no work."""
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=False,
+                                             then=[_enqueued(61.5, "porep-1000-79"), *begun]))
+    assert parts["no work before it stopped"] == 640.0 and "up before it stopped" not in parts
+
+
+def test_with_the_pipeline_off_a_failed_proof_leaves_a_request_queued_behind_it() -> None:
+    """With the pipeline off, the proof taken at +61 s fails at +62.5 s while another request,
+    enqueued at +61.5 s, waits for the one worker; stopped at +700 s, cuzk had that request:
+    up with work, not "no work before it stopped"."""
+    lines = _pipeline_off_stopped_after(700.0, sigint=True, then=[
+        *_pipeline_off_job(61.0, None, "porep-1000-79"), _enqueued(61.5, "porep-1000-80"),
+        _mono_worker_line(62.5, "porep-1000-79", "proof failed error=seal_commit_phase2 failed",
+                          level="ERROR")])
+    [cost] = [e for e in watched(events_of_lines(lines)) if e.kind == "restart_cost"]
+    parts = {p.name: round(p.end_s - p.start_s, 2) for p in cost.parts}
+    assert "no work before it stopped" not in parts and parts["up before it stopped"] > 600.0
+
+
+def test_a_pickup_says_no_work_in_flight_where_no_info_line_of_the_run_was_read() -> None:
+    """cuzk's stderr and WARN lines only (`RUST_LOG=warn`): worker 1 picked up partition 2 at
+    +59.5 s and its skip line (INFO) was not read; worker 0's GPU work ended at +60 s, a WARN
+    at +660 s, a new pid at +700 s. The pickup stayed held to the end of the run: "work in
+    flight" for an hour of nothing. With no INFO line read, a pickup held says nothing."""
+    t0_s = datetime(2026, 5, 12, 17, tzinfo=UTC).timestamp()
+    lines = [("cuzk.err", 55.0, "TIMELINE,55000,GPU_START,porep-1000-77,worker=0,partition=0"),
+             ("cuzk.err", 59.5, "TIMELINE,59500,GPU_PICKUP,porep-1000-77,worker=1,partition=2"),
+             ("cuzk.err", 60.0,
+              "TIMELINE,60000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=5000"),
+             ("cuzk.out", 660.0, f"{_at(660.0)}  WARN cuzk_core::memory: pinned pool: odd")]
+    parser = LogParser(offline=False)
+    watch = RestartWatch()
+    watch.feed_process(ProcessMemory(1, t0_s + 1.0, 0, 4242, "cuzk-daemon", 1, 1))
+    for stream, t_s, line in lines:
+        for ev in parser.parse_line(line, stream, int(t_s * 1e9), t0_s + t_s):
+            watch.feed_log(ev)
+    watch.feed_process(ProcessMemory(2, t0_s + 700.0, 0, 5151, "cuzk-daemon", 1, 1))
+    assert watch.kept[0].idle_before() == (t0_s + 60.0, t0_s + 660.0)
+
+
 def test_a_failed_gpu_step_ends_its_gpu_work_but_is_no_gpu_work_done() -> None:
     """Partition 2's GPU work began at +61 s and `gpu_prove_start` failed (`GPU prove start
     failed`, engine.rs:3282: no GPU_END). Killed at +90 s, the run had nothing in flight: no

@@ -14,38 +14,40 @@ cuzk without a line, and the restart says which it was.
 
 What a restart costs (code): the GPU idles from its last work of the old run (its last TIMELINE
 `GPU_END`) to its first `GPU_START` of the new one (where cuzk writes neither, with
-`CUZK_DISABLE_SPLIT_PROVE=1` or the pipeline off, a job's result line in its worker's span
-ends its GPU work and its pickup, or `processing job (monolithic)`, begins it:
-`RestartWatch._sync_gpu_done`, `_monolithic`). Of that stretch, the restart's is what it
-took: from that last work to the new run ready, and from the new run's first job to its first
-GPU work. Ready is the latest of its start lines and the lines it writes as it comes up, read
-before its first job: `pipeline GPU worker started` / `monolithic GPU worker started`
-(engine.rs:2958, 3378), `cuzk engine started` (engine.rs:3511, the workers spawned) and
-`cuzk-daemon ready, serving on ...` (main.rs:231, 258: gRPC served, Curio's requests taken from
-then). A job's arrival is `job enqueued` (scheduler.rs:67-73, every request passes there,
-engine.rs:3519-3554), read before any work of the run (an SRS load, the pool pinning, a TIMELINE
-line: a job had arrived by then, its line not read). Between ready and that arrival cuzk had
-nothing to do: the wait is no work (Curio sent nothing), said among the cost's parts and not
-counted as the restart's (`ProverEvent.waited_s`, `cost_s`); where the arrival was not read, the
-cost says that any such wait is in it. So is the old run's end: it was up until its last line
-(its SIGINT line, a line of work), not down from its last GPU work; where nothing was in flight
-from that work on (no synthesis, GPU queue item or GPU work begun and not ended, no line of work
-after it: `RestartWatch._idle_at_end`) it had no work until then, not the restart's (an idle
-cuzk stopped after ten minutes was "down 600.0 s", the restart's cost, its gap's cause). A step
-that failed ended there: cuzk writes its ERROR line (`partition synthesis failed`, `GPU prove
-start failed`, ...: `_FAILED`) in place of its SYNTH_END or GPU_END, and a picked-up partition of
-a failed job gets `skipping GPU prove for failed partitioned job` in place of its GPU_START (a
-failed synthesis was counted in flight to the end of its run: an idle hour after it was the
-restart's). A failure is no GPU work: the stretch still starts at the last GPU_END, and runs
-that only failed are a crash loop. The
-parts of the stretch are the old run up before it stopped (with work in flight, or with none:
-not counted), the daemon down (its last line, never before its last GPU_END, to the start
-line), a crash loop (the restarts in a row before this one, each run gone
-before any GPU work: `Streak`), startup (start line to ready), the wait for its first job, the
-SRS loaded again (`loading SRS from disk` .. `SRS loaded successfully`), the pinned pool pinned
-again (its `allocated new buffer` lines before that first GPU_START) and the first wave's
-synthesis (first SYNTH_START to first GPU_QUEUE: partitions started before any capacity hint
-existed, unpinned, pipeline.rs:176-230). Said as one stretch, with its length, its cost and
+`CUZK_DISABLE_SPLIT_PROVE=1` or the pipeline off, a job's result line in its worker's span ends
+its GPU work and its pickup, or `processing job (monolithic)`, begins it:
+`RestartWatch._sync_gpu_done`, `_monolithic`). Of that stretch, the restart's is what it took:
+from that last work to the new run ready, and from the new run's first job to its first GPU
+work. Ready is the latest of its start lines and the lines it writes as it comes up, read before
+its first job: `pipeline GPU worker started` / `monolithic GPU worker started` (engine.rs:2958,
+3378), `cuzk engine started` (engine.rs:3511, the workers spawned) and `cuzk-daemon ready,
+serving on ...` (main.rs:231, 258: gRPC served, Curio's requests taken from then). A job's
+arrival is `job enqueued` (scheduler.rs:67-73, every request passes there, engine.rs:3519-3554),
+read before any work of the run (an SRS load, the pool pinning, a TIMELINE line: a job had
+arrived by then, its line not read). Between ready and that arrival cuzk had nothing to do: the
+wait is no work (Curio sent nothing), said among the cost's parts and not counted as the
+restart's (`ProverEvent.waited_s`, `cost_s`); where the arrival was not read, the cost says that
+any such wait is in it. So is the old run's end: it was up until its last line (its SIGINT line,
+a line of work), not down from its last GPU work; where nothing was in flight from that work on
+(no synthesis, GPU queue item or GPU work begun and not ended, no request enqueued and not
+begun, no line of work after it: `RestartWatch._idle_at_end`) it had no work until then, not the
+restart's (an idle cuzk stopped after ten minutes was "down 600.0 s", the restart's cost, its
+gap's cause). A step that failed ended there: cuzk writes its ERROR line (`partition synthesis
+failed`, `GPU prove start failed`, ...: `_FAILED`) in place of its SYNTH_END or GPU_END, and a
+picked-up partition of a failed job gets `skipping GPU prove for failed partitioned job` in
+place of its GPU_START (a failed synthesis was counted in flight to the end of its run: an idle
+hour after it was the restart's). A failure ends only its own step: a request enqueued and not
+yet begun (held in the batch collector, waiting on the budget) stays (`_Waiting`; before, a
+failure or a skip line read after it made a daemon stopped with a request queued "no work before
+it stopped"). A failure is no GPU work: the stretch still starts at the last GPU_END, and runs
+that only failed are a crash loop. The parts of the stretch are the old run up before it stopped
+(with work in flight, or with none: not counted), the daemon down (its last line, never before
+its last GPU_END, to the start line), a crash loop (the restarts in a row before this one, each
+run gone before any GPU work: `Streak`), startup (start line to ready), the wait for its first
+job, the SRS loaded again (`loading SRS from disk` .. `SRS loaded successfully`), the pinned
+pool pinned again (its `allocated new buffer` lines before that first GPU_START) and the first
+wave's synthesis (first SYNTH_START to first GPU_QUEUE: partitions started before any capacity
+hint existed, unpinned, pipeline.rs:176-230). Said as one stretch, with its length, its cost and
 parts, when the first GPU_START of the new run arrives.
 
 A GPU gap that spans a restart is the restart's (`RestartWatch.during`, asked by
@@ -85,6 +87,7 @@ from gapwatch.cuzk.log_lines import (
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     POOL_ALLOCATED_MESSAGE,
+    PROCESSING_BATCH_MESSAGE,
     SKIPPED_GPU_PROVE_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
@@ -199,6 +202,10 @@ _MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLET
                                *MONOLITHIC_FAILED_MESSAGES))
 #: Workers whose latest pickup with no GPU_START yet is remembered (`RestartWatch._picked`).
 MAX_PICKED = 1024
+#: Requests enqueued and not yet begun that are remembered (`RestartWatch._waiting`).
+MAX_WAITING = 1024
+#: Proof kinds whose latest batch size dispatched is remembered (`_Waiting.batch_sent`).
+MAX_BATCH_KINDS = 16
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -470,6 +477,62 @@ def _ready_line(name: str) -> bool:
     return name.startswith(READY_LINES)
 
 
+class _Waiting:
+    """Requests whose `job enqueued` was read and no line of their work since, the latest
+    `MAX_WAITING` (`RestartWatch._waiting`): a few dict operations a line."""
+
+    __slots__ = ("_jobs", "_of_kind", "_batch_size")
+
+    def __init__(self) -> None:
+        #: Job id -> its proof kind, in the order read; kind -> its jobs -> when enqueued.
+        self._jobs: dict[str, str] = {}
+        self._of_kind: dict[str, dict[str, float]] = {}
+        #: Kind -> the size of its latest batch dispatched and not yet begun.
+        self._batch_size: dict[str, int] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self._jobs)
+
+    def clear(self) -> None:
+        self._jobs.clear()
+        self._of_kind.clear()
+        self._batch_size.clear()
+
+    def enqueued(self, job_id: str, kind: str, t_s: float) -> None:
+        self.begun(job_id)  # the same id again: the latest read
+        if len(self._jobs) >= MAX_WAITING:
+            self.begun(next(iter(self._jobs)))
+        self._jobs[job_id] = kind
+        self._of_kind.setdefault(kind, {})[job_id] = t_s
+
+    def begun(self, job_id: str) -> float | None:
+        """A line of `job_id`'s work read: no longer waiting. When it was enqueued, if it was."""
+        kind = self._jobs.pop(job_id, None)
+        if kind is None:
+            return None
+        same = self._of_kind[kind]
+        t_s = same.pop(job_id)
+        if not same:
+            del self._of_kind[kind]
+        return t_s
+
+    def batch_sent(self, kind: str, size: int) -> None:
+        """`processing batch batch_size proof_kind` (engine.rs:2150): a batch of `kind` taken
+        from the collector, its synthesis to begin once the budget allows."""
+        keep_latest(self._batch_size, kind, size, MAX_BATCH_KINDS)
+
+    def batch_begun(self, job_id: str, kind: str) -> None:
+        """A whole-job SYNTH_START (engine.rs:2663-2665) names its batch's first request only
+        (`max_batch_size` above 1): the others of that batch (its `batch_sent` size, where
+        read; else none) are the oldest of its kind still waiting, taken with it."""
+        self.begun(job_id)
+        more = self._batch_size.pop(kind, 1) - 1
+        same = self._of_kind.get(kind)
+        while same and more > 0:
+            self.begun(next(iter(same)))
+            more -= 1
+
+
 class RestartWatch:
     """Finds restarts; `feed_*` return the restart events and, later, their cost."""
 
@@ -501,6 +564,11 @@ class RestartWatch:
         #: ended a step (`_idle_at_end`, `_failed`).
         self._flight = [0, 0, 0]
         self._work_after_gpu_end = True
+        #: The requests whose `job enqueued` was read and no line of their work since (job id
+        #: -> when), the latest `MAX_WAITING`: held in the batch collector or waiting on the
+        #: budget, no SYNTH_START yet. A failure ends the step it failed, not these: a daemon
+        #: stopped with one queued was not idle (`_idle_at_end`).
+        self._waiting = _Waiting()
         #: Worker -> its latest GPU_PICKUP (when) not followed by its GPU_START, a failure or
         #: a skip: with `CUZK_DISABLE_SPLIT_PROVE=1` (no GPU_START) the job it proves in one
         #: call, GPU work in flight until its result line in the worker's span
@@ -534,6 +602,13 @@ class RestartWatch:
                 if ev.worker is not None and name in ("GPU_PICKUP", "GPU_START"):
                     self._pick(name, ev.worker, ev.t_wall_s)
             self._work_after_gpu_end = name != "GPU_END"
+            if self._waiting and ev.job_id is not None:
+                synth_kind = ev.fields.get("kind")
+                if (name == "SYNTH_START" and ev.partition is None
+                        and isinstance(synth_kind, str)):
+                    self._waiting.batch_begun(ev.job_id, synth_kind)
+                else:
+                    self._waiting.begun(ev.job_id)
             if name == "GPU_END":
                 self._last_gpu_end_s = ev.t_wall_s
                 self._streak = None  # a run that did GPU work ends a crash loop
@@ -553,18 +628,32 @@ class RestartWatch:
             self._seen_run = True
         elif name == SIGINT:
             self._sigint = True
-        elif name == JOB_ENQUEUED_MESSAGE or name.startswith(_WORK_LINES):
-            self._work_after_gpu_end = True  # a job came, or work for one began
+        elif name == JOB_ENQUEUED_MESSAGE:
+            if ev.job_id is not None:
+                req_kind = ev.fields.get("proof_kind")
+                self._waiting.enqueued(ev.job_id, req_kind if isinstance(req_kind, str) else "",
+                                       ev.t_wall_s)
+            else:
+                self._work_after_gpu_end = True  # a job came, which not said
+        elif name == PROCESSING_BATCH_MESSAGE:
+            batch_kind, size = ev.fields.get("proof_kind"), ev.fields.get("batch_size")
+            if isinstance(batch_kind, str) and isinstance(size, int) and size > 1:
+                self._waiting.batch_sent(batch_kind, min(size, MAX_WAITING))
+        elif name.startswith(_WORK_LINES):
+            self._work_after_gpu_end = True  # work for a job began
         elif name in _FAILED and ev.level == "ERROR":
             self._failed(_FAILED[name], self._unpicked(ev))
         elif name == SKIPPED_GPU_PROVE_MESSAGE:
             # The partition picked up (a line of work) gets no GPU_START: its job had failed.
-            self._unpicked(ev)
-            self._work_after_gpu_end = False
+            # No pickup held: it ends nothing read, so it answers no line of work.
+            if self._unpicked(ev):
+                self._work_after_gpu_end = False
         elif name in _SYNC_GPU_DONE and ev.fields.get("spans") == GPU_WORKER_SPAN:
             out += self._sync_gpu_done(ev)
         elif name in _MONOLITHIC_LINES and ev.fields.get("spans") == MONOLITHIC_SPAN:
             out += self._monolithic(ev)
+        if self._waiting and ev.job_id is not None and name != JOB_ENQUEUED_MESSAGE:
+            self._waiting.begun(ev.job_id)  # a line of its work (its failure, its pickup)
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
         if self._run is not None:
@@ -625,6 +714,7 @@ class RestartWatch:
         idle = self._idle_at_end()
         self._flight = [0, 0, 0]  # a new run: nothing of it in flight yet
         self._picked.clear()
+        self._waiting.clear()  # a request of the old run is not the new run's
         self._work_after_gpu_end = True
         if not self._seen_run and sign.startswith(START_LINE_SIGN):
             return []  # the first start of the log: a start, not a restart
@@ -740,9 +830,14 @@ class RestartWatch:
         it failed: `_failed`), and no line of work after it or after the failure (a run killed
         mid-job is not idle; one stopped after an hour of no jobs was said "down" that hour,
         the restart's cost, and one whose last synthesis had failed an hour before was said up
-        with work in flight that hour, the restart's too)."""
+        with work in flight that hour, the restart's too), no request enqueued and not begun
+        (`_waiting`: a failure ends its own step, not a request queued behind it), and no
+        pickup held, where the run's INFO lines were read (its result or skip line, which ends
+        a pickup, is INFO: with `RUST_LOG=warn` or stdout not followed a pickup held says
+        nothing, else it held "work in flight" to the end of the run)."""
         return (self._last_gpu_end_s is not None and not self._work_after_gpu_end
-                and not any(self._flight) and not self._picked)
+                and not self._waiting and not any(self._flight)
+                and not (self._picked and self._info_seen))
 
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> Spanned | None:
         """The restarts a gap over [start_s, end_s] spans (None: none): each kept whose stretch,

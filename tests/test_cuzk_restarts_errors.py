@@ -171,9 +171,11 @@ def test_a_monolithic_job_whose_step_failed_is_no_later_gaps_cause() -> None:
     flight) at +21 s: neither gets a GPU_END. Both stayed listed in flight until cuzk restarted,
     and the GPU idle from +24 s to +40 s (waiting on a PoRep partition's synthesis) was said
     to wait on 3c4d "on the GPU", as was the gap from +8 s, in which 4d5e synthesised."""
-    lines = (DATA / "post-failed.log").read_text().splitlines()
-    assert fed(PipelineFacts(), lines).view().monolithic_in_flight == ()
-    events = events_of_lines(lines)
+    events = events_of("post-failed.log")  # one file: its lines in the order written
+    facts = PipelineFacts()
+    for ev in events:
+        facts.feed(ev)
+    assert facts.view().monolithic_in_flight == ()
     gaps, _ = _gaps_over(events, [(5.0, 8.0), (22.0, 24.0), (40.0, 55.0)])
     during, after = sorted(gaps, key=lambda g: g.start_s)
     assert during.prover_cause == "monolithic"
@@ -196,13 +198,20 @@ def _mono_on_gpu(t_s: float, job: str, worker: int) -> list[str]:
             f"TIMELINE,{ms},GPU_START,{job},worker={worker}"]
 
 
-def _monolithic_run(*lines: str) -> PipelineFacts:
+def _monolithic_run(*lines: str, apart: bool = False) -> PipelineFacts:
     """PipelineFacts of a cuzk run started at 17:00:00 (its TIMELINE epoch at +0.03 s), then
-    `lines`."""
-    return fed(PipelineFacts(), [
-        f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
-        f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
-        *lines])
+    `lines`, read from one file (cuzk's stdout and stderr both to it: `2>&1`, the journal), or,
+    `apart`, its TIMELINE lines from stderr and the rest from stdout (`events_of_lines`)."""
+    run = [f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+           f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+           *lines]
+    if apart:
+        return fed(PipelineFacts(), run)
+    facts, parser = PipelineFacts(), LogParser()
+    for text in run:
+        for ev in parser.parse_line(text, "cuzk.log"):
+            facts.feed(ev)
+    return facts
 
 
 def test_a_failure_naming_no_job_ends_none_of_the_monolithic_jobs_it_could_be() -> None:
@@ -240,8 +249,8 @@ def test_a_failure_ends_only_the_monolithic_job_it_names_or_can_only_be() -> Non
     WinningPoSt on the GPU; `GPU prove start failed` in worker 1's span names b (engine.rs:3282,
     3005-3012): b ends, a stays. One on the GPU beside the batch's synthesis, and the split
     prove finalizer's `GPU proving failed` (3257, no span): it ends, the batch stays. A
-    synthesis begun after the line is not its, though read before it (cuzk's stderr, its
-    TIMELINE, read ahead of its stdout). Each stayed in flight, every later gap waiting on it."""
+    synthesis begun after the line is not its, though read before it. Each stayed in flight,
+    every later gap waiting on it."""
     by_kind = _monolithic_run(
         _mono_start(10.0, "snap-1000-7", "snap-update"),
         _mono_start(10.5, "wdpost-1000-0", "window-post"),
@@ -268,6 +277,32 @@ def test_a_failure_ends_only_the_monolithic_job_it_names_or_can_only_be() -> Non
     assert read_ahead.view().monolithic_in_flight == ("window-post wdpost-1000-1",)
     assert by_kind.mono_failures_unplaced == by_job.mono_failures_unplaced == 0
 
+
+
+def test_a_failure_naming_no_job_read_apart_from_its_candidates_ends_none_and_is_counted(
+        ) -> None:
+    """The finalizer's `GPU proving failed` (engine.rs:3257, no span) with WinningPoSt a on
+    the GPU, b picked up just before the failure: read from one file, both could be its job
+    and none is ended. Followed live with cuzk's stdout ahead of its stderr, b's pickup
+    (written before the failure) is read after it: a alone could be its, and it was ended as
+    "the one", the answer resting on read order. PostTracker places such a line only on the
+    stream of the run's start line (`gapwatch.cuzk.unnamed_failure`): so here, none ended, the
+    line counted, a marked, as it would be read in any order."""
+    fail = f"{_at(14.0)} ERROR cuzk_core::engine: GPU proving failed error=b_g2_msm failed"
+    a = [_mono_start(10.0, "winpost-1000-a", "winning-post"), *_mono_on_gpu(12.0, "winpost-1000-a", 0)]
+    b = [_mono_start(10.5, "winpost-1000-b", "winning-post"), *_mono_on_gpu(13.5, "winpost-1000-b", 1)]
+    stdout_ahead = _monolithic_run(*a, fail, *b, apart=True)
+    assert stdout_ahead.mono_failures_unplaced == 1
+    assert stdout_ahead.view().monolithic_in_flight == (
+        "winning-post winpost-1000-a (failed?)", "winning-post winpost-1000-b")
+    start_s = events_of_lines([f"{_at(25.0)}  INFO x: y"])[0].t_wall_s
+    view = stdout_ahead.log_view(0, start_s, start_s + 5.0, "host_stall")
+    assert any("this monolithic job was the only one read that could have been the one that "
+               "failed, but not read in the order cuzk wrote them" in e for e in view.evidence)
+    in_order = _monolithic_run(*a, *b, fail, apart=True)
+    assert in_order.mono_failures_unplaced == 1
+    assert in_order.view().monolithic_in_flight == (
+        "winning-post winpost-1000-a (failed?)", "winning-post winpost-1000-b (failed?)")
 
 
 def _sync_picked_up(t_s: float, job: str, worker: int) -> list[str]:

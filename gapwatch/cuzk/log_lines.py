@@ -72,6 +72,10 @@ MONOLITHIC_COMPLETED_MESSAGE = "proof completed successfully (monolithic)"
 #: Its ERROR lines when it fails (engine.rs:3471, 3475, `error = %e`); the worker is free again
 #: after them. Its span names the job.
 MONOLITHIC_FAILED_MESSAGES = ("proof failed", "proof task panicked")
+#: The lines that end a monolithic worker's job: its completion or its failure.
+MONOLITHIC_END_MESSAGES = (MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES)
+#: A monolithic worker's lines of its job: its pickup and its end.
+MONOLITHIC_JOB_MESSAGES = (MONOLITHIC_PROCESSING_MESSAGE, *MONOLITHIC_END_MESSAGES)
 #: A pipelined job's GPU worker span, `gpu_worker{worker_id gpu job_id proof_kind batch_size
 #: partition}` (engine.rs:3005-3012); a PoSt's has `partition=None` and its own job id.
 GPU_WORKER_SPAN = "gpu_worker"
@@ -86,7 +90,8 @@ GPU_WORKER_SPAN = "gpu_worker"
 #: in span `synth_single{proof_kind}`, 2099: a kind, no job), the line names no job: it fails
 #: only the one PoSt that alone can be its job, never a guess among several
 #: (`gapwatch.cuzk.post.PostTracker._unnamed_failure`); what explains gaps ends the one
-#: monolithic job in flight that can be its, and none where several can
+#: monolithic job in flight that can be its, and none where several can or where the lines were
+#: not read in the order written (`gapwatch.cuzk.unnamed_failure`, the one rule of both)
 #: (`gapwatch.cuzk.pipeline.PipelineFacts._monolithic_failed`).
 GPU_WORKER_FAILED_MESSAGES = ("GPU prove start failed", "GPU prove start task panicked",
                               "GPU proving failed", "GPU proving task panicked")
@@ -106,6 +111,9 @@ SINGLE_SYNTH_FAILED_MESSAGES = ("synthesis failed", "synthesis task panicked")
 PARTITION_SYNTH_FAILED_MESSAGES = ("partition synthesis failed",
                                    "partition synthesis task panicked")
 SYNTH_FAILED_MESSAGES = (*PARTITION_SYNTH_FAILED_MESSAGES, *SINGLE_SYNTH_FAILED_MESSAGES)
+#: The failure lines that name no job where cuzk writes them by default: a monolithic
+#: synthesis's and the split prove finalizer's (`gapwatch.cuzk.unnamed_failure`).
+UNNAMED_FAILED_MESSAGES = (*SINGLE_SYNTH_FAILED_MESSAGES, *FINALIZER_FAILED_MESSAGES)
 #: The ERROR lines cuzk writes in place of a GPU step's `GPU_END` when it fails: the GPU worker's
 #: (`GPU_WORKER_FAILED_MESSAGES`) and a partition's result (`partition GPU proving failed` /
 #: `... task panicked`, engine.rs:656, 679). After a GPU_START (3131) only on the split prove, the

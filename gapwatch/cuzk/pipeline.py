@@ -24,7 +24,8 @@ since 2026-05-05), file by file (docs/cuzk-status.md lists them):
   `/status`, only in TIMELINE (`SYNTH_START kind=...`, `GPU_QUEUE monolithic`, `GPU_PICKUP
   worker=W`, `GPU_END worker=W,gpu_ms=..`; a step that failed gets an ERROR line in place of its
   SYNTH_END or GPU_END, naming the job in its GPU worker's span, else none: it ends the job it
-  names or the one it can only be, `PipelineFacts._monolithic_failed`; with
+  names or the one it can only be, read in the order written, `PipelineFacts._monolithic_failed`,
+  `gapwatch.cuzk.unnamed_failure`; with
   `CUZK_DISABLE_SPLIT_PROVE=1` no GPU_START or GPU_END is written, 3078-3118, and the job ends
   at its completion line in its GPU worker's span, `PipelineFacts._sync_done`, else by its
   worker's next GPU_PICKUP, `PipelineFacts._worker_moved_on`) or, with the pipeline
@@ -80,7 +81,9 @@ from gapwatch.cuzk.log_lines import (
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
+    MONOLITHIC_END_MESSAGES,
     MONOLITHIC_FAILED_MESSAGES,
+    MONOLITHIC_JOB_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     NO_CAPACITY_HINT_MESSAGE,
@@ -104,6 +107,7 @@ from gapwatch.cuzk.pool_churn import (
     PoolChurnView,
 )
 from gapwatch.cuzk.restarts import NO_WORK_CAUSE
+from gapwatch.cuzk.unnamed_failure import RunStream
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
 POREP_PARTITION_FULL_BYTES = 14 * GIB
@@ -176,9 +180,9 @@ _RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, 
 #: The proof kinds cuzk's batch collector holds (PoRep and SnapDeals; PoSt is never batched).
 _BATCHED_KINDS = frozenset(BATCH_BYTES_BY_KIND)
 #: A monolithic worker's lines that end its job (engine.rs:3455-3475): it is free again.
-_MONOLITHIC_ENDS = frozenset((MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES))
+_MONOLITHIC_ENDS = frozenset(MONOLITHIC_END_MESSAGES)
 #: A monolithic worker's lines `PipelineFacts._monolithic_worker` reads (in its span).
-_MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, *_MONOLITHIC_ENDS))
+_MONOLITHIC_LINES = frozenset(MONOLITHIC_JOB_MESSAGES)
 #: cuzk's ERROR lines written in place of a pipelined monolithic job's SYNTH_END and of its
 #: GPU_END when that step fails (`PipelineFacts._monolithic_failed`; among the lines
 #: `gapwatch.cuzk.restarts.RestartWatch._failed` ends a step at: the partitions' others).
@@ -400,6 +404,8 @@ class _Mono:
     #: others could have been the one that failed (`PipelineFacts._monolithic_failed`): (when,
     #: its message, how many could). None: none such.
     unplaced_failure: tuple[float, str, int] | None = None
+    #: The stream its TIMELINE lines were read on (`unnamed_failure.RunStream.in_order`).
+    stream: str = ""
 
     def could_have_failed(self, synth: bool, t_s: float) -> bool:
         """Whether a pipelined failure line at `t_s` naming no job can be this job's: its
@@ -659,6 +665,9 @@ class PipelineFacts(_Limits):
         #: Failure lines naming no job that several monolithic jobs in flight could be the
         #: failure of: none of them is ended by it (`_monolithic_failed`), each is marked.
         self.mono_failures_unplaced = 0
+        #: The run's start-line stream, while all of the run is followed from it: where a
+        #: failure naming no job can be placed (`gapwatch.cuzk.unnamed_failure`).
+        self._whole_run = RunStream()
         #: Per prover: its SRS list was seen non-empty; since when it is empty; the spans it
         #: was empty (prover, from, until).
         self._srs_listed: dict[str, bool] = {}
@@ -728,6 +737,7 @@ class PipelineFacts(_Limits):
         restarts = [e for e in events if e.kind == "restart"]
         if restarts:
             self.churn.restart()
+            self._whole_run.lost()  # until the new run's start line is read
         over = self.over_budget
         if over is not None and any(e.t_wall_s > over.t_s for e in restarts):
             self.over_budget = None
@@ -783,14 +793,14 @@ class PipelineFacts(_Limits):
         fields = ev.fields
         entry = self.mono.get(job)
         if name == "SYNTH_START" and "kind" in fields:
-            entry = self.mono[job] = _Mono(job, str(fields["kind"]), synth_start_s=t)
-            while len(self.mono) > HISTORY:
-                self.mono.popitem(last=False)
+            entry = self.mono[job] = _Mono(job, str(fields["kind"]), synth_start_s=t,
+                                           stream=ev.stream)
+            self._drop_oldest_mono()
             return
         if entry is None:
             if name in ("GPU_QUEUE", "GPU_PICKUP", "GPU_START") and (
                     "monolithic" in fields or ev.worker is not None):
-                entry = self.mono[job] = _Mono(job, "monolithic")
+                entry = self.mono[job] = _Mono(job, "monolithic", stream=ev.stream)
             else:
                 return
         if name == "SYNTH_END":
@@ -828,6 +838,7 @@ class PipelineFacts(_Limits):
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
             self._new_run(t)
+            self._whole_run.started(ev.stream)
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
             self.pipeline_off_by_workers = False
@@ -937,8 +948,11 @@ class PipelineFacts(_Limits):
         (2855, 2870, span `synth_single{proof_kind}` or a batch's) and the split prove
         finalizer's `GPU proving failed` (3257, no span) name no job: it ends the one job that
         can be its (synthesising, or on a GPU, by then; of the line's kind where its span says
-        one), and where several can, none, by no guess: each is marked and the line counted
-        (`mono_failures_unplaced`). A partition's (`partition=Some(..)` in the GPU worker's span;
+        one), where the line and that job's were read on the run's start-line stream (every
+        line written before the failure read before it: `gapwatch.cuzk.unnamed_failure`, the
+        rule `PostTracker` follows; read apart, a job picked up before it may be unread), and
+        otherwise, or where several can, none, by no guess: each is marked and the line
+        counted (`mono_failures_unplaced`). A partition's (`partition=Some(..)` in the GPU worker's span;
         its own messages, `partition ... failed`, are not read here) is a partitioned job's,
         never listed here."""
         if ev.level != "ERROR" or ev.partition is not None:
@@ -954,7 +968,7 @@ class PipelineFacts(_Limits):
         kind = ev.fields.get("proof_kind")
         could = [m for m in self.mono.values() if m.could_have_failed(synth, t)
                  and (not isinstance(kind, str) or m.kind == kind)]
-        if len(could) == 1:
+        if len(could) == 1 and self._whole_run.in_order(ev.stream, could[0].stream):
             self._mono_ended(could[0], t)
             return
         if could:
@@ -990,8 +1004,15 @@ class PipelineFacts(_Limits):
         kind = ev.fields.get("proof_kind")
         self.mono[job] = _Mono(job, str(kind) if kind is not None else "monolithic",
                                pickup_s=t, worker=ev.worker, gpu=ev.gpu, one_call=True)
+        self._drop_oldest_mono()
+
+    def _drop_oldest_mono(self) -> None:
+        """`mono` held to `HISTORY`; one dropped in flight may be a failure's other candidate:
+        no failure naming no job is placed for the rest of the run (`_whole_run`)."""
         while len(self.mono) > HISTORY:
-            self.mono.popitem(last=False)
+            _, old = self.mono.popitem(last=False)
+            if old.end_s is None:
+                self._whole_run.lost()
 
     def _batch_sent(self, t_s: float, f: dict[str, FieldValue]) -> None:
         """A batch sent to synthesis at `t_s`: in span `synth_timeout_flush` it is sent because
@@ -1458,8 +1479,12 @@ def _unplaced_failure_words(t_s: float, message: str, could: int) -> str:
              "a span naming its kind, not its job" if message in _SYNTH_FAILED else
              "the split prove's finalizer writes it in place of GPU_END outside its GPU "
              "worker's span, engine.rs:3185, 3257")
-    return (f"'{message}' at {_hms(t_s)} named no job while {could} monolithic jobs could have "
-            f"been the one that failed, this one among them ({where}): if it was this one's, "
+    which = (f"while {could} monolithic jobs could have been the one that failed, this one "
+             "among them" if could > 1 else
+             "and this monolithic job was the only one read that could have been the one that "
+             "failed, but not read in the order cuzk wrote them (its stdout and stderr read "
+             "apart): another written before it may be unread")
+    return (f"'{message}' at {_hms(t_s)} named no job {which} ({where}): if it was this one's, "
             "the job ended there and no work of it kept the GPU waiting after")
 
 

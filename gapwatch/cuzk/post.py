@@ -117,9 +117,11 @@ from gapwatch.cuzk.log_lines import (
     SRS_LOADING_MESSAGE,
     SYNC_GPU_DONE_MESSAGES,
     SYNTH_SINGLE_SPAN,
+    UNNAMED_FAILED_MESSAGES,
     says_when_written,
 )
 from gapwatch.cuzk.pipeline import error_words
+from gapwatch.cuzk.unnamed_failure import RunStream
 
 #: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
 POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
@@ -199,7 +201,7 @@ MAX_FAILED_APART = MAX_GIVEN_UP_IDS
 #: Streams whose engine clock is kept (`PostTracker._clocks`): the files given.
 MAX_CLOCKS = 64
 #: The failure lines that name no job which can still be a PoSt's (`_unnamed_failure`).
-_UNNAMED_FAILED_MESSAGES = frozenset((*SINGLE_SYNTH_FAILED_MESSAGES, *FINALIZER_FAILED_MESSAGES))
+_UNNAMED_FAILED = frozenset(UNNAMED_FAILED_MESSAGES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,12 +495,13 @@ class PostTracker:
         #: the arrivals of two boots): a lead read on another is not used.
         self._mono_run = 0
         self._wall_now_s: float | None = None
-        #: The latest time of a line that says when it was written, per stream (the latest
-        #: `MAX_CLOCKS`): what bounds a TIMELINE line of that stream from below (`_timeline`).
-        #: A file's lines are in the order they were written; two files are read one after
-        #: the other (cuzk's stderr after its whole stdout, docs/logs.md), so another stream's
-        #: time says nothing of when a line was written: the end of an hour of stdout was
-        #: taken for it, and a WinningPoSt of 3.0 s was LATE, "more than 3600.0 s".
+        #: The latest time of a line that says when it was written, per stream (`MAX_CLOCKS`
+        #: streams, the one held longest forgotten for a new one): what bounds a TIMELINE line of
+        #: that stream from below (`_timeline`). A file's lines are in the order they were written;
+        #: two files are read one after the other (cuzk's stderr after its whole stdout,
+        #: docs/logs.md), so another stream's time says nothing of when a line was written: the end
+        #: of an hour of stdout was taken for it, and a WinningPoSt of 3.0 s was LATE, "more than
+        #: 3600.0 s".
         self._stream_wall_s: OrderedDict[str, float] = OrderedDict()
         self._jobs: OrderedDict[str, _Post] = OrderedDict()
         self._enqueued: OrderedDict[str, float] = OrderedDict()
@@ -554,7 +557,7 @@ class PostTracker:
         #: into partitions (a PoSt; a batch, `max_batch_size` above 1) between their GPU_START
         #: and GPU_END (job id -> stream), the latest `MAX_HELD`: those a finalizer's failure
         #: line can be of.
-        self._whole_run_stream: str | None = None
+        self._whole_run = RunStream()
         self._on_gpu: OrderedDict[str, str] = OrderedDict()
 
     # -- feeding ------------------------------------------------------------------------------
@@ -565,8 +568,10 @@ class PostTracker:
             if self._wall_now_s is None or t > self._wall_now_s:
                 self._wall_now_s = t
             seen = self._stream_wall_s.get(ev.stream)
-            if seen is None or t > seen:
+            if seen is None:  # a stream not held: the one insertion that may forget another
                 keep_latest(self._stream_wall_s, ev.stream, t, MAX_CLOCKS)
+            elif t > seen:  # every timed event: a plain assignment, no pop and re-insert
+                self._stream_wall_s[ev.stream] = t
         # An arrival says when the engine was at least at a line's offset only where lines are
         # followed: `gapwatch parse` reads a file at once (its arrivals are a reading's).
         mono_s = (ev.t_arrival_mono_ns / 1e9
@@ -599,7 +604,7 @@ class PostTracker:
                 and ev.fields.get("spans") == GPU_WORKER_SPAN):
             return self._gpu_worker_failed(ev)
         if (ev.kind == "tracing" and ev.level == "ERROR" and ev.job_id is None
-                and ev.name in _UNNAMED_FAILED_MESSAGES):
+                and ev.name in _UNNAMED_FAILED):
             return self._unnamed_failure(ev)
         if ev.kind == "tracing" and ev.name == JOB_ENQUEUED_MESSAGE and ev.job_id is not None:
             kind = post_kind(_str(ev.fields.get("proof_kind")), ev.job_id)
@@ -630,7 +635,7 @@ class PostTracker:
         elif ev.kind == "tracing" and ev.name == ANCHOR_MESSAGE:
             # cuzk's start line: only after it is a load known to be the run's first.
             self._start_read = True  # this run's loads are all read from here on
-            self._whole_run_stream = ev.stream
+            self._whole_run.started(ev.stream)
             enabled = ev.fields.get("pipeline_enabled")
             self._pipeline_off = (not enabled) if isinstance(enabled, bool) else None
             self._pipeline_said_at_start = isinstance(enabled, bool)
@@ -765,15 +770,15 @@ class PostTracker:
         run's TIMELINE lines and tracing lines to one file only where both go there (`2>&1`,
         the journal): read there, in the order written, every line written before this one
         was read before it, and with the run followed from its start line nothing of it was
-        missed. So only on the stream of the run's start line (`_whole_run_stream`):
+        missed. So only on the stream of the run's start line (`_whole_run`, the rule of
+        `gapwatch.cuzk.unnamed_failure`, which `PipelineFacts` follows too):
         - `synthesis failed` / `... task panicked` in `synth_single{proof_kind}` (engine.rs:
           2855, 2870, 2099): the PoSt of that kind whose SYNTH_START (2665) was read and its
           SYNTH_END (2745) not, when it is the only one;
         - `GPU proving failed` / `... task panicked` in no span, the split prove's finalizer
           (977, 998 via 3257): the job whose GPU_START (3131) was read and its GPU_END (3196)
           not, of any kind (`_on_gpu`), when it is the only one and a PoSt."""
-        stream = self._whole_run_stream
-        if stream is None or ev.stream != stream:
+        if not self._whole_run.reads_whole(ev.stream):
             return []
         spans = ev.fields.get("spans")
         if ev.name in SINGLE_SYNTH_FAILED_MESSAGES and spans == SYNTH_SINGLE_SPAN:
@@ -781,7 +786,8 @@ class PostTracker:
             in_synthesis = [job for job in self._jobs.values()
                             if job.kind == kind and not job.one_step
                             and job.synth_start_s is not None and job.synth_end_s is None]
-            if len(in_synthesis) != 1 or in_synthesis[0].stream != stream:
+            if len(in_synthesis) != 1 or not self._whole_run.in_order(ev.stream,
+                                                                       in_synthesis[0].stream):
                 return []
             job = in_synthesis[0]
             job.failed_in_synthesis = True
@@ -790,7 +796,7 @@ class PostTracker:
             if len(self._on_gpu) != 1:
                 return []
             [(job_id, on)] = self._on_gpu.items()
-            if on != stream:
+            if not self._whole_run.in_order(ev.stream, on):
                 return []
             del self._on_gpu[job_id]  # its job's: its GPU_END will not come
             on_gpu = self._jobs.get(job_id)
@@ -947,7 +953,7 @@ class PostTracker:
         self._clocks.clear()
         self.holding.clear()
         self._on_gpu.clear()
-        self._whole_run_stream = None  # until its start line is read
+        self._whole_run.lost()  # until its start line is read
         # A new run: its own start line (read after this, where it is read) says again how
         # it proves; until then a monolithic worker's line may.
         self._pipeline_said_at_start = False
@@ -1024,7 +1030,7 @@ class PostTracker:
             clock = self._clocks[ev.stream] = _EngineClock()
             self.holding.clear()
             self._on_gpu.clear()
-            self._whole_run_stream = None  # a new run, its start line not read
+            self._whole_run.lost()  # a new run, its start line not read
             self._pipeline_said_at_start = False  # a new run, its start line not read
         clock.read(offset_s, mono_s, self._mono_run)
 
@@ -1083,7 +1089,7 @@ class PostTracker:
             _, old = self._jobs.popitem(last=False)
             self.given_up += 1
             self._said.append(self._gone(old, "too_many", self._on_clock(old, now_s)))
-            self._whole_run_stream = None  # a PoSt of the run no longer followed
+            self._whole_run.lost()  # a PoSt of the run no longer followed
             self._given_up_ids[old.job] = None
             if len(self._given_up_ids) > MAX_GIVEN_UP_IDS:
                 self._given_up_ids.popitem(last=False)
@@ -1122,7 +1128,7 @@ class PostTracker:
             return
         if name == "GPU_START":
             if keep_latest(self._on_gpu, job_id, ev.stream, MAX_HELD):
-                self._whole_run_stream = None
+                self._whole_run.lost()
         elif name == "GPU_END":
             self._on_gpu.pop(job_id, None)
 

@@ -952,9 +952,9 @@ class PipelineFacts(_Limits):
         line written before the failure read before it: `gapwatch.cuzk.unnamed_failure`, the
         rule `PostTracker` follows; read apart, a job picked up before it may be unread), and
         otherwise, or where several can, none, by no guess: each is marked and the line
-        counted (`mono_failures_unplaced`). A partition's (`partition=Some(..)` in the GPU worker's span;
-        its own messages, `partition ... failed`, are not read here) is a partitioned job's,
-        never listed here."""
+        counted (`mono_failures_unplaced`). A partition's (`partition=Some(..)` in the GPU
+        worker's span; its own messages, `partition ... failed`, are not read here) is a
+        partitioned job's, never listed here."""
         if ev.level != "ERROR" or ev.partition is not None:
             return
         if ev.job_id is not None:

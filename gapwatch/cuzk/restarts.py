@@ -82,7 +82,7 @@ from gapwatch.cuzk.log_lines import (
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
-    MONOLITHIC_FAILED_MESSAGES,
+    MONOLITHIC_JOB_MESSAGES,
     MONOLITHIC_PROCESSING_MESSAGE,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
@@ -198,8 +198,7 @@ _SYNC_GPU_DONE = frozenset(SYNC_GPU_DONE_MESSAGES)
 #: proves the job (3422-3440), `proof completed successfully (monolithic)` (3455-3462) or its
 #: failure, `proof failed` / `proof task panicked` (3471, 3475, ERROR) when it ends
 #: (`RestartWatch._monolithic`).
-_MONOLITHIC_LINES = frozenset((MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE,
-                               *MONOLITHIC_FAILED_MESSAGES))
+_MONOLITHIC_LINES = frozenset(MONOLITHIC_JOB_MESSAGES)
 #: Workers whose latest pickup with no GPU_START yet is remembered (`RestartWatch._picked`).
 MAX_PICKED = 1024
 #: Requests enqueued and not yet begun that are remembered (`RestartWatch._waiting`).

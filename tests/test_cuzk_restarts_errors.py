@@ -1245,6 +1245,25 @@ TIMELINE,40970,GPU_START,porep-1000-78,worker=0,partition=0
     assert counts.restart_cost_s == 0.0
 
 
+def test_a_storm_of_requests_and_batches_never_begun_stays_bounded() -> None:
+    """Requests enqueued and not begun are remembered to say a stopped run had work
+    (`_Waiting`): 20,000 distinct ids, each of its own kind, and as many batch lines, keep the
+    latest `MAX_WAITING` requests and `MAX_BATCH_KINDS` batch sizes; a request forgotten so
+    is never said begun or waiting."""
+    from gapwatch.cuzk.restarts import MAX_BATCH_KINDS, MAX_WAITING
+
+    w = RestartWatch()
+    for i in range(20_000):
+        w.feed_log(LogEvent(1000.0 + i, "line", "tracing", "job enqueued", "", job_id=f"j-{i}",
+                            fields={"proof_kind": f"kind-{i}"}))
+        w.feed_log(LogEvent(1000.0 + i, "line", "tracing", "processing batch", "",
+                            fields={"proof_kind": f"kind-{i}", "batch_size": 3}))
+    waiting = w._waiting
+    assert len(waiting.jobs) == MAX_WAITING and "j-19999" in waiting.jobs
+    assert sum(len(j) for j in waiting._of_kind.values()) == MAX_WAITING
+    assert len(waiting._batch_size) == MAX_BATCH_KINDS
+
+
 def test_a_storm_of_new_prover_pids_and_srs_lines_in_one_restart_stays_small_and_linear() -> None:
     """Every sign of one restart was kept in a list looked through for each new one, and each
     SRS load of the new run was kept and said in its cost: a recording of 20,000 new cuzk pids

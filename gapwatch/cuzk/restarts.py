@@ -480,33 +480,31 @@ class _Waiting:
     """Requests whose `job enqueued` was read and no line of their work since, the latest
     `MAX_WAITING` (`RestartWatch._waiting`): a few dict operations a line."""
 
-    __slots__ = ("_jobs", "_of_kind", "_batch_size")
+    __slots__ = ("jobs", "_of_kind", "_batch_size")
 
     def __init__(self) -> None:
-        #: Job id -> its proof kind, in the order read; kind -> its jobs -> when enqueued.
-        self._jobs: dict[str, str] = {}
+        #: Job id -> its proof kind, in the order read (a plain dict: `RestartWatch.feed_log`
+        #: tests it on every line); kind -> its jobs -> when enqueued.
+        self.jobs: dict[str, str] = {}
         self._of_kind: dict[str, dict[str, float]] = {}
         #: Kind -> the size of its latest batch dispatched and not yet begun.
         self._batch_size: dict[str, int] = {}
 
-    def __bool__(self) -> bool:
-        return bool(self._jobs)
-
     def clear(self) -> None:
-        self._jobs.clear()
+        self.jobs.clear()
         self._of_kind.clear()
         self._batch_size.clear()
 
     def enqueued(self, job_id: str, kind: str, t_s: float) -> None:
         self.begun(job_id)  # the same id again: the latest read
-        if len(self._jobs) >= MAX_WAITING:
-            self.begun(next(iter(self._jobs)))
-        self._jobs[job_id] = kind
+        if len(self.jobs) >= MAX_WAITING:
+            self.begun(next(iter(self.jobs)))
+        self.jobs[job_id] = kind
         self._of_kind.setdefault(kind, {})[job_id] = t_s
 
     def begun(self, job_id: str) -> float | None:
         """A line of `job_id`'s work read: no longer waiting. When it was enqueued, if it was."""
-        kind = self._jobs.pop(job_id, None)
+        kind = self.jobs.pop(job_id, None)
         if kind is None:
             return None
         same = self._of_kind[kind]
@@ -601,7 +599,7 @@ class RestartWatch:
                 if ev.worker is not None and name in ("GPU_PICKUP", "GPU_START"):
                     self._pick(name, ev.worker, ev.t_wall_s)
             self._work_after_gpu_end = name != "GPU_END"
-            if self._waiting and ev.job_id is not None:
+            if self._waiting.jobs and ev.job_id is not None:
                 synth_kind = ev.fields.get("kind")
                 if (name == "SYNTH_START" and ev.partition is None
                         and isinstance(synth_kind, str)):
@@ -651,7 +649,7 @@ class RestartWatch:
             out += self._sync_gpu_done(ev)
         elif name in _MONOLITHIC_LINES and ev.fields.get("spans") == MONOLITHIC_SPAN:
             out += self._monolithic(ev)
-        if self._waiting and ev.job_id is not None and name != JOB_ENQUEUED_MESSAGE:
+        if self._waiting.jobs and ev.job_id is not None and name != JOB_ENQUEUED_MESSAGE:
             self._waiting.begun(ev.job_id)  # a line of its work (its failure, its pickup)
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
@@ -835,7 +833,7 @@ class RestartWatch:
         a pickup, is INFO: with `RUST_LOG=warn` or stdout not followed a pickup held says
         nothing, else it held "work in flight" to the end of the run)."""
         return (self._last_gpu_end_s is not None and not self._work_after_gpu_end
-                and not self._waiting and not any(self._flight)
+                and not self._waiting.jobs and not any(self._flight)
                 and not (self._picked and self._info_seen))
 
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> Spanned | None:

@@ -553,3 +553,90 @@ def test_a_request_to_the_post_daemon_is_not_the_one_the_porep_daemons_empty_pip
     view = facts.log_view(0, t0 + 15.0, t0 + 29.1, "host_stall")
     assert view.cause == "no_work"
     assert "('job enqueued job_id=porep-1000-78' at 16:00:27.000)" in view.evidence[1]
+
+
+#: The PoRep daemon's last partition proved by 16:00:15, its next request enqueued at 16:00:20
+#: and its first partition synthesised by 16:00:22 (the lines after its start).
+_POREP_EMPTY_AT_15 = [
+    "TIMELINE,10000,SYNTH_START,porep-1000-77,partition=0",
+    "TIMELINE,12000,SYNTH_END,porep-1000-77,partition=0,synth_ms=2000",
+    "TIMELINE,12000,GPU_QUEUE,porep-1000-77,partition=0",
+    "TIMELINE,12010,GPU_PICKUP,porep-1000-77,worker=0,partition=0",
+    "TIMELINE,12010,GPU_START,porep-1000-77,worker=0,partition=0",
+    "TIMELINE,15000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=2990",
+    f"{T}20.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
+    "proof_kind=porep-c2 priority=Normal queue_position=0",
+    "TIMELINE,20000,SYNTH_START,porep-1000-78,partition=0",
+    "TIMELINE,22000,SYNTH_END,porep-1000-78,partition=0,synth_ms=2000",
+    "TIMELINE,22000,GPU_QUEUE,porep-1000-78,partition=0"]
+
+
+def _gap_0_15_to_22(files: dict[str, list[str]]) -> tuple[str | None, list[str]]:
+    facts = PipelineFacts()
+    for e in _events(files):
+        facts.feed(e)
+    t0 = _t0()
+    view = facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall")
+    return view.cause, view.evidence
+
+
+def test_a_second_daemons_synthesis_on_its_own_gpu_leaves_the_first_daemons_pipeline_empty(
+) -> None:
+    """A second PoRep daemon on GPU 1 synthesises from 16:00:14 to 16:00:40, through GPU 0's gap:
+    its synthesis feeds GPU 1, not GPU 0, so GPU 0's gap still found its own daemon's pipeline
+    empty and reads as it does with the first daemon's log alone (no work most of it)."""
+    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15]
+    other = [*_start("05", "127.0.0.1:9830", 1),
+             "TIMELINE,1000,SYNTH_START,porep-2000-1,partition=0",
+             "TIMELINE,2000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
+             "TIMELINE,9000,SYNTH_START,porep-2000-2,partition=0",
+             "TIMELINE,35000,SYNTH_END,porep-2000-2,partition=0,synth_ms=26000"]
+    alone = _gap_0_15_to_22({"a.log": porep})
+    assert alone[0] == "no_work"
+    assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone
+
+
+def test_one_daemons_restart_leaves_the_other_daemons_syntheses_in_flight() -> None:
+    """The second daemon (GPU 1) has nothing in flight at 16:00:15; its next synthesis begins at
+    16:00:15.500 (no `job enqueued` read) and ends at 16:00:18. The first daemon restarts at
+    16:00:16: its start line ends its own old run's syntheses, not the second daemon's, so GPU
+    1's gap found an empty pipeline whose work began 0.5 s in (the second daemon's synthesis
+    dropped, its end read with no start, it read as in flight since before the gap)."""
+    first = [*_start("00", "127.0.0.1:9820", 0), *_start("16", "127.0.0.1:9820", 0)]
+    other = [*_start("05", "127.0.0.1:9830", 1),
+             "TIMELINE,1000,SYNTH_START,porep-2000-1,partition=0",
+             "TIMELINE,3000,SYNTH_END,porep-2000-1,partition=0,synth_ms=2000",
+             "TIMELINE,3000,GPU_QUEUE,porep-2000-1,partition=0",
+             "TIMELINE,3010,GPU_PICKUP,porep-2000-1,worker=0,partition=0",
+             "TIMELINE,3010,GPU_START,porep-2000-1,worker=0,partition=0",
+             "TIMELINE,10000,GPU_END,porep-2000-1,worker=0,partition=0,gpu_ms=6990",
+             "TIMELINE,10500,SYNTH_START,porep-2000-2,partition=0",
+             "TIMELINE,13000,SYNTH_END,porep-2000-2,partition=0,synth_ms=2500",
+             "TIMELINE,13000,GPU_QUEUE,porep-2000-2,partition=0"]
+    facts = PipelineFacts()
+    for e in _events({"a.log": first, "b.log": other}):
+        facts.feed(e)
+    t0 = _t0()
+    view = facts.log_view(1, t0 + 15.0, t0 + 18.1, "host_stall")
+    assert view.cause == "empty_pipeline"
+    assert "the next synthesis began 0.5 s into the gap" in view.evidence[1]
+
+
+def test_a_monolithic_job_of_another_daemon_is_neither_this_gpus_wait_nor_its_failure() -> None:
+    """The PoSt-only daemon on GPU 1 synthesises a WinningPoSt from 16:00:16 (monolithic: any
+    GPU of its own daemon would wait on it): GPU 0's gap is not that job's. And a failure line
+    naming no job written by the first daemon ends none of the second daemon's jobs."""
+    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15,
+             f"{T}30.000000Z ERROR cuzk_core::engine: GPU proving failed error=b_g2_msm failed"]
+    post = [*_start("05", "127.0.0.1:9830", 1),
+            "TIMELINE,11000,SYNTH_START,winpost-1-aa,kind=winning-post",
+            "TIMELINE,13000,SYNTH_END,winpost-1-aa,synth_ms=2000",
+            "TIMELINE,13000,GPU_QUEUE,winpost-1-aa,monolithic",
+            "TIMELINE,13010,GPU_PICKUP,winpost-1-aa,worker=0",
+            "TIMELINE,13010,GPU_START,winpost-1-aa,worker=0"]
+    facts = PipelineFacts()
+    for e in _events({"a.log": porep, "b.log": post}):
+        facts.feed(e)
+    t0 = _t0()
+    assert facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall").cause == "no_work"
+    assert "winpost-1-aa" in facts.mono and facts.mono["winpost-1-aa"].end_s is None

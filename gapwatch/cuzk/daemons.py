@@ -365,6 +365,15 @@ class RestartsByDaemon:
         router = self._by.router
         return router.several and router.of_stream(stream) != 0
 
+    def daemon_of(self, stream: str) -> int:
+        """The daemon the lines of `stream` are of (0: the first; `Daemons.of_stream`)."""
+        return self._by.router.of_stream(stream)
+
+    def of_gpu(self, gpu: int) -> list[int]:
+        """The daemons whose lines named `gpu`, every daemon where none did (`Daemons.of_gpu`):
+        whose state a gap of `gpu` is asked of."""
+        return self._by.router.of_gpu(gpu)
+
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
         watch, _new = self._by.of_log(ev)
         router = self._by.router

@@ -53,12 +53,14 @@ restart is the restart's (`log_view`'s first rule), whatever else ran in it, but
 run's wait for its first job, no work (`restarts.Spanned.cause` says which most of it was).
 
 What was in flight at a gap's start decides between the GPU waiting on synthesis and an empty
-pipeline: the partition syntheses in flight and ended (`SynthFlight`, engine.rs:1719, 1752) and
-each `job enqueued` (scheduler.rs:67-73) are kept, and a gap whose start found nothing in flight
-and that ended on the first synthesis of a request that came after is `empty_pipeline` (or
-`no_work`, the wait for that request most of it: `PipelineFacts._empty_start_view`): cuzk's free
-synthesis workers all start a new request's partitions at once (engine.rs:1475, 1678), so more
-of them cannot shorten it.
+pipeline: each daemon's partition syntheses in flight and ended (`SynthFlight`, engine.rs:1719,
+1752) and `job enqueued` lines (scheduler.rs:67-73) are kept, a gap of a GPU asking only the
+daemons whose lines named it (`gapwatch.cuzk.daemons`: another daemon feeds another GPU), and a
+gap whose start found nothing in flight and that ended on the first synthesis of a request that
+came after is `empty_pipeline` (or `no_work`, the wait for that request most of it:
+`PipelineFacts._empty_start_view`): cuzk's free synthesis workers all start a new request's
+partitions at once (engine.rs:1475, 1678; with the dispatch pacer on, one a tick,
+engine.rs:1480-1524), so more of them cannot shorten it.
 """
 
 from __future__ import annotations
@@ -400,6 +402,9 @@ class _Mono:
     worker: int | None = None
     gpu: int | None = None
     one_call: bool = False
+    #: The daemon whose lines told it (`RestartsByDaemon.daemon_of`): a failure line or a gap
+    #: of another daemon's GPU is not its.
+    daemon: int = 0
     #: The first failure line naming no job that may be this job's, written while it and
     #: others could have been the one that failed (`PipelineFacts._monolithic_failed`): (when,
     #: its message, how many could). None: none such.
@@ -651,10 +656,12 @@ class PipelineFacts(_Limits):
             maxlen=HISTORY)
         #: Times of each GPU_QUEUE of a partition (synthesis done, ready for the GPU).
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
-        #: Partition syntheses in flight and ended (`SynthFlight`), and each request's `job
-        #: enqueued` (when, its job): what a gap's start found (`_empty_start_view`).
-        self.synth = SynthFlight()
-        self.enqueued: deque[tuple[float, str | None]] = deque(maxlen=HISTORY)
+        #: Each daemon's partition syntheses in flight and ended (`SynthFlight`; index: the
+        #: daemon, `RestartsByDaemon.daemon_of`), and each request's `job enqueued` (when, its
+        #: job, its daemon): what a gap's start found (`_empty_start_view`), asked of the
+        #: daemons of the gap's GPU only (another daemon's synthesis feeds another GPU).
+        self.synths: list[SynthFlight] = [SynthFlight()]
+        self.enqueued: deque[tuple[float, str | None, int]] = deque(maxlen=HISTORY)
         self.mono: OrderedDict[str, _Mono] = OrderedDict()
         self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
         #: (stream, worker) -> the monolithic job it picked up last (`_worker_moved_on`), and
@@ -715,7 +722,6 @@ class PipelineFacts(_Limits):
         """`starting cuzk engine`: the daemon started (again). What was in flight in the old
         run is gone with it (cuzk keeps nothing across a restart); totals and histories stay."""
         self.queued.clear()
-        self.synth.new_run(t_s)
         self.mono.clear()
         self._on_worker.clear()
         self.pacer, self.pacer_t_s = None, None
@@ -727,6 +733,18 @@ class PipelineFacts(_Limits):
         self.batch_wait_ms = None  # the new run's dispatcher line says its own
         self._batch_first_s = None
         self.runs += 1
+
+    def _synth_of(self, stream: str) -> SynthFlight:
+        """The syntheses of the daemon whose lines `stream` holds (one made as each is first
+        read, at most `MAX_DAEMONS`: `Daemons` caps the index)."""
+        d = self.restarts.daemon_of(stream)
+        synths = self.synths
+        while len(synths) <= d:
+            synths.append(SynthFlight())
+        return synths[d]
+
+    def _synths_of_gpu(self, gpu: int) -> list[SynthFlight]:
+        return [self.synths[d] for d in self.restarts.of_gpu(gpu) if d < len(self.synths)]
 
     def _restarted(self, events: list[ProverEvent]) -> None:
         """The restarts `RestartWatch` said (its start lines, `/status` uptime going back): the
@@ -773,12 +791,13 @@ class PipelineFacts(_Limits):
         if part is not None:
             key = (job, part)
             if name == "SYNTH_START":
-                self.synth.started(key, t)
+                self._synth_of(ev.stream).started(key, t)
             elif name == "SYNTH_END":
-                self.synth.done(key, t)
+                self._synth_of(ev.stream).done(key, t)
             elif name == "GPU_QUEUE":
-                if key not in self.synth.ended_keys:  # its SYNTH_END not read
-                    self.synth.done(key, t)
+                synth = self._synth_of(ev.stream)
+                if key not in synth.ended_keys:  # its SYNTH_END not read
+                    synth.done(key, t)
                 self.queued[key] = t
                 self.queued.move_to_end(key)
                 self.queue_times.append(t)
@@ -794,13 +813,15 @@ class PipelineFacts(_Limits):
         entry = self.mono.get(job)
         if name == "SYNTH_START" and "kind" in fields:
             entry = self.mono[job] = _Mono(job, str(fields["kind"]), synth_start_s=t,
-                                           stream=ev.stream)
+                                           stream=ev.stream,
+                                           daemon=self.restarts.daemon_of(ev.stream))
             self._drop_oldest_mono()
             return
         if entry is None:
             if name in ("GPU_QUEUE", "GPU_PICKUP", "GPU_START") and (
                     "monolithic" in fields or ev.worker is not None):
-                entry = self.mono[job] = _Mono(job, "monolithic", stream=ev.stream)
+                entry = self.mono[job] = _Mono(job, "monolithic", stream=ev.stream,
+                                               daemon=self.restarts.daemon_of(ev.stream))
             else:
                 return
         if name == "SYNTH_END":
@@ -821,6 +842,8 @@ class PipelineFacts(_Limits):
             self._info_read = True
         if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
             return  # most lines (a partition's synthesis, its GPU timing): one look, not 15
+        if msg == ANCHOR_MESSAGE:  # its daemon's syntheses died with its old run
+            self._synth_of(ev.stream).new_run(t)
         if msg in _RUN_SETTINGS and self.restarts.of_another(ev.stream):
             # Another daemon's settings (a PoSt-only cuzk beside this one): the view, the
             # advice and the rules below read the first daemon's (docs/post.md, "Two daemons");
@@ -867,15 +890,14 @@ class PipelineFacts(_Limits):
         elif msg == PROCESSING_BATCH_MESSAGE:
             self._batch_sent(t, f)
         elif msg == JOB_ENQUEUED_MESSAGE:
-            if not self.restarts.of_another(ev.stream):  # a PoSt-only cuzk's request is its
-                self.enqueued.append((t, ev.job_id))
+            self.enqueued.append((t, ev.job_id, self.restarts.daemon_of(ev.stream)))
             if self._batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
                 self._batch_first_s = t
         elif msg in _MONOLITHIC_LINES:
             self._monolithic_worker(ev)
         elif msg in _PARTITION_SYNTH_FAILED:
             if ev.job_id is not None and ev.partition is not None:
-                self.synth.done((ev.job_id, ev.partition), t)
+                self._synth_of(ev.stream).done((ev.job_id, ev.partition), t)
         elif msg in _STEP_FAILED:
             self._monolithic_failed(ev)
         elif msg in _SYNC_DONE:
@@ -966,7 +988,9 @@ class PipelineFacts(_Limits):
             return
         synth, t = ev.name in _SYNTH_FAILED, ev.t_wall_s
         kind = ev.fields.get("proof_kind")
-        could = [m for m in self.mono.values() if m.could_have_failed(synth, t)
+        d = self.restarts.daemon_of(ev.stream)  # another daemon's job is not its failure
+        could = [m for m in self.mono.values() if m.daemon == d
+                 and m.could_have_failed(synth, t)
                  and (not isinstance(kind, str) or m.kind == kind)]
         if len(could) == 1 and self._whole_run.in_order(ev.stream, could[0].stream):
             self._mono_ended(could[0], t)
@@ -1003,7 +1027,8 @@ class PipelineFacts(_Limits):
             del self.mono[held.job]
         kind = ev.fields.get("proof_kind")
         self.mono[job] = _Mono(job, str(kind) if kind is not None else "monolithic",
-                               pickup_s=t, worker=ev.worker, gpu=ev.gpu, one_call=True)
+                               pickup_s=t, worker=ev.worker, gpu=ev.gpu, one_call=True,
+                               daemon=self.restarts.daemon_of(ev.stream))
         self._drop_oldest_mono()
 
     def _drop_oldest_mono(self) -> None:
@@ -1250,9 +1275,12 @@ class PipelineFacts(_Limits):
         return None
 
     def mono_during(self, start_s: float, end_s: float, gpu: int) -> _Mono | None:
-        """A monolithic job in flight during [start_s, end_s]: synthesising (any GPU waits on
-        it) or on a worker of `gpu`."""
+        """A monolithic job of a daemon of `gpu` in flight during [start_s, end_s]:
+        synthesising (any GPU of its daemon waits on it) or on a worker of `gpu`."""
+        daemons = self.restarts.of_gpu(gpu)
         for m in [*self.mono.values(), *reversed(self.mono_done)]:
+            if m.daemon not in daemons:
+                continue  # another daemon's work feeds another GPU
             lo = m.synth_start_s if m.synth_start_s is not None else m.pickup_s
             hi = m.end_s
             if lo is None or lo > end_s or (hi is not None and hi < start_s):
@@ -1363,7 +1391,7 @@ class PipelineFacts(_Limits):
         queued_then = self.queued_at(start_s + EDGE_SLACK_S)
         ready = [t for t in self.queue_times if lo < t <= hi]
         if queued_then == 0 and (ready or is_open):
-            empty = self._empty_start_view(start_s, end_s, ready[0] if ready else None)
+            empty = self._empty_start_view(gpu, start_s, end_s, ready[0] if ready else None)
             if empty is not None:
                 return empty
             if ready:
@@ -1377,9 +1405,10 @@ class PipelineFacts(_Limits):
             return self._over_budget_view(over)
         return LogView(None, [])
 
-    def _empty_start_view(self, start_s: float, end_s: float, ready_s: float | None
+    def _empty_start_view(self, gpu: int, start_s: float, end_s: float, ready_s: float | None
                           ) -> LogView | None:
-        """A gap whose start found cuzk's pipeline empty (no synthesis in flight: `SynthFlight`;
+        """A gap of `gpu` whose start found its daemon's pipeline empty (no synthesis of the
+        daemons whose lines named `gpu` in flight: `SynthFlight`;
         nothing queued for the GPU, no batch held, no monolithic job, no budget wait: the rules
         before this one) and that ended when the first partition of work that came after it was
         synthesised (`ready_s`; None: the gap is still open, that work synthesising now). Its
@@ -1390,12 +1419,16 @@ class PipelineFacts(_Limits):
         sent nothing). None where a synthesis was in flight at the start, or that is not known
         (a log read from mid-run): the GPU waited on synthesis; and for an open gap, where no
         work has come yet (/status says no work)."""
-        if self.synth.in_flight_at(start_s) is not False:
+        daemons = self.restarts.of_gpu(gpu)
+        synths = self._synths_of_gpu(gpu)
+        if not synths or any(s.in_flight_at(start_s) is not False for s in synths):
             return None
         until_s = ready_s if ready_s is not None else math.inf
-        came = next(((t, job) for t, job in self.enqueued
-                     if start_s - EDGE_SLACK_S <= t <= until_s), None)
-        began = self.synth.first_start(start_s - EDGE_SLACK_S, until_s)
+        came = next(((t, job) for t, job, d in self.enqueued
+                     if d in daemons and start_s - EDGE_SLACK_S <= t <= until_s), None)
+        began = min((t for s in synths
+                     if (t := s.first_start(start_s - EDGE_SLACK_S, until_s)) is not None),
+                    default=None)
         arrived_s = came[0] if came is not None else began
         evidence = [f"nothing in cuzk's pipeline at the gap's start ({_hms(start_s)}): no "
                     "partition synthesising or queued for the GPU (TIMELINE), no batch held, no "

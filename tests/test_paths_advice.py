@@ -438,7 +438,7 @@ def test_a_gap_that_began_with_the_pipeline_empty_is_not_advised_more_synthesis_
     said = " | ".join(view.evidence)
     assert "nothing in cuzk's pipeline at the gap's start" in view.evidence[0]
     assert "('job enqueued job_id=porep-1000-8' at 14:00:10.300)" in said
-    assert "at 14:00:12.300, 2.0 s later: one synthesis's latency" in said
+    assert "at 14:00:12.300, 2.0 s after its synthesis began: one synthesis's latency" in said
     settings = _advised(view)
     assert "[pipeline] max_parallel_synthesis" not in settings
     assert settings == ["Curio [Cuzk] MaxPending"]
@@ -972,3 +972,58 @@ def test_a_gap_in_a_post_proved_in_one_call_is_no_sure_case_for_the_pipeline() -
         (a,) = advise([gap], pipeline, rules=rules).advice
         assert (a.setting, a.guess) == ("[pipeline] enabled", True)
         assert "only where other work waits for the GPU" in a.guess_why
+
+
+def _empty_gap_view(lines: list[str]) -> tuple[str | None, list[str]]:
+    """GPU 0's gap from 14:00:10 (job 7's last partition proved) to 14:00:13.4, as the log
+    alone tells it."""
+    facts = PipelineFacts()
+    for ev in events_of_lines([ENGINE, FOUR_WORKERS, *lines]):
+        facts.feed(ev)
+    t0 = _wall("14:00:00")
+    view = facts.log_view(0, t0 + 10.0, t0 + 13.4, "host_stall")
+    return view.cause, view.evidence
+
+
+def test_a_short_batch_hold_is_said_apart_from_the_synthesis_and_names_max_batch_wait_ms(
+) -> None:
+    """The request came at 14:00:10.3 and cuzk's batch collector held it 1.0 s
+    (max_batch_wait_ms=1000, max_batch_size=2) before its synthesis began at 11.3; the first
+    partition was synthesised 2.0 s later. The hold is under half the gap, so the gap is an
+    empty pipeline, but the hold was not one synthesis's latency (it read 3.0 s, 'no batch
+    held') and the advice named Curio's MaxPending alone, never the wait cuzk added."""
+    job = "porep-1000-8"
+    held = [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
+                 max_batch_wait_ms=1000),
+            *LAST_OF_JOB_7,
+            line("job enqueued", 10.3, job_id=job, proof_kind="porep-c2"),
+            line("processing batch", 11.3, batch_size=1).replace(
+                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
+            timeline(11300, "SYNTH_START", job, "partition=0"),
+            timeline(13300, "SYNTH_END", job, "partition=0,synth_ms=2000"),
+            timeline(13300, "GPU_QUEUE", job, "partition=0")]
+    cause, evidence = _empty_gap_view(held)
+    assert cause == "empty_pipeline"
+    said = " | ".join(evidence)
+    assert "cuzk held it 1.0 s in the batch collector" in said
+    assert "2.0 s after its synthesis began: one synthesis's latency" in said
+    settings = [a.setting for a in advise([_gap(cause=cause, evidence=evidence)],
+                                          PipelineView(synth_workers=4)).advice]
+    assert settings == ["Curio [Cuzk] MaxPending", "[scheduler] max_batch_wait_ms"]
+
+
+def test_with_the_pacer_on_an_empty_pipeline_does_not_claim_its_work_was_taken_at_once() -> None:
+    """`[pipeline] max_gpu_queue_depth` > 0: cuzk's pacer dispatches one partition a tick and a
+    drained pipeline re-enters its bootstrap (engine.rs:1480-1524, 262-266), so the free workers
+    do not all take the new work's partitions at once, as the evidence and advice said."""
+    pacer = line("GPU queue target dispatch pacer enabled", 0.2, gpu_queue_target=4)
+    cause, evidence = _empty_gap_view([pacer, *LAST_OF_JOB_7, *NEXT_JOB_8])
+    said = " | ".join(evidence)
+    assert cause == "empty_pipeline"
+    assert "at once" not in said
+    assert "the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target=4)" in said
+    (a,) = advise([_gap(cause=cause, evidence=evidence)],
+                  PipelineView(synth_workers=4, pacer_target=4)).advice
+    assert not any("at once" in e for e in a.evidence)
+    assert any("the dispatch pacer is on" in e and "paces the new work" in e
+               for e in a.evidence)

@@ -50,6 +50,7 @@ from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
+    BATCH_HELD_MARK,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     ONE_CALL,
     OVER_BUDGET_MARK,
@@ -235,6 +236,9 @@ class StallGaps:
     kinds: set[str] = field(default_factory=set)
     #: Any gap explained by a budget request over the whole budget (`OVER_BUDGET_MARK`).
     over_budget: bool = False
+    #: Any gap whose new request cuzk's batch collector held for part of it
+    #: (`BATCH_HELD_MARK`: an empty pipeline's evidence).
+    batch_held: bool = False
     #: Snapshots saying both synthesis counts while waiting on synthesis (`_synthesis`); of
     #: them, those with every worker busy, their most workers and largest memory budget.
     judged: int = 0
@@ -268,6 +272,8 @@ class StallGaps:
         self.kinds |= kinds_in(g)
         self.over_budget = self.over_budget or any(
             OVER_BUDGET_MARK in e for e in g.prover_evidence)
+        self.batch_held = self.batch_held or any(
+            BATCH_HELD_MARK in e for e in g.prover_evidence)
         for st in g.prover_states:
             self._judge(st)
 
@@ -725,11 +731,13 @@ _BATCH_WAIT_SOURCE = ("extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; "
 #: Either closes a batch wait, each its own advice: `gapwatch compare` reads each setting from
 #: its own startup field, and one advice naming both read "unchanged: max_batch_size 2 on both"
 #: of a run that lowered max_batch_wait_ms as it said.
+BATCH_WAIT_MS_SETTING = ("[scheduler] max_batch_wait_ms",
+                         "lower it (0 = flush at once), to keep batching",
+                         _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE)
 BATCH_WAIT_SETTINGS = [
     ("[scheduler] max_batch_size", "1 (the default): no request waits for company",
      _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE),
-    ("[scheduler] max_batch_wait_ms", "lower it (0 = flush at once), to keep batching",
-     _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE),
+    BATCH_WAIT_MS_SETTING,
 ]
 
 
@@ -753,18 +761,33 @@ def _for_no_work(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
 def _for_empty_pipeline(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     """Gaps the log shows began with nothing in cuzk's pipeline and ended on the first synthesis
     of work that came after (`PipelineFacts._empty_start_view`): not the synthesis workers'
-    (they all started that work at once), but work not sent ahead. Curio's limit, as a guess:
-    gapwatch cannot see whether Curio had more to send."""
-    return ([MAX_PENDING_SETTING], True,
+    (with the pacer off they all started that work at once), but work not sent ahead. Curio's
+    limit, as a guess: gapwatch cannot see whether Curio had more to send; and where cuzk's
+    batch collector held the new request for part of a gap, `max_batch_wait_ms` beside it."""
+    settings = [MAX_PENDING_SETTING]
+    facts = []
+    if gaps.batch_held:
+        settings.append(BATCH_WAIT_MS_SETTING)
+        facts.append("cuzk's batch collector held the new request for part of a gap "
+                     "(max_batch_wait_ms ran out before its synthesis began)")
+    if pipeline.pacer_on:
+        facts.append(
+            "nothing was synthesising at each gap's start and the gap ended with the new "
+            "work's first synthesis; the dispatch pacer is on ([pipeline] max_gpu_queue_depth, "
+            f"gpu_queue_target={pipeline.pacer_target}): it paces the new work, one partition "
+            "dispatched a tick, a drained pipeline re-entering its bootstrap "
+            "(engine.rs:1480-1524, 262-266)")
+    else:
+        facts.append(
+            "more synthesis workers cannot close these gaps ([pipeline] max_parallel_synthesis "
+            "is not the limit): nothing was synthesising at each gap's start, the free workers "
+            "all took the new work's partitions at once (engine.rs:1475, 1678), and the gap "
+            "ended with the first one's synthesis, whatever their number")
+    facts.append("what closes them: the next request at cuzk while the GPU proves the last "
+                 "partitions of the one before, so that its synthesis overlaps them")
+    return (settings, True,
             "gapwatch sees cuzk's pipeline run empty between requests, not whether Curio had "
-            "proofs waiting to send: if it had none, no setting closes these gaps", [
-                "more synthesis workers cannot close these gaps ([pipeline] "
-                "max_parallel_synthesis is not the limit): nothing was synthesising at each "
-                "gap's start, the free workers all took the new work's partitions at once "
-                "(engine.rs:1475, 1678), and the gap ended with the first one's synthesis, "
-                "whatever their number",
-                "what closes them: the next request at cuzk while the GPU proves the last "
-                "partitions of the one before, so that its synthesis overlaps them"])
+            "proofs waiting to send: if it had none, no setting closes these gaps", facts)
 
 
 _NO_PINNED_POOL_FAILURE = (

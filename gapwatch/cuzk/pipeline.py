@@ -55,12 +55,12 @@ run's wait for its first job, no work (`restarts.Spanned.cause` says which most 
 What was in flight at a gap's start decides between the GPU waiting on synthesis and an empty
 pipeline: each daemon's partition syntheses in flight and ended (`SynthFlight`, engine.rs:1719,
 1752) and `job enqueued` lines (scheduler.rs:67-73) are kept, a gap of a GPU asking only the
-daemons whose lines named it (`gapwatch.cuzk.daemons`: another daemon feeds another GPU), and a
-gap whose start found nothing in flight and that ended on the first synthesis of a request that
-came after is `empty_pipeline` (or `no_work`, the wait for that request most of it:
+daemons whose lines named it (`gapwatch.cuzk.daemons`: another daemon feeds another GPU), and
+a gap whose start found nothing in flight and that ended on the first synthesis of a request
+that came after is `empty_pipeline` (or `no_work`, the wait for that request most of it:
 `PipelineFacts._empty_start_view`): cuzk's free synthesis workers all start a new request's
-partitions at once (engine.rs:1475, 1678; with the dispatch pacer on, one a tick,
-engine.rs:1480-1524), so more of them cannot shorten it.
+partitions at once (engine.rs:1475, 1678), so more of them cannot shorten it; with the dispatch
+pacer on it paces them instead, one a tick (1480-1524), which the evidence then says.
 """
 
 from __future__ import annotations
@@ -172,6 +172,14 @@ _PARTITION_SYNTH_FAILED = frozenset(PARTITION_SYNTH_FAILED_MESSAGES)
 #: first synthesis of work that came after it (`PipelineFacts._empty_start_view`): the wait for
 #: that work and one synthesis's latency, which more synthesis workers cannot shorten.
 EMPTY_PIPELINE_CAUSE = "empty_pipeline"
+#: How an empty pipeline's evidence says cuzk's batch collector held its new request for part
+#: of the gap (`PipelineFacts._empty_start_view`; `gapwatch.cuzk.advice.StallGaps` reads it
+#: back to name `[scheduler] max_batch_wait_ms`).
+BATCH_HELD_MARK = "in the batch collector"
+#: Why more synthesis workers cannot shorten an empty pipeline's gap, pacer off (the default):
+#: one dispatcher hands the new work's partitions to a channel the worker pool reads.
+_AT_ONCE = ("whatever the number of synthesis workers (the free ones all start the new "
+            "work's partitions at once, engine.rs:1475, 1678)")
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -1447,20 +1455,40 @@ class PipelineFacts(_Limits):
         else:
             evidence.append(f"the next synthesis began {wait_s:.1f} s into the gap (SYNTH_START "
                             f"at {_hms(arrived_s)}; no 'job enqueued' line read for it)")
-        why = ("whatever the number of synthesis workers (the free ones all start the new "
-               "work's partitions at once, engine.rs:1475, 1678)")
+        held_s, _ = self.batch_held_s(start_s, end_s)
+        if held_s > 0:
+            evidence.append(
+                f"cuzk held it {held_s:.1f} s {BATCH_HELD_MARK} before sending it to synthesis "
+                f"(max_batch_wait_ms={self.batch_wait_ms}: 'processing batch' in span "
+                "synth_timeout_flush, engine.rs:1984-2012)")
+        why = self._new_work_words()
         if ready_s is None:
             evidence.append(f"its partitions synthesising, none done yet (the gap still open): "
                             f"it waits one synthesis's latency, {why}")
             return LogView(EMPTY_PIPELINE_CAUSE, evidence,
                            f"work came {wait_s:.1f} s in, its first synthesis running")
-        synth_s = ready_s - arrived_s
+        # The synthesis's latency from its first SYNTH_START: the batch collector's hold
+        # before it is said apart (above), not folded into one synthesis's latency.
+        synth_from_s = began if began is not None else arrived_s + held_s
+        synth_s = max(0.0, ready_s - synth_from_s)
         evidence.append(
             f"its first partition finished synthesis (SYNTH_END, GPU_QUEUE) at {_hms(ready_s)}, "
-            f"{synth_s:.1f} s later: one synthesis's latency, {why}")
+            f"{synth_s:.1f} s after its synthesis began: one synthesis's latency, {why}")
         cause = NO_WORK_CAUSE if wait_s * 2 > end_s - start_s else EMPTY_PIPELINE_CAUSE
         return LogView(cause, evidence,
                        f"work came {wait_s:.1f} s in, its first synthesis took {synth_s:.1f} s")
+
+    def _new_work_words(self) -> str:
+        """How cuzk starts the partitions of work that came to an empty pipeline: all at once,
+        or, the dispatch pacer on (`[pipeline] max_gpu_queue_depth` > 0), one a tick, a drained
+        pipeline re-entering its bootstrap (engine.rs:1480-1524), ticks at least 2 s apart once
+        the GPU's rate is known (262-266): the worker count is then not what spaces them."""
+        if not self.pacer_on:
+            return _AT_ONCE
+        return (f"the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target="
+                f"{self.pacer_target}) pacing the new work's partitions: one dispatched a tick, "
+                "a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once the "
+                "GPU's rate is known (engine.rs:1480-1524, 262-266)")
 
     def _batch_wait_view(self, start_s: float, end_s: float) -> LogView | None:
         """A gap cuzk's batch collector held a request through most of: the work was there,

@@ -1039,3 +1039,17 @@ def test_a_side_whose_gpu_erred_or_was_held_down_by_heat_says_so(tmp_path: Path)
     assert "GPU 0 thermal, HW slowdown in 8 % of its health readings" in said, said
     warm = _with_health(tmp_path, "warm", [0x20] * 3 + [0x4] * 97, False)
     assert not [n for n in _compare(PAGEABLE, warm).notes if n.startswith("AFTER had")]
+
+
+def test_idle_with_the_pipeline_empty_is_the_loads_never_judged_worse() -> None:
+    """The batch hold removed (max_batch_size 2 -> 1): BEFORE's gaps were held for a batch, AFTER's
+    are what was always inside them, Curio's turnaround and the new request's first synthesis
+    with cuzk's pipeline empty (`empty_pipeline`), one a proof, more of them an hour as more
+    proofs run. That read "new, worse", as if the change had made a loss: it is how the work
+    comes, not a setting's, so it is not judged (and is not want of work: the load holds)."""
+    before = _batching(_side("BEFORE", _every(20.0, 8.0, "host_stall", "batch_wait")), 2)
+    after = _batching(_side("AFTER", _every(11.5, 2.3, "host_stall", "empty_pipeline")), 1)
+    c, verdicts = _judged(before, after)
+    assert verdicts["idle s/h, prover: empty_pipeline"] == "load"
+    assert verdicts["idle s/h, prover: batch_wait"] == "better"
+    assert not c.load_differs

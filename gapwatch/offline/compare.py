@@ -24,9 +24,12 @@ alone calls it `no_work`) is the change's where the sides show different batch s
 and the load is different only where both `no_work` and `no_work` + `batch_wait` changed: a
 drop in offered work raises both, waits turned into want of work move only the first, waits
 removed with the load held only the second); with the same batch settings it is load too
-(`_load_differs`). Different GPU sets or lengths are said in the head. The prover's settings
-come from each side's own lines and `/status` (`gapwatch.cuzk.settings`); BEFORE's advice and its
-payoff (work taken as fixed) are set against what AFTER achieved.
+(`_load_differs`). Idle while cuzk's pipeline held nothing at a gap's start (`empty_pipeline`,
+from its log: the wait for the next request plus its first synthesis) is load as well, never
+judged, though not taken as want of work (`EMPTY_PIPELINE`). Different GPU sets or lengths are
+said in the head. The prover's settings come from each side's own lines and `/status`
+(`gapwatch.cuzk.settings`); BEFORE's advice and its payoff (work taken as fixed) are set against
+what AFTER achieved.
 """
 
 from __future__ import annotations
@@ -97,6 +100,12 @@ COMPARE_SCHEMA_VERSION = 1
 LOAD_SENSITIVE = ("busy share", "gaps/h", "idle s/h", "partitions/h")
 NO_WORK = "idle s/h, prover: no_work"
 BATCH_WAIT = "idle s/h, prover: batch_wait"
+#: Idle while cuzk's pipeline held nothing at the gap's start (its log's `empty_pipeline`): the
+#: wait for the next request plus that request's first synthesis, so its size follows how the
+#: client sends work and how many proofs an hour run (a gap between every two), not a cuzk
+#: setting: the load's, never judged. Not in `_load_differs`' want of work either: a change
+#: that proves faster, the offered load held, has more of it an hour (docs/compare.md).
+EMPTY_PIPELINE = "idle s/h, prover: empty_pipeline"
 #: The settings whose change makes `batch_wait` idle the change's rather than the load's.
 BATCH_SETTINGS = ("[scheduler] max_batch_size", "[scheduler] max_batch_wait_ms")
 POST_KINDS = ("winning-post", "window-post")
@@ -518,7 +527,7 @@ def _load_said(f: Figure) -> Figure:
 
 
 def _direction(name: str) -> tuple[Better, bool]:
-    if name == NO_WORK:
+    if name in (NO_WORK, EMPTY_PIPELINE):
         return "none", False
     if name == "busy share":
         return "higher", True

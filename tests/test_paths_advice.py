@@ -1027,3 +1027,14 @@ def test_with_the_pacer_on_an_empty_pipeline_does_not_claim_its_work_was_taken_a
     assert not any("at once" in e for e in a.evidence)
     assert any("the dispatch pacer is on" in e and "paces the new work" in e
                for e in a.evidence)
+
+
+def test_an_empty_pipelines_no_work_leaves_a_snapshot_cause_it_does_not_explain() -> None:
+    """The log says the wait for the next request was most of the gap (`no_work`, from an empty
+    pipeline); /status saw a budget wait, the pacer holding or an SRS load: each its own cause,
+    with its own advice, which the log's `no_work` overrode. Over the snapshots' synthesis (the
+    new work's, every worker busy on it) it still stands, and a restart's always does."""
+    for seen in ("waits_on_budget", "pacer_hold", "srs_loading"):
+        assert with_log_cause(seen, "no_work") == seen
+        assert with_log_cause(seen, "no_work", spans_restart=True) == "no_work"
+    assert with_log_cause("waits_on_synthesis", "no_work") == "no_work"

@@ -69,12 +69,6 @@ PROVER_CAUSES: tuple[str, ...] = (
     "srs_loading", "waits_on_synthesis", "monolithic", "pinned_pool", "batch_wait",
     EMPTY_PIPELINE_CAUSE, "no_work",
 )
-#: The causes a gap takes from the log whatever the snapshots say: a restart it spans
-#: (`gapwatch.cuzk.restarts.Spanned.cause`), and `no_work` where the log shows most of it the
-#: wait for work (a new run's first job, or the next request after an empty pipeline:
-#: `PipelineFacts._empty_start_view`), which its snapshots, taken while that work was then
-#: synthesised, may have read as waiting on synthesis.
-RESTART_STRETCH_CAUSES: tuple[str, ...] = (RESTART_CAUSE, NO_WORK_CAUSE)
 #: What the log alone can tell of a gap /status snapshots read as waiting on synthesis: nothing
 #: was in flight at its start (`EMPTY_PIPELINE_CAUSE`).
 _FROM_AN_EMPTY_START = frozenset((EMPTY_PIPELINE_CAUSE, "waits_on_synthesis"))
@@ -248,7 +242,7 @@ def decide_cause(during: Mapping[str, int], before: str | None) -> tuple[str | N
 
 
 def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
-                   seen_during: bool = True) -> str | None:
+                   seen_during: bool = True, spans_restart: bool = False) -> str | None:
     """The snapshots' cause, unless they gave none or `no_work` and the log names one: an SRS
     load, PoSt work and a request held in the batch collector are invisible in `/status`, and
     the log's budget waits, queue waits and synthesis ends say more than a gap without
@@ -266,14 +260,22 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
     over the snapshots' `waits_on_synthesis`: they were taken during that work's synthesis and
     saw every worker busy on it, which read "raise max_parallel_synthesis", although the
     workers had all started it at once and more of them could not have ended the gap sooner.
-    What was in flight at the gap's start decides, not what the middle of it saw."""
+    What was in flight at the gap's start decides, not what the middle of it saw. Its `no_work`
+    (the wait for the request most of the gap) is the log's over the snapshots'
+    `waits_on_synthesis` alone; over any snapshot cause only where the gap spans a restart
+    (`spans_restart`: the new run's wait for its first job)."""
     if log_cause is None:
         return snapshots_cause
     if snapshots_cause == "no_work" and seen_during and log_cause in _FROM_AN_EMPTY_START:
         return snapshots_cause
     if snapshots_cause == "waits_on_synthesis" and log_cause == EMPTY_PIPELINE_CAUSE:
         return log_cause
-    if snapshots_cause in (None, "no_work") or log_cause in RESTART_STRETCH_CAUSES:
+    if snapshots_cause in (None, "no_work") or log_cause == RESTART_CAUSE:
+        return log_cause
+    if log_cause == NO_WORK_CAUSE and (spans_restart or snapshots_cause == "waits_on_synthesis"):
+        # A restart's new run waiting for work stands over the old run's snapshots; an empty
+        # pipeline's wait for the next request only over the synthesis they saw it start, not
+        # over a budget wait, the pacer or an SRS load they saw (each its own, and advised).
         return log_cause
     if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":
         return log_cause

@@ -461,14 +461,18 @@ class SynthFlight:
     __slots__ = ("open", "ended", "ended_keys", "known_s")
 
     def __init__(self) -> None:
-        #: (job, partition) -> its SYNTH_START, not yet ended (oldest first: a plain dict,
-        #: every partition line passes here and a key is started once).
+        #: (job, partition) -> its SYNTH_START, not yet ended, oldest first. A plain dict: a key
+        #: is started once, and what every partition pays is an insert and a pop (`done`),
+        #: cheaper on a dict than an OrderedDict (about 0.53 against 0.73 us the pair, CPython
+        #: 3.11); evicting, dearer on it, happens only past `HISTORY` syntheses open at once.
         self.open: dict[tuple[str, int], float] = {}
         #: (its SYNTH_START, None where not read; its end), oldest first.
         self.ended: deque[tuple[float | None, float]] = deque(maxlen=HISTORY)
         #: The partitions whose end was read, oldest first: a GPU_QUEUE of another ends its
-        #: synthesis (`PipelineFacts._timeline`).
-        self.ended_keys: dict[tuple[str, int], None] = {}
+        #: synthesis (`PipelineFacts._timeline`). An OrderedDict: past `HISTORY` every
+        #: partition evicts one, and its `popitem(last=False)` is cheaper than a plain dict's
+        #: `del d[next(iter(d))]` (about 0.55 against 0.70 us an insert and eviction).
+        self.ended_keys: OrderedDict[tuple[str, int], None] = OrderedDict()
         self.known_s: float | None = None
 
     def new_run(self, t_s: float) -> None:
@@ -496,7 +500,7 @@ class SynthFlight:
         ended = self.ended_keys
         ended[key] = None
         if len(ended) > HISTORY:
-            del ended[next(iter(ended))]
+            ended.popitem(last=False)
         if start is not None and self.known_s is None:
             self.known_s = t_s
 
@@ -610,6 +614,9 @@ class LogView:
     #: What said it: the log's lines, or, for a restart, only `/status` (its uptime going
     #: back: "status") or NVML's processes (a new cuzk pid: "processes").
     said_by: str = "log"
+    #: The gap spans a restart (its cause the restart's, or its new run's wait for work):
+    #: then it stands over any snapshot's (`gapwatch.cuzk.causes.with_log_cause`).
+    spans_restart: bool = False
 
 
 class PipelineFacts(_Limits):
@@ -1334,7 +1341,7 @@ class PipelineFacts(_Limits):
             # Its SRS reload, pool and first wave are the restart's cost, said in it; its new
             # run's wait for a first job is no work, and the cause where it is most of the gap.
             return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
-                           said_by=spanned.said_by)
+                           said_by=spanned.said_by, spans_restart=True)
         held = self._batch_wait_view(start_s, end_s)
         if held is not None:
             return held

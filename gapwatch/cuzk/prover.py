@@ -163,7 +163,7 @@ class CuzkGap:
             evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind, is_open=end_s is None)
-        decided = with_log_cause(cause, log.cause, during)
+        decided = with_log_cause(cause, log.cause, during, log.spans_restart)
         said_by = "status"
         if decided != cause:  # the log's facts decide it
             if cause is not None:

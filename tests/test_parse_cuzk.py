@@ -48,6 +48,19 @@ def test_monolithic_and_kind_details_and_old_chan_send() -> None:
     assert empty.kind == "chan_send"
 
 
+def test_a_numeric_job_id_of_a_tracing_line_is_the_text_its_timeline_lines_give() -> None:
+    """`job_id=12345` (an id a client chose) is an int among the fields: the event's job is
+    '12345', as `TIMELINE,..,12345` names it, not None; `job_id=true` names no job."""
+    p = LogParser()
+    (t,) = parse(p, "TIMELINE,10,GPU_END,12345,worker=0,partition=0,gpu_ms=5")
+    (e,) = parse(p, "2026-05-12T14:00:01.000000Z  INFO cuzk_core::scheduler: job enqueued "
+                    "job_id=12345 proof_kind=porep-c2 priority=Normal queue_position=0")
+    assert e.job_id == t.job_id == "12345"
+    (b,) = parse(p, "2026-05-12T14:00:01.000000Z  INFO cuzk_core::scheduler: job enqueued "
+                    "job_id=true proof_kind=porep-c2")
+    assert b.job_id is None
+
+
 @pytest.mark.parametrize("line", ["TIMELINE,", "TIMELINE,abc,GPU_START,x", "TIMELINE,12,,x"])
 def test_malformed_timeline_is_unparsed_not_an_error(line: str) -> None:
     p = LogParser()

@@ -592,7 +592,9 @@ class LogParser:
         worker = int_field(fields.get("worker_id"))
         partition = int_field(fields.get("partition"))
         job = fields.get("job_id")
-        job_id = job if isinstance(job, str) else None
+        # A numeric id (`job_id=12345`) was made an int: its TIMELINE lines name it as text.
+        job_id = job if isinstance(job, str) else (
+            str(job) if isinstance(job, int) and not isinstance(job, bool) else None)
         self._learn_from(message, fields, line.t_wall_s, stream)
         gpu = self._gpu_of(_gpu(fields.get("gpu")), worker, job_id, partition)
         self._count("tracing")

@@ -993,6 +993,66 @@ def test_a_request_whose_synthesis_began_is_no_longer_waiting_and_its_failure_en
     assert parts["no work before it stopped"] == 640.0 and "up before it stopped" not in parts
 
 
+_C1_FAILED = (f"{_at(61.2)} ERROR cuzk_core::engine: Phase 7: C1 parse/SRS load failed "
+              "error=invalid C1 output")
+
+
+def _whole_proof(job: str) -> list[str]:
+    """`job`'s one partition, synthesised from +65 s and proved on the GPU to +75 s."""
+    return [f"TIMELINE,64970,SYNTH_START,{job},partition=0",
+            f"TIMELINE,66970,SYNTH_END,{job},partition=0,synth_ms=2000",
+            f"TIMELINE,66970,GPU_QUEUE,{job},partition=0",
+            f"TIMELINE,66980,GPU_PICKUP,{job},worker=0,partition=0",
+            f"TIMELINE,66980,GPU_START,{job},worker=0,partition=0",
+            f"TIMELINE,74970,GPU_END,{job},worker=0,partition=0,gpu_ms=7990"]
+
+
+@pytest.mark.parametrize(("then", "idle_s"), [
+    ([_enqueued(61.0, "porep-1000-79"), _C1_FAILED], 640.0),
+    ([_enqueued(61.0, "porep-1000-79"), _enqueued(64.0, "porep-1000-80"),
+      *_whole_proof("porep-1000-80")], 625.0)],
+    ids=["its-parse-failure-naming-no-job", "a-later-request-of-its-kind-proved"])
+def test_a_request_dequeued_with_no_line_naming_it_is_no_longer_waiting(
+        then: list[str], idle_s: float) -> None:
+    """The request enqueued at +61 s fails its C1 parse (engine.rs:2217, naming no job, only
+    its kind), or is followed by a request of its kind enqueued after it and proved whole
+    (scheduler.rs: FIFO within a priority, so the first was dequeued before it); then nothing
+    to +700 s. It stayed "waiting" to the end of the run: the idle stop was "up before it
+    stopped", the restart's cost. It is no work."""
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=then))
+    assert parts["no work before it stopped"] == idle_s and "up before it stopped" not in parts
+
+
+def test_a_parse_failure_naming_no_job_ends_the_request_the_scheduler_served_first() -> None:
+    """A Normal request at +61 s, a High one at +61.1 s, then a C1 parse failure naming no job:
+    cuzk serves High first, so the failure is the High one's; the Normal one then proved whole
+    (+65 s to +75 s), nothing waited when cuzk was stopped at +700 s: no work."""
+    high = _enqueued(61.1, "porep-1000-80").replace("priority=Normal", "priority=High")
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
+        _enqueued(61.0, "porep-1000-79"), high, _C1_FAILED, *_whole_proof("porep-1000-79")]))
+    assert parts["no work before it stopped"] == 625.0 and "up before it stopped" not in parts
+
+
+def test_a_later_request_of_higher_priority_proved_leaves_an_earlier_one_waiting() -> None:
+    """A Normal request enqueued at +61 s, a High one at +64 s proved whole: the scheduler
+    serves High first, so the Normal one may still be queued when cuzk is stopped at +700 s:
+    up with work, the restart's."""
+    high = _enqueued(64.0, "porep-1000-80").replace("priority=Normal", "priority=High")
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
+        _enqueued(61.0, "porep-1000-79"), high, *_whole_proof("porep-1000-80")]))
+    assert parts["up before it stopped"] == 625.0 and "no work before it stopped" not in parts
+
+
+@pytest.mark.parametrize("job", ["porep-1000-81", "12345"])
+def test_a_job_enqueued_line_read_after_its_gpu_work_adds_no_request_waiting(job: str) -> None:
+    """stdout and stderr read as two files: the `job enqueued` line of a job (a numeric id
+    too, which its TIMELINE lines write as text) comes after its GPU_END. It added a request
+    that no later line named: an idle stop of 625 s was "up before it stopped"."""
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
+        *_whole_proof(job), _enqueued(61.0, job)]))
+    assert parts["no work before it stopped"] == 625.0 and "up before it stopped" not in parts
+
+
 def test_with_the_pipeline_off_a_failed_proof_leaves_a_request_queued_behind_it() -> None:
     """With the pipeline off, the proof taken at +61 s fails at +62.5 s while another request,
     enqueued at +61.5 s, waits for the one worker; stopped at +700 s, cuzk had that request:
@@ -1250,7 +1310,7 @@ def test_a_storm_of_requests_and_batches_never_begun_stays_bounded() -> None:
     (`_Waiting`): 20,000 distinct ids, each of its own kind, and as many batch lines, keep the
     latest `MAX_WAITING` requests and `MAX_BATCH_KINDS` batch sizes; a request forgotten so
     is never said begun or waiting."""
-    from gapwatch.cuzk.restarts import MAX_BATCH_KINDS, MAX_WAITING
+    from gapwatch.cuzk.restarts import MAX_BATCH_KINDS, MAX_ENDED, MAX_WAITING
 
     w = RestartWatch()
     for i in range(20_000):
@@ -1262,6 +1322,12 @@ def test_a_storm_of_requests_and_batches_never_begun_stays_bounded() -> None:
     assert len(waiting.jobs) == MAX_WAITING and "j-19999" in waiting.jobs
     assert sum(len(j) for j in waiting._of_kind.values()) == MAX_WAITING
     assert len(waiting._batch_size) == MAX_BATCH_KINDS
+    for i in range(20_000):  # each begun (its SYNTH_START), then ended (its GPU_END)
+        w.feed_log(LogEvent(30_000.0 + i, "timeline", "timeline", "SYNTH_START", "",
+                            job_id=f"j-{i}", partition=0))
+        w.feed_log(LogEvent(30_000.0 + i, "timeline", "timeline", "GPU_END", "",
+                            job_id=f"k-{i}", partition=0))
+    assert len(waiting._begun) == MAX_WAITING and len(waiting.ended_jobs) == MAX_ENDED
 
 
 def test_a_storm_of_new_prover_pids_and_srs_lines_in_one_restart_stays_small_and_linear() -> None:

@@ -111,6 +111,15 @@ SINGLE_SYNTH_FAILED_MESSAGES = ("synthesis failed", "synthesis task panicked")
 PARTITION_SYNTH_FAILED_MESSAGES = ("partition synthesis failed",
                                    "partition synthesis task panicked")
 SYNTH_FAILED_MESSAGES = (*PARTITION_SYNTH_FAILED_MESSAGES, *SINGLE_SYNTH_FAILED_MESSAGES)
+#: The ERROR lines of a single-request PoRep or SnapDeals batch whose input parse or SRS load
+#: failed before its first SYNTH_START (engine.rs:2217, 2230, 2371, 2384): they name no job,
+#: only their kind (`types.rs:25-34` as the `job enqueued` line writes it).
+INPUT_PARSE_FAILED_KINDS = {
+    "Phase 7: C1 parse/SRS load failed": "porep-c2",
+    "Phase 7: C1 parse task panicked": "porep-c2",
+    "SnapDeals parse/SRS load failed": "snap-update",
+    "SnapDeals parse task panicked": "snap-update",
+}
 #: The failure lines that name no job where cuzk writes them by default: a monolithic
 #: synthesis's and the split prove finalizer's (`gapwatch.cuzk.unnamed_failure`).
 UNNAMED_FAILED_MESSAGES = (*SINGLE_SYNTH_FAILED_MESSAGES, *FINALIZER_FAILED_MESSAGES)

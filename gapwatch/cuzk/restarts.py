@@ -80,6 +80,7 @@ from gapwatch.cuzk.log_lines import (
     DAEMON_STARTING_MESSAGE,
     GPU_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
+    INPUT_PARSE_FAILED_KINDS,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_JOB_MESSAGES,
@@ -205,6 +206,11 @@ MAX_PICKED = 1024
 MAX_WAITING = 1024
 #: Proof kinds whose latest batch size dispatched is remembered (`_Waiting.batch_sent`).
 MAX_BATCH_KINDS = 16
+#: Jobs whose GPU_END was read that are remembered (`_Waiting.ended_jobs`): a `job enqueued`
+#: read after its job's GPU work (stdout read behind stderr) adds no request waiting.
+MAX_ENDED = 256
+#: cuzk's `Priority` as its log writes it (types.rs:71-76): the scheduler serves higher first.
+_PRIORITY_RANK = {"Low": 1, "Normal": 2, "High": 3, "Critical": 4}
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -478,40 +484,99 @@ def _ready_line(name: str) -> bool:
 
 class _Waiting:
     """Requests whose `job enqueued` was read and no line of their work since, the latest
-    `MAX_WAITING` (`RestartWatch._waiting`): a few dict operations a line."""
+    `MAX_WAITING` (`RestartWatch._waiting`): a few dict operations a line.
 
-    __slots__ = ("jobs", "_of_kind", "_batch_size")
+    A request leaves by a line naming its job, or by cuzk's order (scheduler.rs:18-45: one
+    queue, higher priority first, FIFO within a priority; each kind's batch collector keeps
+    that order): when a request of its kind enqueued after it, of no higher priority, ends
+    GPU work (`ended`), it had been dequeued before that one, so it began or failed, maybe on
+    a line naming no job (`Phase 7: C1 parse/SRS load failed`, engine.rs:2217; SnapDeals
+    2371). And a `job enqueued` read after its job ended GPU work (stdout and stderr read as
+    two files) adds none."""
+
+    __slots__ = ("jobs", "ended_jobs", "_of_kind", "_batch_size", "_begun", "_seq")
 
     def __init__(self) -> None:
         #: Job id -> its proof kind, in the order read (a plain dict: `RestartWatch.feed_log`
-        #: tests it on every line); kind -> its jobs -> when enqueued.
+        #: tests it on every line); kind -> its jobs -> (its enqueue's number, its priority's
+        #: rank).
         self.jobs: dict[str, str] = {}
-        self._of_kind: dict[str, dict[str, float]] = {}
+        self._of_kind: dict[str, dict[str, tuple[int, int]]] = {}
         #: Kind -> the size of its latest batch dispatched and not yet begun.
         self._batch_size: dict[str, int] = {}
+        #: Requests that left by a line of their own and have not yet ended GPU work: job id
+        #: -> (kind, enqueue number, rank), the latest `MAX_WAITING`.
+        self._begun: dict[str, tuple[str, int, int]] = {}
+        #: The latest `MAX_ENDED` jobs read ending GPU work (tested inline on each GPU_END).
+        self.ended_jobs: dict[str, None] = {}
+        self._seq = 0
 
     def clear(self) -> None:
         self.jobs.clear()
         self._of_kind.clear()
         self._batch_size.clear()
+        self._begun.clear()
+        self.ended_jobs.clear()
 
-    def enqueued(self, job_id: str, kind: str, t_s: float) -> None:
-        self.begun(job_id)  # the same id again: the latest read
+    def enqueued(self, job_id: str, kind: str, priority: str) -> None:
+        if job_id in self.ended_jobs or job_id in self._begun:
+            return  # its work was read before this line: not waiting
+        self._leave(job_id)  # the same id again: the latest read
         if len(self.jobs) >= MAX_WAITING:
-            self.begun(next(iter(self.jobs)))
+            self._leave(next(iter(self.jobs)))
+        self._seq += 1
         self.jobs[job_id] = kind
-        self._of_kind.setdefault(kind, {})[job_id] = t_s
+        self._of_kind.setdefault(kind, {})[job_id] = (self._seq, _PRIORITY_RANK.get(priority, 0))
 
-    def begun(self, job_id: str) -> float | None:
-        """A line of `job_id`'s work read: no longer waiting. When it was enqueued, if it was."""
+    def begun(self, job_id: str) -> None:
+        """A line of `job_id`'s work read: no longer waiting (its GPU_END then ends the wait
+        of those of its kind before it: `ended`)."""
+        kind = self.jobs.get(job_id)
+        if kind is None:
+            return
+        seq, rank = self._leave(job_id)
+        keep_latest(self._begun, job_id, (kind, seq, rank), MAX_WAITING)
+
+    def ended(self, job_id: str) -> None:
+        """`job_id` ended GPU work (its GPU_END): the requests of its kind enqueued before it,
+        of a priority no lower, were dequeued before it (scheduler.rs: FIFO within a priority):
+        not waiting."""
+        keep_latest(self.ended_jobs, job_id, None, MAX_ENDED)
+        first = self._begun.pop(job_id, None)
+        if first is None:
+            return
+        kind, seq, rank = first
+        same = self._of_kind.get(kind)
+        if not same:
+            return
+        before = []
+        for other, (other_seq, other_rank) in same.items():  # in the order enqueued
+            if other_seq > seq:
+                break
+            if other_rank >= rank:
+                before.append(other)
+        for other in before:
+            self._leave(other)
+
+    def failed_unnamed(self, kind: str) -> None:
+        """A request of `kind` failed before any line naming it (`INPUT_PARSE_FAILED_KINDS`):
+        of those of its kind still waiting, the one the scheduler serves first (the highest
+        priority, then the oldest: `max` keeps the first of equals, in the order enqueued)."""
+        same = self._of_kind.get(kind)
+        if same:
+            self._leave(max(same, key=lambda job: same[job][1]))
+
+    def _leave(self, job_id: str) -> tuple[int, int]:
+        """No longer waiting: its enqueue's number and its priority's rank ((0, 0): it was
+        not waiting)."""
         kind = self.jobs.pop(job_id, None)
         if kind is None:
-            return None
+            return (0, 0)
         same = self._of_kind[kind]
-        t_s = same.pop(job_id)
+        mark = same.pop(job_id)
         if not same:
             del self._of_kind[kind]
-        return t_s
+        return mark
 
     def batch_sent(self, kind: str, size: int) -> None:
         """`processing batch batch_size proof_kind` (engine.rs:2150): a batch of `kind` taken
@@ -526,7 +591,7 @@ class _Waiting:
         more = self._batch_size.pop(kind, 1) - 1
         same = self._of_kind.get(kind)
         while same and more > 0:
-            self.begun(next(iter(same)))
+            self._leave(next(iter(same)))
             more -= 1
 
 
@@ -561,11 +626,15 @@ class RestartWatch:
         #: ended a step (`_idle_at_end`, `_failed`).
         self._flight = [0, 0, 0]
         self._work_after_gpu_end = True
-        #: The requests whose `job enqueued` was read and no line of their work since (job id
-        #: -> when), the latest `MAX_WAITING`: held in the batch collector or waiting on the
-        #: budget, no SYNTH_START yet. A failure ends the step it failed, not these: a daemon
-        #: stopped with one queued was not idle (`_idle_at_end`).
+        #: The requests whose `job enqueued` was read and no line of their work since, the
+        #: latest `MAX_WAITING`: held in the batch collector or waiting on the budget, no
+        #: SYNTH_START yet (`_Waiting`: one also leaves when a later one of its kind ends GPU
+        #: work, or at its kind's parse failure). A failure ends the step it failed, not
+        #: these: a daemon stopped with one queued was not idle (`_idle_at_end`).
         self._waiting = _Waiting()
+        #: Its dicts, emptied and never replaced: tested inline on every TIMELINE line.
+        self._waiting_jobs = self._waiting.jobs
+        self._ended_jobs = self._waiting.ended_jobs
         #: Worker -> its latest GPU_PICKUP (when) not followed by its GPU_START, a failure or
         #: a skip: with `CUZK_DISABLE_SPLIT_PROVE=1` (no GPU_START) the job it proves in one
         #: call, GPU work in flight until its result line in the worker's span
@@ -599,16 +668,18 @@ class RestartWatch:
                 if ev.worker is not None and name in ("GPU_PICKUP", "GPU_START"):
                     self._pick(name, ev.worker, ev.t_wall_s)
             self._work_after_gpu_end = name != "GPU_END"
-            if self._waiting.jobs and ev.job_id is not None:
-                synth_kind = ev.fields.get("kind")
-                if (name == "SYNTH_START" and ev.partition is None
-                        and isinstance(synth_kind, str)):
-                    self._waiting.batch_begun(ev.job_id, synth_kind)
-                else:
-                    self._waiting.begun(ev.job_id)
+            job = ev.job_id
+            # One membership test a line (a request is queued ahead most of the time): None is
+            # never a key; a whole-job SYNTH_START may begin a batch whose first request's
+            # enqueue was not read.
+            if job in self._waiting_jobs or (name == "SYNTH_START" and ev.partition is None
+                                             and job is not None and self._waiting_jobs):
+                self._waiting_began(ev, job)
             if name == "GPU_END":
                 self._last_gpu_end_s = ev.t_wall_s
                 self._streak = None  # a run that did GPU work ends a crash loop
+                if job is not None and job not in self._ended_jobs:
+                    self._waiting.ended(job)  # once a job, not once a partition
             elif name == "GPU_START":
                 self._streak = None
             # Work was done: a start line from now on starts another run. (The lines a start
@@ -627,9 +698,9 @@ class RestartWatch:
             self._sigint = True
         elif name == JOB_ENQUEUED_MESSAGE:
             if ev.job_id is not None:
-                req_kind = ev.fields.get("proof_kind")
+                req_kind, priority = ev.fields.get("proof_kind"), ev.fields.get("priority")
                 self._waiting.enqueued(ev.job_id, req_kind if isinstance(req_kind, str) else "",
-                                       ev.t_wall_s)
+                                       priority if isinstance(priority, str) else "")
             else:
                 self._work_after_gpu_end = True  # a job came, which not said
         elif name == PROCESSING_BATCH_MESSAGE:
@@ -640,6 +711,8 @@ class RestartWatch:
             self._work_after_gpu_end = True  # work for a job began
         elif name in _FAILED and ev.level == "ERROR":
             self._failed(_FAILED[name], self._unpicked(ev))
+        elif name in INPUT_PARSE_FAILED_KINDS and ev.level == "ERROR":
+            self._waiting.failed_unnamed(INPUT_PARSE_FAILED_KINDS[name])
         elif name == SKIPPED_GPU_PROVE_MESSAGE:
             # The partition picked up (a line of work) gets no GPU_START: its job had failed.
             # No pickup held: it ends nothing read, so it answers no line of work.
@@ -649,7 +722,7 @@ class RestartWatch:
             out += self._sync_gpu_done(ev)
         elif name in _MONOLITHIC_LINES and ev.fields.get("spans") == MONOLITHIC_SPAN:
             out += self._monolithic(ev)
-        if self._waiting.jobs and ev.job_id is not None and name != JOB_ENQUEUED_MESSAGE:
+        if ev.job_id in self._waiting_jobs and name != JOB_ENQUEUED_MESSAGE:
             self._waiting.begun(ev.job_id)  # a line of its work (its failure, its pickup)
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
@@ -657,6 +730,15 @@ class RestartWatch:
             out += self._cost_parts(ev)
         self._last_line_s = ev.t_wall_s
         return out
+
+    def _waiting_began(self, ev: LogEvent, job: str) -> None:
+        """A TIMELINE line naming `job` while requests wait: a whole-job SYNTH_START begins
+        its batch (`_Waiting.batch_begun`), any other line its own request."""
+        synth_kind = ev.fields.get("kind")
+        if ev.name == "SYNTH_START" and ev.partition is None and isinstance(synth_kind, str):
+            self._waiting.batch_begun(job, synth_kind)
+        else:
+            self._waiting.begun(job)
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
         up = st.uptime_s

@@ -640,3 +640,132 @@ def test_a_monolithic_job_of_another_daemon_is_neither_this_gpus_wait_nor_its_fa
     t0 = _t0()
     assert facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall").cause == "no_work"
     assert "winpost-1-aa" in facts.mono and facts.mono["winpost-1-aa"].end_s is None
+
+
+#: The PoSt-only daemon (GPU 1, its stdout and stderr in one file): a WinningPoSt on its GPU
+#: from 16:00:12, its split prove's finalizer failing at 16:00:13 (`GPU proving failed`, no
+#: span, engine.rs:977 via 3257).
+_POST_FAILED_ON_THE_GPU = [
+    *_start("05", "127.0.0.1:9830", 1),
+    f"{T}10.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=winpost-1-aa "
+    "proof_kind=winning-post priority=Critical queue_position=0",
+    "TIMELINE,5000,SYNTH_START,winpost-1-aa,kind=winning-post",
+    "TIMELINE,7000,SYNTH_END,winpost-1-aa,synth_ms=2000",
+    "TIMELINE,7000,GPU_QUEUE,winpost-1-aa,monolithic",
+    "TIMELINE,7010,GPU_PICKUP,winpost-1-aa,worker=0",
+    "TIMELINE,7010,GPU_START,winpost-1-aa,worker=0",
+    f"{T}13.000000Z ERROR cuzk_core::engine: GPU proving failed error=b_g2_msm failed"]
+
+
+def _post_failure_placed(files: dict[str, list[str]]) -> tuple[str, float | None, int, str | None]:
+    """What the PoSt tracker says of winpost-1-aa, when the gaps' facts say it ended, the
+    failures they left unplaced, and GPU 1's gap after the failure's cause."""
+    said = _proofs(_watched(_events(files)))["winpost-1-aa"]
+    facts = PipelineFacts()
+    for e in _events(files):
+        facts.feed(e)
+    ended = [m.end_s for m in facts.mono_done if m.job == "winpost-1-aa"]
+    t0 = _t0()
+    cause = facts.log_view(1, t0 + 14.0, t0 + 40.0, "host_stall").cause
+    return said, ended[0] if ended else None, facts.mono_failures_unplaced, cause
+
+
+def test_a_post_daemons_unnamed_failure_is_placed_alike_by_its_post_and_by_the_gaps_facts(
+) -> None:
+    """Each daemon's run is followed whole from its own start line: the PoSt daemon's finalizer
+    failure, read in its own file after its start line, is its WinningPoSt's (its daemon's one
+    job on a GPU), the PoRep daemon's batch on GPU 0 then no second candidate. The PoSt tracker
+    (one a daemon) and the gaps' facts both end it there, as with the PoSt daemon's log alone:
+    GPU 1's later gap is not that job's (it read as 'monolithic', the job kept in flight, the
+    gaps' facts following only the first daemon's start line)."""
+    porep = [*_start("00", "127.0.0.1:9820", 0),
+             "TIMELINE,10000,GPU_PICKUP,porep-batch-1,worker=0",
+             "TIMELINE,10000,GPU_START,porep-batch-1,worker=0",
+             "TIMELINE,20000,GPU_END,porep-batch-1,worker=0"]
+    alone = _post_failure_placed({"post.log": _POST_FAILED_ON_THE_GPU})
+    assert alone[0] == "failed" and alone[1] == pytest.approx(_t0() + 13.0, abs=0.001)
+    assert alone[2:] == (0, None)
+    both = _post_failure_placed({"porep.log": porep, "post.log": _POST_FAILED_ON_THE_GPU})
+    assert both == alone
+
+
+def _held_words(files: dict[str, list[str]], gpu: int, end_s: float) -> list[str]:
+    """GPU `gpu`'s gap from 16:00:15 to `end_s` past 16:00:00: its evidence that names the
+    batch collector."""
+    facts = PipelineFacts()
+    for e in _events(files):
+        facts.feed(e)
+    t0 = _t0()
+    view = facts.log_view(gpu, t0 + 15.0, t0 + end_s, "host_stall")
+    return [x for x in view.evidence if "batch collector" in x]
+
+
+def _dispatcher(at: str, wait_ms: int) -> str:
+    return (f"{T}{at}.040000Z  INFO cuzk_core::engine: synthesis dispatcher started "
+            f"(budget-gated) max_batch_size=2 max_batch_wait_ms={wait_ms}")
+
+
+def test_a_second_daemons_batch_hold_is_not_the_first_daemons_gpus() -> None:
+    """A second PoRep daemon (GPU 1, max_batch_wait_ms=1000) holds its request from 16:00:15.5
+    to 16:00:16.5 in its batch collector, sent alone at its timeout (`synth_timeout_flush`),
+    its first partition ready at 16:00:22.53 (after GPU 0's gap, whose end is its own
+    daemon's partition at 16:00:22.03). The first daemon (GPU 0, max_batch_wait_ms=5000) held nothing: its empty pipeline's gap
+    says no hold (it said GPU 1's, with `[scheduler] max_batch_wait_ms` to lower for GPU 0),
+    and GPU 1's gap says its own daemon's, with its own wait."""
+    first = [*_start("00", "127.0.0.1:9820", 0), _dispatcher("00", 5000), *_POREP_EMPTY_AT_15]
+    second = [*_start("05", "127.0.0.1:9830", 1), _dispatcher("05", 1000),
+              f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
+              "proof_kind=porep-c2 priority=Normal queue_position=0",
+              f"{T}16.500000Z  INFO synth_timeout_flush{{batch_size=1}}: cuzk_core::engine: "
+              "processing batch batch_size=1 proof_kind=porep-c2 slot_size=0",
+              "TIMELINE,11500,SYNTH_START,porep-2000-5,partition=0",
+              "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=6000",
+              "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+    files = {"a.log": first, "b.log": second}
+    assert _held_words(files, 0, 22.1) == []
+    [held] = _held_words(files, 1, 22.6)
+    assert held.startswith("cuzk held it 1.0 s in the batch collector")
+    assert "(max_batch_wait_ms=1000:" in held
+
+
+def test_an_empty_pipelines_new_work_is_said_paced_only_by_its_own_daemons_pacer() -> None:
+    """The first daemon (GPU 0) runs its dispatch pacer (`gpu_queue_target=4`), the second
+    (GPU 1) none: GPU 0's empty pipeline says its new work was paced, one partition a tick;
+    GPU 1's that its free workers started it at once (it was said paced by the first's pacer;
+    and with only the second's pacer on, GPU 0's said at once and GPU 1's the same)."""
+    pacer = (f"{T}00.035000Z  INFO cuzk_core::engine: GPU queue target dispatch pacer enabled "
+             "gpu_queue_target=4")
+    first = [*_start("00", "127.0.0.1:9820", 0), pacer, *_POREP_EMPTY_AT_15]
+    second = [*_start("05", "127.0.0.1:9830", 1),
+              f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
+              "proof_kind=porep-c2 priority=Normal queue_position=0",
+              "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
+              "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
+              "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+    facts = PipelineFacts()
+    for e in _events({"a.log": first, "b.log": second}):
+        facts.feed(e)
+    t0 = _t0()
+    gpu0 = facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall").evidence[-1]
+    gpu1 = facts.log_view(1, t0 + 15.0, t0 + 22.6, "host_stall").evidence[-1]
+    assert "the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target=4)" in gpu0
+    assert "the free ones all start the new work's partitions at once" in gpu1
+
+
+def test_a_file_read_before_its_start_line_tells_it_another_daemons_feeds_that_daemon_after(
+) -> None:
+    """b.log shows a line (`job enqueued`, 16:00:04) before its start line tells it a second
+    daemon's (16:00:05, a listen address of its own): read then as the first daemon's, its
+    syntheses after are the second daemon's all the same (which daemon a file is of is kept a
+    file, and forgotten when it changes), so GPU 0's gap reads as with a.log alone."""
+    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15]
+    other = [f"{T}04.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-0 "
+             "proof_kind=porep-c2 priority=Normal queue_position=0",
+             *_start("05", "127.0.0.1:9830", 1),
+             "TIMELINE,1000,SYNTH_START,porep-2000-1,partition=0",
+             "TIMELINE,2000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
+             "TIMELINE,9000,SYNTH_START,porep-2000-2,partition=0",
+             "TIMELINE,35000,SYNTH_END,porep-2000-2,partition=0,synth_ms=26000"]
+    alone = _gap_0_15_to_22({"a.log": porep})
+    assert alone[0] == "no_work"
+    assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone

@@ -87,8 +87,10 @@ class Daemons:
 
     def __init__(self) -> None:
         self.daemons: list[Daemon] = []
-        #: Files that showed a start line -> their daemon.
+        #: Files that showed a start line -> their daemon (`_own_stream`), and a count of its
+        #: changes: what was asked of `of_stream` before holds while it is the same.
         self._own: dict[str, int] = {}
+        self.version = 0
         #: The newest daemon, until its file shows a line past its listen address, then said
         #: (`note`).
         self._unsaid: int | None = None
@@ -180,9 +182,14 @@ class Daemons:
         is (a daemon that died on its first line is a restart of the first, not nothing)."""
         held = sorted(self._held.values(), key=lambda ev: ev.t_wall_s)
         for ev in held:
-            keep_latest(self._own, ev.stream, 0, MAX_STREAMS)
+            self._own_stream(ev.stream, 0)
         self._held.clear()
         return held
+
+    def _own_stream(self, stream: str, d: int) -> None:
+        """`stream` is daemon `d`'s (the latest `MAX_STREAMS` files remembered)."""
+        keep_latest(self._own, stream, d, MAX_STREAMS)
+        self.version += 1
 
     def _gpu(self, d: int, gpu: int) -> None:
         """Daemon `d`'s lines named `gpu` (at most `MAX_GPUS` remembered)."""
@@ -245,12 +252,12 @@ class Daemons:
             if self.daemons:
                 return 0
             self.daemons.append(Daemon(stream, t_s))
-            keep_latest(self._own, stream, 0, MAX_STREAMS)
+            self._own_stream(stream, 0)
             return 0
         # A file's start line, no listen address of its own read to tell it another daemon's
         # (`_decide`): the same daemon's (a log cut into one file a run; a log without
         # cuzk-daemon's own lines, `RUST_LOG=cuzk_core=info`), restarted, as one file reads.
-        keep_latest(self._own, stream, 0, MAX_STREAMS)
+        self._own_stream(stream, 0)
         return 0
 
     def _decide(self, ev: LogEvent) -> None:
@@ -269,7 +276,7 @@ class Daemons:
                 d = same
             elif all(o.listen is not None for o in self.daemons):
                 d = self._new_daemon(ev.stream, held.t_wall_s)
-        keep_latest(self._own, ev.stream, d, MAX_STREAMS)
+        self._own_stream(ev.stream, d)
         self.released = [held]
 
     def _new_daemon(self, stream: str, t_s: float) -> int:
@@ -354,6 +361,14 @@ class RestartsByDaemon:
 
     def __init__(self) -> None:
         self._by = PerDaemon(RestartWatch)
+        #: The daemon of the latest `/status` snapshot or GPU process fed (None: not known
+        #: among several): whose restart that reading said.
+        self.fed_daemon: int | None = None
+
+    @property
+    def router(self) -> Daemons:
+        """Which daemon each record is of."""
+        return self._by.router
 
     @property
     def first(self) -> RestartWatch:
@@ -385,11 +400,11 @@ class RestartsByDaemon:
         return watch.feed_log(ev)
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
-        d = self._by.router.of_status(st)
+        d = self.fed_daemon = self._by.router.of_status(st)
         return self._by.get(d).feed_status(st) if d is not None else []
 
     def feed_process(self, r: ProcessMemory) -> list[ProverEvent]:
-        d = self._by.router.of_process(r)
+        d = self.fed_daemon = self._by.router.of_process(r)
         return self._by.get(d).feed_process(r) if d is not None else []
 
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0,

@@ -54,8 +54,9 @@ run's wait for its first job, no work (`restarts.Spanned.cause` says which most 
 
 What was in flight at a gap's start decides between the GPU waiting on synthesis and an empty
 pipeline: each daemon's partition syntheses in flight and ended (`SynthFlight`, engine.rs:1719,
-1752) and `job enqueued` lines (scheduler.rs:67-73) are kept, a gap of a GPU asking only the
-daemons whose lines named it (`gapwatch.cuzk.daemons`: another daemon feeds another GPU), and
+1752), batch collector holds and pacer (`DaemonRun`) and `job enqueued` lines (scheduler.rs:
+67-73) are kept, a gap of a GPU asking only the daemons whose lines named it
+(`gapwatch.cuzk.daemons`: another daemon feeds another GPU), and
 a gap whose start found nothing in flight and that ended on the first synthesis of a request
 that came after is `empty_pipeline` (or `no_work`, the wait for that request most of it:
 `PipelineFacts._empty_start_view`): cuzk's free synthesis workers all start a new request's
@@ -74,7 +75,7 @@ from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import FieldValue, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
-from gapwatch.cuzk.daemons import RestartsByDaemon
+from gapwatch.cuzk.daemons import MAX_STREAMS, RestartsByDaemon
 from gapwatch.cuzk.first_wave import FirstWave, WavesByDaemon
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
@@ -187,6 +188,8 @@ ONE_CALL = "in one call"
 #: where the logs are of several (`gapwatch.cuzk.daemons`).
 _RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
                            PACER_ENABLED, DISPATCHER_MESSAGE))
+#: The lines of a daemon's run that are its own whichever daemon it is (`DaemonRun`).
+_DAEMON_RUN_LINES = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, PACER_ENABLED))
 #: The proof kinds cuzk's batch collector holds (PoRep and SnapDeals; PoSt is never batched).
 _BATCHED_KINDS = frozenset(BATCH_BYTES_BY_KIND)
 #: A monolithic worker's lines that end its job (engine.rs:3455-3475): it is free again.
@@ -520,6 +523,45 @@ class SynthFlight:
         return min(starts, default=None)
 
 
+class DaemonRun:
+    """What `PipelineFacts` keeps of each daemon's run apart, where the logs are of several
+    (`gapwatch.cuzk.daemons`: a PoSt-only cuzk beside a PoRep one): another daemon's work feeds
+    another GPU, so a gap of a GPU asks only the daemons whose lines named it. Its partition
+    syntheses (`SynthFlight`); the stream its start line was read on while its run is followed
+    whole (`RunStream`: where a failure line naming no job can be placed, as that daemon's own
+    `PostTracker` places it, one a daemon in `gapwatch.cuzk.watch.CuzkWatch`); its
+    `[scheduler] max_batch_wait_ms` and the stretches its batch collector held a request
+    (`PipelineFacts._batch_sent`); its dispatch pacer target."""
+
+    __slots__ = ("synth", "run", "batch_wait_ms", "batch_first_s", "batch_holds",
+                 "pacer_target")
+
+    def __init__(self) -> None:
+        self.synth = SynthFlight()
+        self.run = RunStream()
+        #: Its run's dispatcher line's `max_batch_wait_ms`, and the (from, until) stretches its
+        #: batch collector held a request: they do not overlap (one batch pending at a time).
+        self.batch_wait_ms: int | None = None
+        self.batch_holds: deque[tuple[float, float]] = deque(maxlen=HISTORY)
+        #: The first PoRep or SnapDeals request's `job enqueued` since its latest batch was
+        #: sent: where a held request's wait began.
+        self.batch_first_s: float | None = None
+        #: `gpu_queue_target` of its pacer line (`[pipeline] max_gpu_queue_depth`).
+        self.pacer_target: int | None = None
+
+    def new_run(self, stream: str, t_s: float) -> None:
+        """Its start line (`starting cuzk engine`) read on `stream` at `t_s`: what its old run
+        held died with it; its new run is followed whole from here."""
+        self.synth.new_run(t_s)
+        self.run.started(stream)
+        self.batch_wait_ms = None  # the new run's dispatcher line says its own
+        self.batch_first_s = None
+
+    @property
+    def pacer_on(self) -> bool:
+        return self.pacer_target is not None and self.pacer_target > 0
+
+
 #: The words `OverBudget.words` says it in, which a gap's evidence then carries (the advice
 #: reads them there: `gapwatch.cuzk.advice.StallGaps`).
 OVER_BUDGET_MARK = "can never be granted"
@@ -675,7 +717,11 @@ class PipelineFacts(_Limits):
         #: daemon, `RestartsByDaemon.daemon_of`), and each request's `job enqueued` (when, its
         #: job, its daemon): what a gap's start found (`_empty_start_view`), asked of the
         #: daemons of the gap's GPU only (another daemon's synthesis feeds another GPU).
-        self.synths: list[SynthFlight] = [SynthFlight()]
+        self.daemon_runs: list[DaemonRun] = [DaemonRun()]
+        #: stream -> its daemon's `DaemonRun` (`_run_of`), valid while the streams' daemons
+        #: are as at `_runs_version` (`Daemons.version`); at most `MAX_STREAMS`.
+        self._run_by_stream: dict[str, DaemonRun] = {}
+        self._runs_version = 0
         self.enqueued: deque[tuple[float, str | None, int]] = deque(maxlen=HISTORY)
         self.mono: OrderedDict[str, _Mono] = OrderedDict()
         self.mono_done: deque[_Mono] = deque(maxlen=HISTORY)
@@ -687,9 +733,6 @@ class PipelineFacts(_Limits):
         #: Failure lines naming no job that several monolithic jobs in flight could be the
         #: failure of: none of them is ended by it (`_monolithic_failed`), each is marked.
         self.mono_failures_unplaced = 0
-        #: The run's start-line stream, while all of the run is followed from it: where a
-        #: failure naming no job can be placed (`gapwatch.cuzk.unnamed_failure`).
-        self._whole_run = RunStream()
         #: Per prover: its SRS list was seen non-empty; since when it is empty; the spans it
         #: was empty (prover, from, until).
         self._srs_listed: dict[str, bool] = {}
@@ -699,15 +742,10 @@ class PipelineFacts(_Limits):
         self.errors: deque[tuple[float, str]] = deque(maxlen=HISTORY)
         #: `starting cuzk engine` lines read (each starts a run: in-flight state is reset).
         self.runs = 0
-        #: This run's `[scheduler] max_batch_wait_ms` (its dispatcher line), and the stretches
-        #: cuzk's batch collector held a request (`batch_held_s`).
-        self.batch_wait_ms: int | None = None
-        self.batch_holds: deque[tuple[float, float]] = deque(maxlen=HISTORY)
-        #: The first PoRep or SnapDeals request's `job enqueued` since the latest batch was
-        #: sent: where a held request's wait began (`_batch_sent`).
-        self._batch_first_s: float | None = None
-        #: The restarts (`gapwatch.cuzk.restarts`): the gaps that span one are its.
+        #: The restarts (`gapwatch.cuzk.restarts`): the gaps that span one are its. Its
+        #: router says each stream's daemon (`_run_of`).
         self.restarts = RestartsByDaemon()
+        self._router = self.restarts.router
         #: Count and size fields that were none (`synth_worker_count=-5`): dropped (None,
         #: never 0), the latest such value of each while no good one replaced it (the view's
         #: `dropped`, which the advice names).
@@ -722,7 +760,7 @@ class PipelineFacts(_Limits):
             self.seen = True
             restarted = self.restarts.feed_log(ev)
             if restarted:  # every event comes here: no call for the many that say nothing
-                self._restarted(restarted)
+                self._restarted(restarted, self.restarts.daemon_of(ev.stream))
             if kind == "timeline":
                 self._timeline(ev)
             else:
@@ -745,32 +783,49 @@ class PipelineFacts(_Limits):
         self.srs_loads.extend(kept)
         self._srs_empty_since.clear()
         self.over_budget = None  # the blocked request died with the old process
-        self.batch_wait_ms = None  # the new run's dispatcher line says its own
-        self._batch_first_s = None
         self.runs += 1
 
-    def _synth_of(self, stream: str) -> SynthFlight:
-        """The syntheses of the daemon whose lines `stream` holds (one made as each is first
-        read, at most `MAX_DAEMONS`: `Daemons` caps the index)."""
-        d = self.restarts.daemon_of(stream)
-        synths = self.synths
-        while len(synths) <= d:
-            synths.append(SynthFlight())
-        return synths[d]
+    def _run_of(self, stream: str) -> DaemonRun:
+        """The run of the daemon whose lines `stream` holds. Every partition line asks it: the
+        answer is kept a stream (a dict look-up, not two calls into the router), dropped
+        whenever a stream's daemon changes (`Daemons.version`)."""
+        if self._runs_version != self._router.version:
+            self._run_by_stream.clear()
+            self._runs_version = self._router.version
+        run = self._run_by_stream.get(stream)
+        if run is None:
+            run = self._daemon_run(self.restarts.daemon_of(stream))
+            if len(self._run_by_stream) >= MAX_STREAMS:
+                self._run_by_stream.clear()
+            self._run_by_stream[stream] = run
+        return run
 
-    def _synths_of_gpu(self, gpu: int) -> list[SynthFlight]:
-        return [self.synths[d] for d in self.restarts.of_gpu(gpu) if d < len(self.synths)]
+    def _daemon_run(self, d: int) -> DaemonRun:
+        """Daemon `d`'s run (one made as each is first read, at most `MAX_DAEMONS`: `Daemons`
+        caps the index)."""
+        runs = self.daemon_runs
+        while len(runs) <= d:
+            runs.append(DaemonRun())
+        return runs[d]
 
-    def _restarted(self, events: list[ProverEvent]) -> None:
-        """The restarts `RestartWatch` said (its start lines, `/status` uptime going back): the
-        new run's pool is empty, its re-pins no churn of the old one's frees, and a request
-        over the budget made before one died with its process."""
+    def _runs_of_gpu(self, gpu: int) -> list[DaemonRun]:
+        """The runs of the daemons whose lines named `gpu` (every daemon where none did)."""
+        runs = self.daemon_runs
+        return [runs[d] for d in self.restarts.of_gpu(gpu) if d < len(runs)]
+
+    def _restarted(self, events: list[ProverEvent], daemon: int | None) -> None:
+        """The restarts `RestartWatch` said of `daemon` (its start lines, `/status` uptime
+        going back; None: not known whose, every daemon's): the new run's pool is empty, its
+        re-pins no churn of the old one's frees, and a request over the budget made before one
+        died with its process."""
         if not events:
             return
         restarts = [e for e in events if e.kind == "restart"]
         if restarts:
             self.churn.restart()
-            self._whole_run.lost()  # until the new run's start line is read
+            # Until the new run's start line is read, no failure naming no job is placed.
+            for run in (self.daemon_runs if daemon is None else [self._daemon_run(daemon)]):
+                run.run.lost()
         over = self.over_budget
         if over is not None and any(e.t_wall_s > over.t_s for e in restarts):
             self.over_budget = None
@@ -806,11 +861,11 @@ class PipelineFacts(_Limits):
         if part is not None:
             key = (job, part)
             if name == "SYNTH_START":
-                self._synth_of(ev.stream).started(key, t)
+                self._run_of(ev.stream).synth.started(key, t)
             elif name == "SYNTH_END":
-                self._synth_of(ev.stream).done(key, t)
+                self._run_of(ev.stream).synth.done(key, t)
             elif name == "GPU_QUEUE":
-                synth = self._synth_of(ev.stream)
+                synth = self._run_of(ev.stream).synth
                 if key not in synth.ended_keys:  # its SYNTH_END not read
                     synth.done(key, t)
                 self.queued[key] = t
@@ -857,8 +912,8 @@ class PipelineFacts(_Limits):
             self._info_read = True
         if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
             return  # most lines (a partition's synthesis, its GPU timing): one look, not 15
-        if msg == ANCHOR_MESSAGE:  # its daemon's syntheses died with its old run
-            self._synth_of(ev.stream).new_run(t)
+        if msg in _DAEMON_RUN_LINES:  # each daemon's own, whichever it is
+            self._daemon_run_line(ev)
         if msg in _RUN_SETTINGS and self.restarts.of_another(ev.stream):
             # Another daemon's settings (a PoSt-only cuzk beside this one): the view, the
             # advice and the rules below read the first daemon's (docs/post.md, "Two daemons");
@@ -876,7 +931,6 @@ class PipelineFacts(_Limits):
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
             self._new_run(t)
-            self._whole_run.started(ev.stream)
             enabled = f.get("pipeline_enabled")
             self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
             self.pipeline_off_by_workers = False
@@ -900,23 +954,33 @@ class PipelineFacts(_Limits):
                 self.srs_loads.append(SrsLoad(circuit, t - (ms or 0) / 1000, t, ms))
         elif msg == SRS_EVICTED_MESSAGE:
             self.srs_evictions.append((t, str(f.get("circuit_id", "?"))))
-        elif msg == DISPATCHER_MESSAGE:
-            self.batch_wait_ms = self._count(f, "max_batch_wait_ms")
         elif msg == PROCESSING_BATCH_MESSAGE:
-            self._batch_sent(t, f)
+            self._batch_sent(self._run_of(ev.stream), t, f)
         elif msg == JOB_ENQUEUED_MESSAGE:
             self.enqueued.append((t, ev.job_id, self.restarts.daemon_of(ev.stream)))
-            if self._batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
-                self._batch_first_s = t
+            run = self._run_of(ev.stream)
+            if run.batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
+                run.batch_first_s = t
         elif msg in _MONOLITHIC_LINES:
             self._monolithic_worker(ev)
         elif msg in _PARTITION_SYNTH_FAILED:
             if ev.job_id is not None and ev.partition is not None:
-                self._synth_of(ev.stream).done((ev.job_id, ev.partition), t)
+                self._run_of(ev.stream).synth.done((ev.job_id, ev.partition), t)
         elif msg in _STEP_FAILED:
             self._monolithic_failed(ev)
         elif msg in _SYNC_DONE:
             self._sync_done(ev)
+
+    def _daemon_run_line(self, ev: LogEvent) -> None:
+        """A line of a daemon's run that is its own whichever daemon it is
+        (`_DAEMON_RUN_LINES`): its start line, its dispatcher's and its pacer's settings."""
+        run, msg = self._run_of(ev.stream), ev.name
+        if msg == ANCHOR_MESSAGE:  # its daemon's syntheses died with its old run
+            run.new_run(ev.stream, ev.t_wall_s)
+        elif msg == DISPATCHER_MESSAGE:
+            run.batch_wait_ms = self._count(ev.fields, "max_batch_wait_ms")
+        elif msg == PACER_ENABLED:
+            run.pacer_target = self._count(ev.fields, "gpu_queue_target")
 
     def _mono_ended(self, entry: _Mono, t_s: float, unread: bool = False) -> None:
         """A monolithic job ended at `t_s` (its GPU_END, its worker's end line, its failure;
@@ -1007,7 +1071,7 @@ class PipelineFacts(_Limits):
         could = [m for m in self.mono.values() if m.daemon == d
                  and m.could_have_failed(synth, t)
                  and (not isinstance(kind, str) or m.kind == kind)]
-        if len(could) == 1 and self._whole_run.in_order(ev.stream, could[0].stream):
+        if len(could) == 1 and self._daemon_run(d).run.in_order(ev.stream, could[0].stream):
             self._mono_ended(could[0], t)
             return
         if could:
@@ -1048,27 +1112,27 @@ class PipelineFacts(_Limits):
 
     def _drop_oldest_mono(self) -> None:
         """`mono` held to `HISTORY`; one dropped in flight may be a failure's other candidate:
-        no failure naming no job is placed for the rest of the run (`_whole_run`)."""
+        no failure naming no job is placed for the rest of its daemon's run (`DaemonRun.run`)."""
         while len(self.mono) > HISTORY:
             _, old = self.mono.popitem(last=False)
             if old.end_s is None:
-                self._whole_run.lost()
+                self._daemon_run(old.daemon).run.lost()
 
-    def _batch_sent(self, t_s: float, f: dict[str, FieldValue]) -> None:
-        """A batch sent to synthesis at `t_s`: in span `synth_timeout_flush` it is sent because
-        `max_batch_wait_ms` ran out on its first request (batch_collector.rs:145-156, checked
-        when the timer set to that wait fires, engine.rs:1984-2012), so cuzk held that request
-        for that wait, listing it nowhere in /status: from its `job enqueued` where read, else
-        from the wait before the line. Not up to the line: with `synthesis_concurrency` > 1 it
-        is written once a synthesis slot is free (engine.rs:1941, 2154), and a wait for a slot
-        is the GPU waiting on synthesis, not on the batch."""
-        first_s, self._batch_first_s = self._batch_first_s, None
-        wait_ms = self.batch_wait_ms
+    def _batch_sent(self, run: DaemonRun, t_s: float, f: dict[str, FieldValue]) -> None:
+        """A batch of `run`'s daemon sent to synthesis at `t_s`: in span `synth_timeout_flush`
+        it is sent because `max_batch_wait_ms` ran out on its first request (batch_collector.rs:
+        145-156, checked when the timer set to that wait fires, engine.rs:1984-2012), so cuzk
+        held that request for that wait, listing it nowhere in /status: from its `job enqueued`
+        where read, else from the wait before the line. Not up to the line: with
+        `synthesis_concurrency` > 1 it is written once a synthesis slot is free (engine.rs:1941,
+        2154), and a wait for a slot is the GPU waiting on synthesis, not on the batch."""
+        first_s, run.batch_first_s = run.batch_first_s, None
+        wait_ms = run.batch_wait_ms
         if wait_ms is None or wait_ms <= 0 or TIMEOUT_FLUSH_SPAN not in str(f.get("spans", "")):
             return
         wait_s = wait_ms / 1000
         start_s = first_s if first_s is not None and first_s <= t_s else t_s - wait_s
-        self.batch_holds.append((start_s, min(start_s + wait_s, t_s)))
+        run.batch_holds.append((start_s, min(start_s + wait_s, t_s)))
 
     def _budget_line(self, ev: LogEvent) -> None:
         """A line of memory.rs's acquire: its WARN over the whole budget, a wait, a grant."""
@@ -1170,14 +1234,14 @@ class PipelineFacts(_Limits):
         restarted = self.restarts.feed_process(reading)
         if restarted:
             self.restart_seen = True
-            self._restarted(restarted)
+            self._restarted(restarted, self.restarts.fed_daemon)
 
     def feed_status(self, status: ProverStatus) -> None:
         """Take a `/status` snapshot: an SRS list that goes empty after listing entries means
         the SRS manager's mutex is held (engine.rs `detailed_status` skips its entries then:
         a load, srs_manager.rs `ensure_loaded`, or an eviction)."""
         self.status_seen = True
-        self._restarted(self.restarts.feed_status(status))
+        self._restarted(self.restarts.feed_status(status), self.restarts.fed_daemon)
         if status.uptime_s is not None:
             self._uptime_read = True
         if status.memory_total_bytes is not None:
@@ -1308,17 +1372,23 @@ class PipelineFacts(_Limits):
             return m
         return None
 
-    def batch_held_s(self, start_s: float, end_s: float
-                     ) -> tuple[float, tuple[float, float] | None]:
-        """How much of [start_s, end_s] cuzk's batch collector held a request (the stretches
-        `_batch_sent` read; they do not overlap: one batch is pending at a time), and the
-        latest stretch that did (None: none)."""
-        held, latest = 0.0, None
-        for lo, hi in self.batch_holds:
-            inside = min(hi, end_s) - max(lo, start_s)
-            if inside > 0:
-                held, latest = held + inside, (lo, hi)
-        return held, latest
+    def batch_held_s(self, start_s: float, end_s: float, gpu: int
+                     ) -> tuple[float, tuple[float, float] | None, int | None]:
+        """How much of [start_s, end_s] the batch collector of a daemon of `gpu` held a
+        request (the stretches `_batch_sent` read; one daemon's do not overlap: one batch is
+        pending at a time), the latest stretch that did (None: none), and that daemon's
+        `max_batch_wait_ms`. Another daemon's hold feeds another GPU; of several daemons of
+        `gpu` (its lines named by none), the one that held it longest."""
+        best: tuple[float, tuple[float, float] | None, int | None] = (0.0, None, None)
+        for run in self._runs_of_gpu(gpu):
+            held, latest = 0.0, None
+            for lo, hi in run.batch_holds:
+                inside = min(hi, end_s) - max(lo, start_s)
+                if inside > 0:
+                    held, latest = held + inside, (lo, hi)
+            if held > best[0]:
+                best = (held, latest, run.batch_wait_ms)
+        return best
 
     def budget_waits_during(self, start_s: float, end_s: float
                             ) -> list[tuple[float, dict[str, FieldValue]]]:
@@ -1342,7 +1412,7 @@ class PipelineFacts(_Limits):
             # run's wait for a first job is no work, and the cause where it is most of the gap.
             return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
                            said_by=spanned.said_by, spans_restart=True)
-        held = self._batch_wait_view(start_s, end_s)
+        held = self._batch_wait_view(start_s, end_s, gpu)
         if held is not None:
             return held
         load = self.srs_load_during(start_s, end_s)
@@ -1435,7 +1505,8 @@ class PipelineFacts(_Limits):
         (a log read from mid-run): the GPU waited on synthesis; and for an open gap, where no
         work has come yet (/status says no work)."""
         daemons = self.restarts.of_gpu(gpu)
-        synths = self._synths_of_gpu(gpu)
+        runs = self._runs_of_gpu(gpu)
+        synths = [run.synth for run in runs]
         if not synths or any(s.in_flight_at(start_s) is not False for s in synths):
             return None
         until_s = ready_s if ready_s is not None else math.inf
@@ -1462,13 +1533,13 @@ class PipelineFacts(_Limits):
         else:
             evidence.append(f"the next synthesis began {wait_s:.1f} s into the gap (SYNTH_START "
                             f"at {_hms(arrived_s)}; no 'job enqueued' line read for it)")
-        held_s, _ = self.batch_held_s(start_s, end_s)
+        held_s, _, wait_ms = self.batch_held_s(start_s, end_s, gpu)
         if held_s > 0:
             evidence.append(
                 f"cuzk held it {held_s:.1f} s {BATCH_HELD_MARK} before sending it to synthesis "
-                f"(max_batch_wait_ms={self.batch_wait_ms}: 'processing batch' in span "
+                f"(max_batch_wait_ms={wait_ms}: 'processing batch' in span "
                 "synth_timeout_flush, engine.rs:1984-2012)")
-        why = self._new_work_words()
+        why = self._new_work_words(runs)
         if ready_s is None:
             evidence.append(f"its partitions synthesising, none done yet (the gap still open): "
                             f"it waits one synthesis's latency, {why}")
@@ -1485,25 +1556,28 @@ class PipelineFacts(_Limits):
         return LogView(cause, evidence,
                        f"work came {wait_s:.1f} s in, its first synthesis took {synth_s:.1f} s")
 
-    def _new_work_words(self) -> str:
+    @staticmethod
+    def _new_work_words(runs: list[DaemonRun]) -> str:
         """How cuzk starts the partitions of work that came to an empty pipeline: all at once,
         or, the dispatch pacer on (`[pipeline] max_gpu_queue_depth` > 0), one a tick, a drained
         pipeline re-entering its bootstrap (engine.rs:1480-1524), ticks at least 2 s apart once
-        the GPU's rate is known (262-266): the worker count is then not what spaces them."""
-        if not self.pacer_on:
+        the GPU's rate is known (262-266): the worker count is then not what spaces them.
+        `runs`: the daemons of the gap's GPU (its pacer, not another daemon's)."""
+        paced = next((run for run in runs if run.pacer_on), None)
+        if paced is None:
             return _AT_ONCE
         return (f"the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target="
-                f"{self.pacer_target}) pacing the new work's partitions: one dispatched a tick, "
+                f"{paced.pacer_target}) pacing the new work's partitions: one dispatched a tick, "
                 "a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once the "
                 "GPU's rate is known (engine.rs:1480-1524, 262-266)")
 
-    def _batch_wait_view(self, start_s: float, end_s: float) -> LogView | None:
+    def _batch_wait_view(self, start_s: float, end_s: float, gpu: int) -> LogView | None:
         """A gap cuzk's batch collector held a request through most of: the work was there,
         cuzk kept it waiting for company (`[scheduler] max_batch_size` > 1), which /status
         shows as no work at all. Most, as the snapshots' majority decides a cause: the held
         stretch itself, not the synthesis after the flush (the GPU waiting on synthesis then,
         which a gap mostly of that is)."""
-        held_s, latest = self.batch_held_s(start_s, end_s)
+        held_s, latest, _ = self.batch_held_s(start_s, end_s, gpu)
         if latest is None or held_s * 2 < end_s - start_s:
             return None
         since, until = latest

@@ -556,7 +556,9 @@ class PostTracker:
         #: names no job be known to be a PoSt's (`_unnamed_failure`). And the jobs not split
         #: into partitions (a PoSt; a batch, `max_batch_size` above 1) between their GPU_START
         #: and GPU_END (job id -> stream), the latest `MAX_HELD`: those a finalizer's failure
-        #: line can be of.
+        #: line can be of. A tracker is one daemon's (`gapwatch.cuzk.watch.CuzkWatch` feeds
+        #: each daemon's lines to its own): both are that daemon's, another daemon's job on its
+        #: own GPU no candidate (`gapwatch.cuzk.unnamed_failure`).
         self._whole_run = RunStream()
         self._on_gpu: OrderedDict[str, str] = OrderedDict()
 

@@ -15,16 +15,22 @@ lines all read there. Read from two files (followed live, stdout ahead of stderr
 time offline, each file placed by its own clock) a second candidate's pickup written before the
 failure may be read after it: the answer would depend on read order. There the line ends no
 job; its callers count it.
+
+Of several daemons (`gapwatch.cuzk.daemons`) each is followed apart: one `RunStream` a daemon
+(`PostTracker` is one a daemon in `gapwatch.cuzk.watch.CuzkWatch`; `PipelineFacts` keeps one in
+each `DaemonRun`), started by that daemon's own start line, and the candidates are that
+daemon's jobs only: another daemon's job on its own GPU is no second candidate, and a line of
+one daemon's file never placed by another's start line.
 """
 
 from __future__ import annotations
 
 
 class RunStream:
-    """The stream of the current run's start line while the run has been followed whole from
-    it (None: not so). Its owner sets it at the start line (`started`) and clears it where it
-    loses sight of part of the run (`lost`: a restart, offsets beginning again, candidates
-    dropped past a bound)."""
+    """The stream of one daemon's current run's start line while the run has been followed
+    whole from it (None: not so). Its owner sets it at the start line (`started`) and clears
+    it where it loses sight of part of the run (`lost`: a restart, offsets beginning again,
+    candidates dropped past a bound)."""
 
     __slots__ = ("stream",)
 

@@ -625,8 +625,13 @@ def test_one_daemons_restart_leaves_the_other_daemons_syntheses_in_flight() -> N
 def test_a_monolithic_job_of_another_daemon_is_neither_this_gpus_wait_nor_its_failure() -> None:
     """The PoSt-only daemon on GPU 1 synthesises a WinningPoSt from 16:00:16 (monolithic: any
     GPU of its own daemon would wait on it): GPU 0's gap is not that job's. And a failure line
-    naming no job written by the first daemon ends none of the second daemon's jobs."""
+    naming no job written by the first daemon (16:00:30, its split prove's finalizer) is its
+    own batch's on GPU 0 (from 16:00:25), the one job of its own on a GPU: the second daemon's
+    WinningPoSt, on its GPU then too, is no second candidate that would leave the failure
+    unplaced."""
     porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15,
+             "TIMELINE,25000,GPU_PICKUP,porep-batch-1,worker=1",
+             "TIMELINE,25000,GPU_START,porep-batch-1,worker=1",
              f"{T}30.000000Z ERROR cuzk_core::engine: GPU proving failed error=b_g2_msm failed"]
     post = [*_start("05", "127.0.0.1:9830", 1),
             "TIMELINE,11000,SYNTH_START,winpost-1-aa,kind=winning-post",
@@ -639,7 +644,11 @@ def test_a_monolithic_job_of_another_daemon_is_neither_this_gpus_wait_nor_its_fa
         facts.feed(e)
     t0 = _t0()
     assert facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall").cause == "no_work"
-    assert "winpost-1-aa" in facts.mono and facts.mono["winpost-1-aa"].end_s is None
+    [batch] = [m for m in facts.mono_done if m.job == "porep-batch-1"]
+    assert batch.end_s == pytest.approx(t0 + 30.0, abs=0.001)
+    post_job = facts.mono["winpost-1-aa"]
+    assert post_job.end_s is None and post_job.unplaced_failure is None
+    assert facts.mono_failures_unplaced == 0
 
 
 #: The PoSt-only daemon (GPU 1, its stdout and stderr in one file): a WinningPoSt on its GPU

@@ -778,3 +778,50 @@ def test_a_file_read_before_its_start_line_tells_it_another_daemons_feeds_that_d
     alone = _gap_0_15_to_22({"a.log": porep})
     assert alone[0] == "no_work"
     assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone
+
+
+def test_another_daemons_partitions_queued_for_its_own_gpu_are_neither_this_gpus_queue_nor_work(
+) -> None:
+    """The second daemon (GPU 1) queued a partition for its GPU at 16:00:14.03, not picked up
+    in these lines: GPU 0's gap (16:00:15 to 22.1) found its own daemon's queue empty and reads
+    as with a.log alone (it read as a queue not empty, no empty pipeline). Without that
+    partition, GPU 1's empty pipeline ends on its own daemon's next partition, ready at
+    16:00:22.53, not on GPU 0's at 16:00:22.03."""
+    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15]
+    queued = ["TIMELINE,8000,SYNTH_START,porep-2000-1,partition=0",
+              "TIMELINE,9000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
+              "TIMELINE,9000,GPU_QUEUE,porep-2000-1,partition=0"]
+    start = _start("05", "127.0.0.1:9830", 1)
+    work = [f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
+            "proof_kind=porep-c2 priority=Normal queue_position=0",
+            "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
+            "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
+            "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+    with_queued = {"a.log": porep, "b.log": [*start, *queued, *work]}
+    assert _gap_0_15_to_22(with_queued) == _gap_0_15_to_22({"a.log": porep})
+    facts = PipelineFacts()
+    for e in _events({"a.log": porep, "b.log": [*start, *work]}):
+        facts.feed(e)
+    t0 = _t0()
+    gpu1 = facts.log_view(1, t0 + 15.0, t0 + 22.6, "host_stall").evidence
+    assert any("finished synthesis (SYNTH_END, GPU_QUEUE) at 16:00:22.530" in x for x in gpu1)
+
+
+def test_one_daemons_restart_leaves_the_other_daemons_monolithic_job_in_flight() -> None:
+    """The first daemon restarts at 16:00:16 while the PoSt-only daemon's WinningPoSt is on GPU
+    1 (from 16:00:12.04, no GPU_END read): the restart ends the first daemon's work, not the
+    second's, so GPU 1's gap after it is still that job's (it was dropped with the first
+    daemon's, the gap read as nothing in flight)."""
+    first = [*_start("00", "127.0.0.1:9820", 0), *_start("16", "127.0.0.1:9820", 0)]
+    post = [*_start("05", "127.0.0.1:9830", 1),
+            "TIMELINE,5000,SYNTH_START,winpost-1-aa,kind=winning-post",
+            "TIMELINE,7000,SYNTH_END,winpost-1-aa,synth_ms=2000",
+            "TIMELINE,7000,GPU_QUEUE,winpost-1-aa,monolithic",
+            "TIMELINE,7010,GPU_PICKUP,winpost-1-aa,worker=0",
+            "TIMELINE,7010,GPU_START,winpost-1-aa,worker=0"]
+    facts = PipelineFacts()
+    for e in _events({"a.log": first, "b.log": post}):
+        facts.feed(e)
+    assert "winpost-1-aa" in facts.mono
+    t0 = _t0()
+    assert facts.log_view(1, t0 + 19.0, t0 + 25.0, "host_stall").cause == "monolithic"

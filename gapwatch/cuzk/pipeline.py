@@ -54,14 +54,15 @@ run's wait for its first job, no work (`restarts.Spanned.cause` says which most 
 
 What was in flight at a gap's start decides between the GPU waiting on synthesis and an empty
 pipeline: each daemon's partition syntheses in flight and ended (`SynthFlight`, engine.rs:1719,
-1752), batch collector holds and pacer (`DaemonRun`) and `job enqueued` lines (scheduler.rs:
-67-73) are kept, a gap of a GPU asking only the daemons whose lines named it
-(`gapwatch.cuzk.daemons`: another daemon feeds another GPU), and
-a gap whose start found nothing in flight and that ended on the first synthesis of a request
-that came after is `empty_pipeline` (or `no_work`, the wait for that request most of it:
-`PipelineFacts._empty_start_view`): cuzk's free synthesis workers all start a new request's
-partitions at once (engine.rs:1475, 1678), so more of them cannot shorten it; with the dispatch
-pacer on it paces them instead, one a tick (1480-1524), which the evidence then says.
+1752), partitions queued for the GPU, batch collector holds and pacer (`DaemonRun`) and `job
+enqueued` lines (scheduler.rs:67-73) are kept, its restart ending its own work in flight only,
+a gap of a GPU asking only the daemons whose lines named it (`gapwatch.cuzk.daemons`: another
+daemon feeds another GPU), and a gap whose start found nothing in flight and that ended on
+the first synthesis of a request that came after is `empty_pipeline` (or `no_work`, the wait
+for that request most of it: `PipelineFacts._empty_start_view`): cuzk's free synthesis workers
+all start a new request's partitions at once (engine.rs:1475, 1678), so more of them cannot
+shorten it; with the dispatch pacer on it paces them instead, one a tick (1480-1524), which the
+evidence then says.
 """
 
 from __future__ import annotations
@@ -527,17 +528,22 @@ class DaemonRun:
     """What `PipelineFacts` keeps of each daemon's run apart, where the logs are of several
     (`gapwatch.cuzk.daemons`: a PoSt-only cuzk beside a PoRep one): another daemon's work feeds
     another GPU, so a gap of a GPU asks only the daemons whose lines named it. Its partition
-    syntheses (`SynthFlight`); the stream its start line was read on while its run is followed
-    whole (`RunStream`: where a failure line naming no job can be placed, as that daemon's own
-    `PostTracker` places it, one a daemon in `gapwatch.cuzk.watch.CuzkWatch`); its
+    syntheses (`SynthFlight`) and partitions queued for its GPUs; the stream its start line was
+    read on while its run is followed whole (`RunStream`: where a failure line naming no job can
+    be placed, as that daemon's own `PostTracker` places it, one a daemon in
+    `gapwatch.cuzk.watch.CuzkWatch`); its
     `[scheduler] max_batch_wait_ms` and the stretches its batch collector held a request
     (`PipelineFacts._batch_sent`); its dispatch pacer target."""
 
-    __slots__ = ("synth", "run", "batch_wait_ms", "batch_first_s", "batch_holds",
-                 "pacer_target")
+    __slots__ = ("synth", "queued", "queue_times", "run", "batch_wait_ms", "batch_first_s",
+                 "batch_holds", "pacer_target")
 
     def __init__(self) -> None:
         self.synth = SynthFlight()
+        #: (job, partition) -> time queued for the GPU (GPU_QUEUE), not picked up yet; and the
+        #: times of each GPU_QUEUE (synthesis done, ready for the GPU).
+        self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
+        self.queue_times: deque[float] = deque(maxlen=HISTORY)
         self.run = RunStream()
         #: Its run's dispatcher line's `max_batch_wait_ms`, and the (from, until) stretches its
         #: batch collector held a request: they do not overlap (one batch pending at a time).
@@ -553,6 +559,7 @@ class DaemonRun:
         """Its start line (`starting cuzk engine`) read on `stream` at `t_s`: what its old run
         held died with it; its new run is followed whole from here."""
         self.synth.new_run(t_s)
+        self.queued.clear()
         self.run.started(stream)
         self.batch_wait_ms = None  # the new run's dispatcher line says its own
         self.batch_first_s = None
@@ -706,13 +713,10 @@ class PipelineFacts(_Limits):
         #: over the budget's words say a restart since it may have gone unseen.
         self._info_read = False
         self._uptime_read = False
-        #: (job, partition) -> time queued, for partitions not picked up yet.
-        self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
-        #: (job, partition, queued at, picked up at, gpu or None).
+        #: (job, partition, queued at, picked up at, gpu or None): each daemon's partitions
+        #: queued are its `DaemonRun.queued`.
         self.queue_waits: deque[tuple[str, int, float, float, int | None]] = deque(
             maxlen=HISTORY)
-        #: Times of each GPU_QUEUE of a partition (synthesis done, ready for the GPU).
-        self.queue_times: deque[float] = deque(maxlen=HISTORY)
         #: Each daemon's partition syntheses in flight and ended (`SynthFlight`; index: the
         #: daemon, `RestartsByDaemon.daemon_of`), and each request's `job enqueued` (when, its
         #: job, its daemon): what a gap's start found (`_empty_start_view`), asked of the
@@ -774,8 +778,7 @@ class PipelineFacts(_Limits):
     def _new_run(self, t_s: float) -> None:
         """`starting cuzk engine`: the daemon started (again). What was in flight in the old
         run is gone with it (cuzk keeps nothing across a restart); totals and histories stay."""
-        self.queued.clear()
-        self.mono.clear()
+        self._drop_mono_of(0)
         self._on_worker.clear()
         self.pacer, self.pacer_t_s = None, None
         kept = [load for load in self.srs_loads if load.end_s is not None]
@@ -865,16 +868,18 @@ class PipelineFacts(_Limits):
             elif name == "SYNTH_END":
                 self._run_of(ev.stream).synth.done(key, t)
             elif name == "GPU_QUEUE":
-                synth = self._run_of(ev.stream).synth
+                run = self._run_of(ev.stream)
+                synth = run.synth
                 if key not in synth.ended_keys:  # its SYNTH_END not read
                     synth.done(key, t)
-                self.queued[key] = t
-                self.queued.move_to_end(key)
-                self.queue_times.append(t)
-                while len(self.queued) > HISTORY:
-                    self.queued.popitem(last=False)
+                queued = run.queued
+                queued[key] = t
+                queued.move_to_end(key)
+                run.queue_times.append(t)
+                if len(queued) > HISTORY:
+                    queued.popitem(last=False)
             elif name == "GPU_PICKUP":
-                since = self.queued.pop(key, None)
+                since = self._run_of(ev.stream).queued.pop(key, None)
                 if since is not None:
                     self.queue_waits.append((job, part, since, t, ev.gpu))
             return
@@ -975,12 +980,21 @@ class PipelineFacts(_Limits):
         """A line of a daemon's run that is its own whichever daemon it is
         (`_DAEMON_RUN_LINES`): its start line, its dispatcher's and its pacer's settings."""
         run, msg = self._run_of(ev.stream), ev.name
-        if msg == ANCHOR_MESSAGE:  # its daemon's syntheses died with its old run
+        if msg == ANCHOR_MESSAGE:  # its daemon's work in flight died with its old run
             run.new_run(ev.stream, ev.t_wall_s)
+            d = self.restarts.daemon_of(ev.stream)
+            if d != 0:  # the first daemon's: `_new_run`, after its run's settings are read
+                self._drop_mono_of(d)
         elif msg == DISPATCHER_MESSAGE:
             run.batch_wait_ms = self._count(ev.fields, "max_batch_wait_ms")
         elif msg == PACER_ENABLED:
             run.pacer_target = self._count(ev.fields, "gpu_queue_target")
+
+    def _drop_mono_of(self, daemon: int) -> None:
+        """Daemon `daemon`'s monolithic jobs in flight died with its old run (another
+        daemon's go on)."""
+        for job in [m.job for m in self.mono.values() if m.daemon == daemon]:
+            del self.mono[job]
 
     def _mono_ended(self, entry: _Mono, t_s: float, unread: bool = False) -> None:
         """A monolithic job ended at `t_s` (its GPU_END, its worker's end line, its failure;
@@ -1286,7 +1300,7 @@ class PipelineFacts(_Limits):
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
-            queued=len(self.queued),
+            queued=sum(len(run.queued) for run in self.daemon_runs),
             last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
                                if self.queue_waits else None),
             budget_waits=len(self.budget_waits), over_budget=self.over_budget_said,
@@ -1394,10 +1408,11 @@ class PipelineFacts(_Limits):
                             ) -> list[tuple[float, dict[str, FieldValue]]]:
         return [w for w in self.budget_waits if start_s <= w[0] <= end_s]
 
-    def queued_at(self, t_s: float) -> int:
-        """Partitions queued for the GPU (GPU_QUEUE) and not picked up by `t_s`."""
-        n = sum(1 for q in self.queued.values() if q <= t_s)
-        n += sum(1 for _, _, q, p, _ in self.queue_waits if q <= t_s < p)
+    def queued_at(self, t_s: float, gpu: int) -> int:
+        """Partitions queued for `gpu` (GPU_QUEUE of a daemon of it) and not picked up by
+        `t_s` (picked up by another GPU's worker: not `gpu`'s)."""
+        n = sum(1 for run in self._runs_of_gpu(gpu) for q in run.queued.values() if q <= t_s)
+        n += sum(1 for _, _, q, p, g in self.queue_waits if q <= t_s < p and g in (None, gpu))
         return n
 
     def log_view(self, gpu: int, start_s: float, end_s: float, kind: str,
@@ -1473,8 +1488,9 @@ class PipelineFacts(_Limits):
                 f"before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
                 f"{p - q:.1f} s in the queue while the GPU idled"],
                 f"partition {part} {p - q:.1f} s in the GPU queue")
-        queued_then = self.queued_at(start_s + EDGE_SLACK_S)
-        ready = [t for t in self.queue_times if lo < t <= hi]
+        queued_then = self.queued_at(start_s + EDGE_SLACK_S, gpu)
+        ready = sorted(t for run in self._runs_of_gpu(gpu) for t in run.queue_times
+                       if lo < t <= hi)
         if queued_then == 0 and (ready or is_open):
             empty = self._empty_start_view(gpu, start_s, end_s, ready[0] if ready else None)
             if empty is not None:

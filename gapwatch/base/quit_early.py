@@ -54,6 +54,10 @@ class _Pending:
     signal: signal.Signals | None = None
     swallowed = False
     since_mono = 0.0
+    #: `_unraisable` is running: a stop signal landing in it is deferred (`resend`), never
+    #: raised there (an exception raised in the hook is printed and lost, the command ran on).
+    in_hook = False
+    resend = False
 
 
 #: A stop signal this long after the first raises again (code that caught the first and went on
@@ -62,6 +66,9 @@ _AGAIN_AFTER_S = 2.0
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
+    if _Pending.in_hook:
+        _Pending.resend = True  # `_send_again` sends it once the hook is over
+        return
     now = time.monotonic()
     if (_Pending.signal is not None and not _Pending.swallowed
             and now - _Pending.since_mono < _AGAIN_AFTER_S):
@@ -80,10 +87,33 @@ def _unraisable(args: sys.UnraisableHookArgs) -> None:
     if not isinstance(args.exc_value, StopRequested):
         _previous_hook(args)
         return
-    _Pending.swallowed = True
-    again = threading.Timer(0.01, os.kill, (os.getpid(), args.exc_value.signal))
-    again.daemon = True
-    again.start()
+    _Pending.in_hook = True
+    try:
+        _Pending.swallowed = True
+        again = threading.Thread(target=_send_again, args=(args.exc_value.signal,), daemon=True)
+        again.start()
+    finally:
+        _Pending.in_hook = False
+
+
+#: How often, and for how long at most, `_send_again` sends a deferred stop signal again.
+_AGAIN_EVERY_S = 0.01
+_AGAIN_TRIES = 100
+
+
+def _send_again(sig: signal.Signals) -> None:
+    """The swallowed stop signal sent again a moment later, and again while each one lands in
+    `_unraisable` itself (`_Pending.resend`: the thread's start can outlast the moment, on a
+    loaded box, and a signal raised in the hook was lost: 2 runs in 160, 4 at once)."""
+    pid = os.getpid()
+    time.sleep(_AGAIN_EVERY_S)
+    os.kill(pid, sig)
+    for _ in range(_AGAIN_TRIES):
+        time.sleep(_AGAIN_EVERY_S)
+        if not _Pending.resend:
+            return
+        _Pending.resend = False
+        os.kill(pid, sig)
 
 
 _previous_hook = sys.unraisablehook

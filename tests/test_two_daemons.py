@@ -780,6 +780,48 @@ def test_a_file_read_before_its_start_line_tells_it_another_daemons_feeds_that_d
     assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone
 
 
+def test_one_daemons_partition_queued_and_taken_by_its_other_gpu_was_this_gpus_queue_too() -> None:
+    """One daemon, two GPUs: cuzk has one GPU work queue a daemon, read by the workers of all its
+    GPUs (engine.rs:1427, 1779). A partition queued at 16:00:14.9 and taken by GPU 1's worker at
+    16:00:20 was in the queue GPU 0 idled beside from 16:00:15: nothing was missing from GPU 0's
+    pipeline. Kept apart by the picking GPU (for two daemons), it read "no partition
+    synthesising or queued", an empty pipeline, on every multi-GPU box."""
+    lines = [
+        f"{T}00.000000Z  INFO cuzk_daemon: cuzk-daemon starting",
+        f"{T}00.001000Z  INFO cuzk_daemon: configuration loaded listen=127.0.0.1:9820",
+        f"{T}00.030000Z  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+        f"{T}00.031000Z  INFO cuzk_core::engine: initializing GPU workers num_gpus=2 "
+        "gpu_workers_per_device=1 total_workers=2 gpus=[0, 1]",
+        f"{T}00.032000Z  INFO cuzk_core::engine: pipeline GPU worker started worker_id=0 gpu=0 "
+        "sub_id=0",
+        f"{T}00.033000Z  INFO cuzk_core::engine: pipeline GPU worker started worker_id=1 gpu=1 "
+        "sub_id=0",
+        "TIMELINE,8000,SYNTH_START,porep-1000-77,partition=0",
+        "TIMELINE,8000,SYNTH_START,porep-1000-77,partition=1",
+        "TIMELINE,10000,SYNTH_END,porep-1000-77,partition=0,synth_ms=2000",
+        "TIMELINE,10000,GPU_QUEUE,porep-1000-77,partition=0",
+        "TIMELINE,10010,GPU_PICKUP,porep-1000-77,worker=0,partition=0",
+        "TIMELINE,10010,GPU_START,porep-1000-77,worker=0,partition=0",
+        "TIMELINE,14900,SYNTH_END,porep-1000-77,partition=1,synth_ms=6900",
+        "TIMELINE,14900,GPU_QUEUE,porep-1000-77,partition=1",
+        "TIMELINE,15000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=4990",
+        "TIMELINE,16000,SYNTH_START,porep-1000-78,partition=0",
+        "TIMELINE,18000,SYNTH_END,porep-1000-78,partition=0,synth_ms=2000",
+        "TIMELINE,18000,GPU_QUEUE,porep-1000-78,partition=0",
+        "TIMELINE,20000,GPU_PICKUP,porep-1000-77,worker=1,partition=1",
+        "TIMELINE,20000,GPU_START,porep-1000-77,worker=1,partition=1",
+        "TIMELINE,20010,GPU_PICKUP,porep-1000-78,worker=0,partition=0",
+        "TIMELINE,20010,GPU_START,porep-1000-78,worker=0,partition=0",
+    ]
+    facts = PipelineFacts()
+    for e in _events({"cuzk.log": lines}):
+        facts.feed(e)
+    t0 = _t0()
+    assert facts.queued_at(t0 + 15.0, 0) == 1
+    view = facts.log_view(0, t0 + 15.0, t0 + 20.0, "host_stall")
+    assert view.cause not in ("empty_pipeline", "no_work", "waits_on_synthesis")
+
+
 def test_another_daemons_partitions_queued_for_its_own_gpu_are_neither_this_gpus_queue_nor_work(
 ) -> None:
     """The second daemon (GPU 1) queued a partition for its GPU at 16:00:14.03, not picked up

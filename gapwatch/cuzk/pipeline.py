@@ -1409,10 +1409,22 @@ class PipelineFacts(_Limits):
         return [w for w in self.budget_waits if start_s <= w[0] <= end_s]
 
     def queued_at(self, t_s: float, gpu: int) -> int:
-        """Partitions queued for `gpu` (GPU_QUEUE of a daemon of it) and not picked up by
-        `t_s` (picked up by another GPU's worker: not `gpu`'s)."""
+        """Partitions queued for the GPUs of `gpu`'s daemon (GPU_QUEUE of a daemon of it) and
+        not picked up by `t_s`. One daemon has one GPU work queue, read by the workers of all
+        its GPUs (engine.rs:1427, 1779): a partition waiting there was `gpu`'s to take, whichever
+        GPU's worker took it; another daemon's queue is not `gpu`'s."""
         n = sum(1 for run in self._runs_of_gpu(gpu) for q in run.queued.values() if q <= t_s)
-        n += sum(1 for _, _, q, p, g in self.queue_waits if q <= t_s < p and g in (None, gpu))
+        mine = set(self.restarts.of_gpu(gpu))
+        of: dict[int, bool] = {}  # a picking GPU -> whether one of its daemons is `gpu`'s
+        for _, _, q, p, g in self.queue_waits:
+            if q <= t_s < p:
+                if g is None:
+                    n += 1
+                    continue
+                took = of.get(g)
+                if took is None:
+                    took = of[g] = not mine.isdisjoint(self.restarts.of_gpu(g))
+                n += took
         return n
 
     def log_view(self, gpu: int, start_s: float, end_s: float, kind: str,

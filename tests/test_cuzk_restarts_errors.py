@@ -1053,6 +1053,17 @@ def test_a_job_enqueued_line_read_after_its_gpu_work_adds_no_request_waiting(job
     assert parts["no work before it stopped"] == 625.0 and "up before it stopped" not in parts
 
 
+def test_a_retry_enqueued_under_its_first_tries_id_after_its_work_is_a_request_waiting() -> None:
+    """Curio's ids are per sector (`porep-%d-%d`, cuzk_funcs.go:67): a proof retried after its
+    first try is enqueued again under the same id. Written after that try's GPU_END (+75 s),
+    at +80 s, it is a request again, waiting when cuzk stops at +700 s: up, not no work (a
+    line read after its job's work was taken for one written before it, whatever its time)."""
+    job = "porep-1000-81"
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
+        _enqueued(64.0, job), *_whole_proof(job), _enqueued(80.0, job)]))
+    assert "no work before it stopped" not in parts and parts["up before it stopped"] > 600.0
+
+
 def test_with_the_pipeline_off_a_failed_proof_leaves_a_request_queued_behind_it() -> None:
     """With the pipeline off, the proof taken at +61 s fails at +62.5 s while another request,
     enqueued at +61.5 s, waits for the one worker; stopped at +700 s, cuzk had that request:

@@ -491,8 +491,10 @@ class _Waiting:
     that order): when a request of its kind enqueued after it, of no higher priority, ends
     GPU work (`ended`), it had been dequeued before that one, so it began or failed, maybe on
     a line naming no job (`Phase 7: C1 parse/SRS load failed`, engine.rs:2217; SnapDeals
-    2371). And a `job enqueued` read after its job ended GPU work (stdout and stderr read as
-    two files) adds none."""
+    2371). And a `job enqueued` read after its job's work but written before it (stdout and
+    stderr read as two files) adds none; one written after its job's work began or ended is a
+    retry under the same id (Curio's ids are per sector: `porep-%d-%d`, cuzk_funcs.go:67), a
+    request again."""
 
     __slots__ = ("jobs", "ended_jobs", "_of_kind", "_batch_size", "_begun", "_seq")
 
@@ -505,10 +507,11 @@ class _Waiting:
         #: Kind -> the size of its latest batch dispatched and not yet begun.
         self._batch_size: dict[str, int] = {}
         #: Requests that left by a line of their own and have not yet ended GPU work: job id
-        #: -> (kind, enqueue number, rank), the latest `MAX_WAITING`.
-        self._begun: dict[str, tuple[str, int, int]] = {}
-        #: The latest `MAX_ENDED` jobs read ending GPU work (tested inline on each GPU_END).
-        self.ended_jobs: dict[str, None] = {}
+        #: -> (kind, enqueue number, rank, when that line was), the latest `MAX_WAITING`.
+        self._begun: dict[str, tuple[str, int, int, float]] = {}
+        #: The latest `MAX_ENDED` jobs read ending GPU work, and when (tested inline on each
+        #: GPU_END).
+        self.ended_jobs: dict[str, float] = {}
         self._seq = 0
 
     def clear(self) -> None:
@@ -518,9 +521,17 @@ class _Waiting:
         self._begun.clear()
         self.ended_jobs.clear()
 
-    def enqueued(self, job_id: str, kind: str, priority: str) -> None:
-        if job_id in self.ended_jobs or job_id in self._begun:
-            return  # its work was read before this line: not waiting
+    def enqueued(self, job_id: str, kind: str, priority: str, t_s: float) -> None:
+        done_s = self.ended_jobs.get(job_id)
+        if done_s is not None:
+            if t_s <= done_s:
+                return  # written before its work, read after it: not waiting
+            del self.ended_jobs[job_id]  # a retry under its id, after its first try
+        begun = self._begun.get(job_id)
+        if begun is not None:
+            if t_s <= begun[3]:
+                return
+            del self._begun[job_id]
         self._leave(job_id)  # the same id again: the latest read
         if len(self.jobs) >= MAX_WAITING:
             self._leave(next(iter(self.jobs)))
@@ -528,24 +539,24 @@ class _Waiting:
         self.jobs[job_id] = kind
         self._of_kind.setdefault(kind, {})[job_id] = (self._seq, _PRIORITY_RANK.get(priority, 0))
 
-    def begun(self, job_id: str) -> None:
-        """A line of `job_id`'s work read: no longer waiting (its GPU_END then ends the wait
-        of those of its kind before it: `ended`)."""
+    def begun(self, job_id: str, t_s: float) -> None:
+        """A line of `job_id`'s work read, at `t_s`: no longer waiting (its GPU_END then ends
+        the wait of those of its kind before it: `ended`)."""
         kind = self.jobs.get(job_id)
         if kind is None:
             return
         seq, rank = self._leave(job_id)
-        keep_latest(self._begun, job_id, (kind, seq, rank), MAX_WAITING)
+        keep_latest(self._begun, job_id, (kind, seq, rank, t_s), MAX_WAITING)
 
-    def ended(self, job_id: str) -> None:
+    def ended(self, job_id: str, t_s: float) -> None:
         """`job_id` ended GPU work (its GPU_END): the requests of its kind enqueued before it,
         of a priority no lower, were dequeued before it (scheduler.rs: FIFO within a priority):
         not waiting."""
-        keep_latest(self.ended_jobs, job_id, None, MAX_ENDED)
+        keep_latest(self.ended_jobs, job_id, t_s, MAX_ENDED)
         first = self._begun.pop(job_id, None)
         if first is None:
             return
-        kind, seq, rank = first
+        kind, seq, rank, _ = first
         same = self._of_kind.get(kind)
         if not same:
             return
@@ -583,11 +594,11 @@ class _Waiting:
         from the collector, its synthesis to begin once the budget allows."""
         keep_latest(self._batch_size, kind, size, MAX_BATCH_KINDS)
 
-    def batch_begun(self, job_id: str, kind: str) -> None:
+    def batch_begun(self, job_id: str, kind: str, t_s: float) -> None:
         """A whole-job SYNTH_START (engine.rs:2663-2665) names its batch's first request only
         (`max_batch_size` above 1): the others of that batch (its `batch_sent` size, where
         read; else none) are the oldest of its kind still waiting, taken with it."""
-        self.begun(job_id)
+        self.begun(job_id, t_s)
         more = self._batch_size.pop(kind, 1) - 1
         same = self._of_kind.get(kind)
         while same and more > 0:
@@ -679,7 +690,7 @@ class RestartWatch:
                 self._last_gpu_end_s = ev.t_wall_s
                 self._streak = None  # a run that did GPU work ends a crash loop
                 if job is not None and job not in self._ended_jobs:
-                    self._waiting.ended(job)  # once a job, not once a partition
+                    self._waiting.ended(job, ev.t_wall_s)  # once a job, not once a partition
             elif name == "GPU_START":
                 self._streak = None
             # Work was done: a start line from now on starts another run. (The lines a start
@@ -700,7 +711,8 @@ class RestartWatch:
             if ev.job_id is not None:
                 req_kind, priority = ev.fields.get("proof_kind"), ev.fields.get("priority")
                 self._waiting.enqueued(ev.job_id, req_kind if isinstance(req_kind, str) else "",
-                                       priority if isinstance(priority, str) else "")
+                                       priority if isinstance(priority, str) else "",
+                                       ev.t_wall_s)
             else:
                 self._work_after_gpu_end = True  # a job came, which not said
         elif name == PROCESSING_BATCH_MESSAGE:
@@ -723,7 +735,8 @@ class RestartWatch:
         elif name in _MONOLITHIC_LINES and ev.fields.get("spans") == MONOLITHIC_SPAN:
             out += self._monolithic(ev)
         if ev.job_id in self._waiting_jobs and name != JOB_ENQUEUED_MESSAGE:
-            self._waiting.begun(ev.job_id)  # a line of its work (its failure, its pickup)
+            # A line of its work (its failure, its pickup).
+            self._waiting.begun(ev.job_id, ev.t_wall_s)
         if not self._info_seen and ev.level == "INFO":
             self._info_seen = True
         if self._run is not None:
@@ -736,9 +749,9 @@ class RestartWatch:
         its batch (`_Waiting.batch_begun`), any other line its own request."""
         synth_kind = ev.fields.get("kind")
         if ev.name == "SYNTH_START" and ev.partition is None and isinstance(synth_kind, str):
-            self._waiting.batch_begun(job, synth_kind)
+            self._waiting.batch_begun(job, synth_kind, ev.t_wall_s)
         else:
-            self._waiting.begun(job)
+            self._waiting.begun(job, ev.t_wall_s)
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
         up = st.uptime_s

@@ -1053,6 +1053,17 @@ def test_a_job_enqueued_line_read_after_its_gpu_work_adds_no_request_waiting(job
     assert parts["no work before it stopped"] == 625.0 and "up before it stopped" not in parts
 
 
+def test_a_request_enqueued_after_the_one_proved_began_stays_waiting() -> None:
+    """FIFO within a priority says only the requests enqueued *before* a proved one were
+    dequeued: porep-1000-81, enqueued at +65.5 s after porep-1000-80's synthesis began, still
+    waits when 80's GPU work ends at +75 s; stopped at +700 s, cuzk was up with it."""
+    proof = _whole_proof("porep-1000-80")
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
+        _enqueued(64.0, "porep-1000-80"), proof[0], _enqueued(65.5, "porep-1000-81"),
+        *proof[1:]]))
+    assert parts["up before it stopped"] == 625.0 and "no work before it stopped" not in parts
+
+
 def test_a_retry_enqueued_under_its_first_tries_id_after_its_work_is_a_request_waiting() -> None:
     """Curio's ids are per sector (`porep-%d-%d`, cuzk_funcs.go:67): a proof retried after its
     first try is enqueued again under the same id. Written after that try's GPU_END (+75 s),

@@ -867,3 +867,88 @@ def test_one_daemons_restart_leaves_the_other_daemons_monolithic_job_in_flight()
     assert "winpost-1-aa" in facts.mono
     t0 = _t0()
     assert facts.log_view(1, t0 + 19.0, t0 + 25.0, "host_stall").cause == "monolithic"
+
+
+def test_a_daemons_restart_empties_its_own_gpu_queue() -> None:
+    """The second daemon (GPU 1) queued a partition for its GPU at 16:00:14 and restarted at
+    16:00:16 before any worker took it: it died with the old process. Its new run's first
+    request (enqueued 16:00:20) is synthesised from 16:00:20.05 to 16:00:27.05, so GPU 1's gap
+    from 16:00:18 found its pipeline empty (it read the old run's partition as still queued, a
+    queue that was not empty). Without the restart that partition is queued then."""
+    queued = ["TIMELINE,8000,SYNTH_START,porep-2000-1,partition=0",
+              "TIMELINE,9000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
+              "TIMELINE,9000,GPU_QUEUE,porep-2000-1,partition=0"]
+    new_run = [*_start("16", "127.0.0.1:9830", 1),
+               f"{T}20.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
+               "proof_kind=porep-c2 priority=Normal queue_position=0",
+               "TIMELINE,4020,SYNTH_START,porep-2000-5,partition=0",
+               "TIMELINE,11020,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
+               "TIMELINE,11020,GPU_QUEUE,porep-2000-5,partition=0"]
+    first = [*_start("00", "127.0.0.1:9820", 0)]
+    t0 = _t0()
+    kept = PipelineFacts()
+    for e in _events({"a.log": first, "b.log": [*_start("05", "127.0.0.1:9830", 1), *queued]}):
+        kept.feed(e)
+    assert kept.queued_at(t0 + 18.0, 1) == 1
+    facts = PipelineFacts()
+    for e in _events({"a.log": first,
+                      "b.log": [*_start("05", "127.0.0.1:9830", 1), *queued, *new_run]}):
+        facts.feed(e)
+    assert facts.queued_at(t0 + 18.0, 1) == 0
+    view = facts.log_view(1, t0 + 18.0, t0 + 27.1, "host_stall")
+    assert view.cause == "empty_pipeline"
+    assert "no partition synthesising or queued for the GPU" in view.evidence[0]
+
+
+def test_the_post_daemons_restart_drops_its_own_monolithic_job_in_flight() -> None:
+    """The PoSt-only daemon (GPU 1) restarts at 16:00:16 while its WinningPoSt is on its GPU
+    (from 16:00:12.04, no GPU_END read): the job died with its old run, so GPU 1's gap after
+    the restart is not that job's (it was kept in flight, the gap read as 'monolithic')."""
+    first = [*_start("00", "127.0.0.1:9820", 0)]
+    post = [*_start("05", "127.0.0.1:9830", 1),
+            "TIMELINE,5000,SYNTH_START,winpost-1-aa,kind=winning-post",
+            "TIMELINE,7000,SYNTH_END,winpost-1-aa,synth_ms=2000",
+            "TIMELINE,7000,GPU_QUEUE,winpost-1-aa,monolithic",
+            "TIMELINE,7010,GPU_PICKUP,winpost-1-aa,worker=0",
+            "TIMELINE,7010,GPU_START,winpost-1-aa,worker=0",
+            *_start("16", "127.0.0.1:9830", 1)]
+    facts = PipelineFacts()
+    for e in _events({"a.log": first, "b.log": post}):
+        facts.feed(e)
+    assert "winpost-1-aa" not in facts.mono
+    t0 = _t0()
+    assert facts.log_view(1, t0 + 19.0, t0 + 25.0, "host_stall").cause != "monolithic"
+
+
+def test_the_porep_daemons_restart_leaves_the_post_daemon_placing_its_unnamed_failure() -> None:
+    """The PoRep daemon (GPU 0) restarts at 16:00:11, while the PoSt daemon's WinningPoSt is on
+    GPU 1; its finalizer fails at 16:00:13 naming no job. Only the restarted daemon's run is
+    lost from sight: the PoSt daemon's run is still followed whole from its own start line, so
+    the failure is its WinningPoSt's, as with the PoSt daemon's log alone (every daemon's run
+    lost, it was left unplaced and the job kept in flight)."""
+    porep = [*_start("00", "127.0.0.1:9820", 0), *_start("11", "127.0.0.1:9820", 0)]
+    alone = _post_failure_placed({"post.log": _POST_FAILED_ON_THE_GPU})
+    assert alone[0] == "failed" and alone[1] == pytest.approx(_t0() + 13.0, abs=0.001)
+    assert alone[2:] == (0, None)
+    assert _post_failure_placed({"porep.log": porep, "post.log": _POST_FAILED_ON_THE_GPU}) == alone
+
+
+def test_a_request_enqueued_before_a_restart_starts_no_batch_hold_in_the_new_run() -> None:
+    """The daemon (GPU 0, max_batch_wait_ms=1000) took a PoRep request at 16:00:10 and
+    restarted at 16:00:12 before sending it (the request died with its process). Its new run's
+    request, enqueued at 16:00:19.5, is sent alone at its timeout at 16:00:20.5: the hold is
+    that one's, 16:00:19.5 to 20.5, inside GPU 0's gap from 16:00:15 (it was dated from the old
+    run's request, 16:00:10 to 11, before the gap, and the gap said no hold)."""
+    lines = [*_start("00", "127.0.0.1:9820", 0), _dispatcher("00", 1000),
+             f"{T}10.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-70 "
+             "proof_kind=porep-c2 priority=Normal queue_position=0",
+             *_start("12", "127.0.0.1:9820", 0), _dispatcher("12", 1000),
+             f"{T}19.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-71 "
+             "proof_kind=porep-c2 priority=Normal queue_position=0",
+             f"{T}20.500000Z  INFO synth_timeout_flush{{batch_size=1}}: cuzk_core::engine: "
+             "processing batch batch_size=1 proof_kind=porep-c2 slot_size=0",
+             "TIMELINE,8500,SYNTH_START,porep-1000-71,partition=0",
+             "TIMELINE,14000,SYNTH_END,porep-1000-71,partition=0,synth_ms=5500",
+             "TIMELINE,14000,GPU_QUEUE,porep-1000-71,partition=0"]
+    [held] = _held_words({"a.log": lines}, 0, 26.1)
+    assert held.startswith("cuzk held it 1.0 s in the batch collector")

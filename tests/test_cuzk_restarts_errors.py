@@ -1377,3 +1377,15 @@ def test_a_storm_of_new_prover_pids_and_srs_lines_in_one_restart_stays_small_and
                                  job_id="porep-1-2"))
     assert len(cost.parts) <= MAX_SRS + 4
     assert f"and {n - MAX_SRS} more SRS loads" in cost.message and len(cost.message) < 2000
+
+
+@pytest.mark.parametrize("level", ["WARN", "INFO"])
+def test_a_parse_failure_line_ends_a_waiting_request_only_at_error_level(level: str) -> None:
+    """cuzk writes its C1 parse failure at ERROR (engine.rs:2217). The same words at another
+    level are no such failure: the request enqueued at +61 s still waited when cuzk was stopped
+    at +700 s, so its run was up with work, the restart's (read at any level, it was no work)."""
+    not_an_error = _C1_FAILED.replace(" ERROR ", f"  {level} ")
+    assert not_an_error != _C1_FAILED
+    parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
+        _enqueued(61.0, "porep-1000-79"), not_an_error]))
+    assert parts["up before it stopped"] == 640.0 and "no work before it stopped" not in parts

@@ -22,8 +22,9 @@ from parsed_logs import watched_events
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import LogsConfig
-from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.prover_watch import notice_of
+from gapwatch.cuzk.advice import CITED, advise
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
@@ -759,6 +760,81 @@ def test_an_empty_pipelines_new_work_is_said_paced_only_by_its_own_daemons_pacer
     gpu1 = facts.log_view(1, t0 + 15.0, t0 + 22.6, "host_stall").evidence[-1]
     assert "the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target=4)" in gpu0
     assert "the free ones all start the new work's partitions at once" in gpu1
+
+
+_PACER = (f"{T}00.035000Z  INFO cuzk_core::engine: GPU queue target dispatch pacer enabled "
+          "gpu_queue_target=4")
+
+
+def _empty_pipeline_gaps(first_pacer: bool, second_pacer: bool
+                         ) -> tuple[PipelineFacts, Gap, Gap]:
+    """The daemons of the test above, each with its pacer on or off (the second's target 8):
+    GPU 0's empty pipeline from 16:00:18 to 22.1 (its new work came 2.0 s in) and GPU 1's from
+    16:00:15 to 22.6, as gaps with the cause and evidence their log views give."""
+    first = [*_start("00", "127.0.0.1:9820", 0), *([_PACER] if first_pacer else []),
+             *_POREP_EMPTY_AT_15]
+    second = [*_start("05", "127.0.0.1:9830", 1),
+              *([_PACER.replace("target=4", "target=8").replace("00.035", "05.035")]
+                if second_pacer else []),
+              f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
+              "proof_kind=porep-c2 priority=Normal queue_position=0",
+              "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
+              "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
+              "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+    facts = PipelineFacts()
+    for e in _events({"a.log": first, "b.log": second}):
+        facts.feed(e)
+    t0 = _t0()
+    gaps = []
+    for gap_id, gpu, start, end in ((1, 1, 15.0, 22.6), (2, 0, 18.0, 22.1)):
+        view = facts.log_view(gpu, t0 + start, t0 + end, "host_stall")
+        assert view.cause == "empty_pipeline"
+        gaps.append(Gap(gap_id=gap_id, gpu=gpu, kind="host_stall",
+                        start_mono_ns=int(start * 1e9), start_s=t0 + start,
+                        end_mono_ns=int(end * 1e9), end_s=t0 + end, duration_s=end - start,
+                        pcie_rx_bytes_per_s=None, pcie_tx_bytes_per_s=None,
+                        link_bytes_per_s=None, prover_cause=view.cause,
+                        prover_evidence=view.evidence))
+    return facts, gaps[0], gaps[1]
+
+
+def _new_work_advice(facts: PipelineFacts, *gaps: Gap) -> str:
+    """The empty pipeline's advice's own facts (after the cited evidence of the latest gap)."""
+    (a,) = advise(list(gaps), facts.view()).advice
+    assert a.setting == "Curio [Cuzk] MaxPending"
+    return " | ".join(a.evidence[1 + min(CITED, len(gaps[-1].prover_evidence)):])
+
+
+def test_an_empty_pipelines_advice_says_the_pacer_of_its_own_gaps_daemon() -> None:
+    """The advice on an empty pipeline says how its new work was started as each gap's own
+    evidence says it (the pacer of the gap's daemon), not as the first daemon's settings say.
+    GPU 1's gap, its PoSt-only daemon running no pacer beside a PoRep daemon pacing at 4, was
+    said "the dispatch pacer is on (... gpu_queue_target=4): it paces the new work" under
+    evidence saying its free workers took it at once; with the pacer the second daemon's
+    alone, "more synthesis workers cannot close these gaps ... at once" under evidence saying
+    it was paced. Gaps of both daemons say each with its count."""
+    facts, gpu1, gpu0 = _empty_pipeline_gaps(first_pacer=True, second_pacer=False)
+    assert facts.view().pacer_target == 4  # the first daemon's: the settings advised on
+    assert any("partitions at once" in e for e in gpu1.prover_evidence)
+    said = _new_work_advice(facts, gpu1)
+    assert "the dispatch pacer is on" not in said
+    assert "more synthesis workers cannot close these gaps" in said
+    assert said.startswith("more synthesis workers")  # no count: every gap's the same
+
+    facts, gpu1, gpu0 = _empty_pipeline_gaps(first_pacer=False, second_pacer=True)
+    assert facts.view().pacer_target is None
+    assert any("gpu_queue_target=8) pacing" in e for e in gpu1.prover_evidence)
+    said = _new_work_advice(facts, gpu1)
+    assert "at once" not in said
+    assert ("the dispatch pacer is on (their own daemon's, as each gap's evidence says: "
+            "[pipeline] max_gpu_queue_depth, gpu_queue_target=8): it paces the new work") in said
+
+    facts, gpu1, gpu0 = _empty_pipeline_gaps(first_pacer=True, second_pacer=False)
+    said = _new_work_advice(facts, gpu1, gpu0)
+    assert "1 of 2 gap(s): nothing was synthesising" in said
+    assert "gpu_queue_target=4): it paces the new work" in said
+    assert ("1 of 2 gap(s), their daemon's dispatch pacer off: more synthesis workers cannot "
+            "close these gaps") in said
 
 
 def test_a_file_read_before_its_start_line_tells_it_another_daemons_feeds_that_daemon_after(

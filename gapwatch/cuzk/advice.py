@@ -52,12 +52,14 @@ from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     BATCH_HELD_MARK,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    EMPTY_PIPELINE_CAUSE,
     ONE_CALL,
     OVER_BUDGET_MARK,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
     OverBudget,
     PipelineView,
+    new_work_pacer,
 )
 from gapwatch.cuzk.pool_churn import (
     CHURN_MARK,
@@ -239,6 +241,14 @@ class StallGaps:
     #: Any gap whose new request cuzk's batch collector held for part of it
     #: (`BATCH_HELD_MARK`: an empty pipeline's evidence).
     batch_held: bool = False
+    #: Of an empty pipeline's gaps, what each one's evidence says started its new work, as its
+    #: own daemon ran (`gapwatch.cuzk.pipeline.new_work_pacer`): the gaps whose daemon's
+    #: dispatch pacer paced it, by that pacer's `gpu_queue_target`; those whose free workers
+    #: took it at once; those whose evidence says neither (the view's pacer, the first
+    #: daemon's, is said of them).
+    paced: dict[int, int] = field(default_factory=dict)
+    at_once: int = 0
+    pacing_unsaid: int = 0
     #: Snapshots saying both synthesis counts while waiting on synthesis (`_synthesis`); of
     #: them, those with every worker busy, their most workers and largest memory budget.
     judged: int = 0
@@ -274,6 +284,14 @@ class StallGaps:
             OVER_BUDGET_MARK in e for e in g.prover_evidence)
         self.batch_held = self.batch_held or any(
             BATCH_HELD_MARK in e for e in g.prover_evidence)
+        if self.stall == EMPTY_PIPELINE_CAUSE:
+            target = new_work_pacer(g.prover_evidence)
+            if target is None:
+                self.pacing_unsaid += 1
+            elif target == 0:
+                self.at_once += 1
+            else:
+                self.paced[target] = self.paced.get(target, 0) + 1
         for st in g.prover_states:
             self._judge(st)
 
@@ -770,24 +788,49 @@ def _for_empty_pipeline(gaps: StallGaps, pipeline: PipelineView) -> _Found | str
         settings.append(BATCH_WAIT_MS_SETTING)
         facts.append("cuzk's batch collector held the new request for part of a gap "
                      "(max_batch_wait_ms ran out before its synthesis began)")
-    if pipeline.pacer_on:
-        facts.append(
-            "nothing was synthesising at each gap's start and the gap ended with the new "
-            "work's first synthesis; the dispatch pacer is on ([pipeline] max_gpu_queue_depth, "
-            f"gpu_queue_target={pipeline.pacer_target}): it paces the new work, one partition "
-            "dispatched a tick, a drained pipeline re-entering its bootstrap "
-            "(engine.rs:1480-1524, 262-266)")
-    else:
-        facts.append(
-            "more synthesis workers cannot close these gaps ([pipeline] max_parallel_synthesis "
-            "is not the limit): nothing was synthesising at each gap's start, the free workers "
-            "all took the new work's partitions at once (engine.rs:1475, 1678), and the gap "
-            "ended with the first one's synthesis, whatever their number")
+    facts += _new_work_facts(gaps, pipeline)
     facts.append("what closes them: the next request at cuzk while the GPU proves the last "
                  "partitions of the one before, so that its synthesis overlaps them")
     return (settings, True,
             "gapwatch sees cuzk's pipeline run empty between requests, not whether Curio had "
             "proofs waiting to send: if it had none, no setting closes these gaps", facts)
+
+
+def _new_work_facts(gaps: StallGaps, pipeline: PipelineView) -> list[str]:
+    """How an empty pipeline's new work was started, as each gap's own evidence says it
+    (`StallGaps.paced`, `at_once`: the pacer of the gap's own daemon, docs/post.md "Two
+    daemons"); gaps whose evidence says neither, as the view's pacer (the first daemon's).
+    Gaps of both kinds (a PoRep daemon pacing, a PoSt-only one not): each said with its count."""
+    paced = dict(gaps.paced)
+    at_once = gaps.at_once
+    if gaps.pacing_unsaid:
+        if pipeline.pacer_on and pipeline.pacer_target is not None:
+            paced[pipeline.pacer_target] = paced.get(pipeline.pacer_target, 0) \
+                + gaps.pacing_unsaid
+        else:
+            at_once += gaps.pacing_unsaid
+    n_paced = sum(paced.values())
+    both = bool(n_paced and at_once)
+    out = []
+    if n_paced:
+        targets = " or ".join(str(t) for t in sorted(paced))
+        whose = f"{n_paced} of {n_paced + at_once} gap(s): " if both else ""
+        out.append(
+            f"{whose}nothing was synthesising at each gap's start and the gap ended with the "
+            "new work's first synthesis; the dispatch pacer is on (their own daemon's, as each "
+            f"gap's evidence says: [pipeline] max_gpu_queue_depth, gpu_queue_target={targets}): "
+            "it paces the new work, one partition dispatched a tick, a drained pipeline "
+            "re-entering its bootstrap (engine.rs:1480-1524, 262-266)")
+    if at_once or not n_paced:
+        whose = (f"{at_once} of {n_paced + at_once} gap(s), their daemon's dispatch pacer off: "
+                 if both else "")
+        out.append(
+            f"{whose}more synthesis workers cannot close these gaps ([pipeline] "
+            "max_parallel_synthesis is not the limit): nothing was synthesising at each gap's "
+            "start, the free workers all took the new work's partitions at once "
+            "(engine.rs:1475, 1678), and the gap ended with the first one's synthesis, "
+            "whatever their number")
+    return out
 
 
 _NO_PINNED_POOL_FAILURE = (

@@ -68,7 +68,9 @@ evidence then says.
 from __future__ import annotations
 
 import math
+import re
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
@@ -180,8 +182,30 @@ EMPTY_PIPELINE_CAUSE = "empty_pipeline"
 BATCH_HELD_MARK = "in the batch collector"
 #: Why more synthesis workers cannot shorten an empty pipeline's gap, pacer off (the default):
 #: one dispatcher hands the new work's partitions to a channel the worker pool reads.
-_AT_ONCE = ("whatever the number of synthesis workers (the free ones all start the new "
-            "work's partitions at once, engine.rs:1475, 1678)")
+_AT_ONCE_MARK = "start the new work's partitions at once"
+_AT_ONCE = ("whatever the number of synthesis workers (the free ones all "
+            f"{_AT_ONCE_MARK}, engine.rs:1475, 1678)")
+#: How an empty pipeline's evidence says its daemon's dispatch pacer paced the new work
+#: (`PipelineFacts._new_work_words`, with that pacer's `gpu_queue_target=N`).
+PACED_MARK = "pacing the new work's partitions"
+_PACER_TARGET = re.compile(r"gpu_queue_target=(\d+)")
+
+
+def new_work_pacer(evidence: Iterable[str]) -> int | None:
+    """What an empty pipeline's evidence (`PipelineFacts._empty_start_view`) says started its
+    new work, as the gap's own daemon ran (`_new_work_words`: the pacer of the daemons whose
+    lines named the gap's GPU, not another daemon's): that pacer's `gpu_queue_target` (> 0);
+    0 where the free synthesis workers all took it at once (no pacer); None where the evidence
+    says neither. The advice reads it back (`gapwatch.cuzk.advice.StallGaps`), so a gap's
+    advice says what its own evidence says (the first daemon's pacer said of a PoSt-only
+    daemon's gaps contradicted them)."""
+    for e in reversed(list(evidence)):
+        if PACED_MARK in e:
+            m = _PACER_TARGET.search(e)
+            return int(m[1]) if m is not None and int(m[1]) > 0 else None
+        if _AT_ONCE_MARK in e:
+            return 0
+    return None
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
 #: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
 ONE_CALL = "in one call"
@@ -1595,7 +1619,7 @@ class PipelineFacts(_Limits):
         if paced is None:
             return _AT_ONCE
         return (f"the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target="
-                f"{paced.pacer_target}) pacing the new work's partitions: one dispatched a tick, "
+                f"{paced.pacer_target}) {PACED_MARK}: one dispatched a tick, "
                 "a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once the "
                 "GPU's rate is known (engine.rs:1480-1524, 262-266)")
 

@@ -572,6 +572,23 @@ _POREP_EMPTY_AT_15 = [
     "TIMELINE,22000,GPU_QUEUE,porep-1000-78,partition=0"]
 
 
+#: A second PoRep daemon's syntheses on GPU 1 (its run's offsets), the second through 16:00:14
+#: to 16:00:40, across GPU 0's gap.
+_B_SYNTHESISING = ["TIMELINE,1000,SYNTH_START,porep-2000-1,partition=0",
+                   "TIMELINE,2000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
+                   "TIMELINE,9000,SYNTH_START,porep-2000-2,partition=0",
+                   "TIMELINE,35000,SYNTH_END,porep-2000-2,partition=0,synth_ms=26000"]
+
+
+def _assert_gpu_0_reads_as_alone(other: list[str]) -> None:
+    """GPU 0's gap from 16:00:15, its daemon's pipeline empty (`_POREP_EMPTY_AT_15`), reads with
+    the second daemon's `other` lines beside it as with its own alone: no work most of it."""
+    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15]
+    alone = _gap_0_15_to_22({"a.log": porep})
+    assert alone[0] == "no_work"
+    assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone
+
+
 def _gap_0_15_to_22(files: dict[str, list[str]]) -> tuple[str | None, list[str]]:
     facts = PipelineFacts()
     for e in _events(files):
@@ -586,15 +603,7 @@ def test_a_second_daemons_synthesis_on_its_own_gpu_leaves_the_first_daemons_pipe
     """A second PoRep daemon on GPU 1 synthesises from 16:00:14 to 16:00:40, through GPU 0's gap:
     its synthesis feeds GPU 1, not GPU 0, so GPU 0's gap still found its own daemon's pipeline
     empty and reads as it does with the first daemon's log alone (no work most of it)."""
-    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15]
-    other = [*_start("05", "127.0.0.1:9830", 1),
-             "TIMELINE,1000,SYNTH_START,porep-2000-1,partition=0",
-             "TIMELINE,2000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
-             "TIMELINE,9000,SYNTH_START,porep-2000-2,partition=0",
-             "TIMELINE,35000,SYNTH_END,porep-2000-2,partition=0,synth_ms=26000"]
-    alone = _gap_0_15_to_22({"a.log": porep})
-    assert alone[0] == "no_work"
-    assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone
+    _assert_gpu_0_reads_as_alone([*_start("05", "127.0.0.1:9830", 1), *_B_SYNTHESISING])
 
 
 def test_one_daemons_restart_leaves_the_other_daemons_syntheses_in_flight() -> None:
@@ -843,17 +852,10 @@ def test_a_file_read_before_its_start_line_tells_it_another_daemons_feeds_that_d
     daemon's (16:00:05, a listen address of its own): read then as the first daemon's, its
     syntheses after are the second daemon's all the same (which daemon a file is of is kept a
     file, and forgotten when it changes), so GPU 0's gap reads as with a.log alone."""
-    porep = [*_start("00", "127.0.0.1:9820", 0), *_POREP_EMPTY_AT_15]
-    other = [f"{T}04.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-0 "
-             "proof_kind=porep-c2 priority=Normal queue_position=0",
-             *_start("05", "127.0.0.1:9830", 1),
-             "TIMELINE,1000,SYNTH_START,porep-2000-1,partition=0",
-             "TIMELINE,2000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
-             "TIMELINE,9000,SYNTH_START,porep-2000-2,partition=0",
-             "TIMELINE,35000,SYNTH_END,porep-2000-2,partition=0,synth_ms=26000"]
-    alone = _gap_0_15_to_22({"a.log": porep})
-    assert alone[0] == "no_work"
-    assert _gap_0_15_to_22({"a.log": porep, "b.log": other}) == alone
+    _assert_gpu_0_reads_as_alone([
+        f"{T}04.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-0 "
+        "proof_kind=porep-c2 priority=Normal queue_position=0",
+        *_start("05", "127.0.0.1:9830", 1), *_B_SYNTHESISING])
 
 
 def test_one_daemons_partition_queued_and_taken_by_its_other_gpu_was_this_gpus_queue_too() -> None:

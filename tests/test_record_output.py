@@ -67,12 +67,17 @@ def test_force_and_rotate_cannot_be_given_together(capsys: pytest.CaptureFixture
 
 
 def _records_so_far(path: Path) -> int:
-    """How many records a recording being written holds so far (its cut tail not counted)."""
+    """How many records a recording being written holds so far (its cut tail not counted; 0
+    before its header is whole: a gzip file is created before its first flush)."""
     from gapwatch.sources.files import read_any
+    from gapwatch.sources.recording import RecordingError
 
     if not path.exists():
         return 0
-    return sum(1 for _ in read_any(path).records)
+    try:
+        return sum(1 for _ in read_any(path).records)
+    except RecordingError:
+        return 0
 
 
 def test_a_second_writer_is_refused_even_with_force(

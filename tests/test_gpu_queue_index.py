@@ -20,7 +20,8 @@ class WholeQueue(GpuQueueWatch):
 
     def _pushed_before(self, picked: gpu_queue._Queued) -> list[gpu_queue._Queued]:
         return [q for q in self._queued.values()
-                if q.order < picked.order and self._zero_key(q)]
+                if q.order < picked.order and (q.partition is None or (
+                    q.partition == 0 and q.job == self._seq0_job))]
 
 
 def _stream(rng: random.Random, n: int) -> list[LogEvent]:

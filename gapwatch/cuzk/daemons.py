@@ -102,7 +102,8 @@ class Daemons:
         #: dropped a line later).
         self._held: dict[str, LogEvent] = {}
         #: The line the latest `of_log` held (its consumers feed it nothing now), and the held
-        #: lines it let go, to be fed before it, to its daemon (`PerDaemon.feed`).
+        #: lines it let go, to be fed before it, to its daemon
+        #: (`CuzkWatch._log`, `RestartsByDaemon.feed_log`).
         self.holding = False
         self.released: list[LogEvent] = []
         #: The `/status` addresses polled (`ProverStatus.prover`), the first `MAX_DAEMONS`.
@@ -142,8 +143,7 @@ class Daemons:
             self._decide(ev)
         if ev.kind == "tracing":
             return self._tracing(ev)
-        own = self._own
-        d = own.get(ev.stream, 0) if len(own) > 1 else 0
+        d = self.of_stream(ev.stream)
         gpu = ev.gpu
         if gpu is not None and d < len(self.daemons) and gpu not in self.daemons[d].gpus:
             self._gpu(d, gpu)
@@ -163,11 +163,9 @@ class Daemons:
         if name.startswith(ANCHOR_MESSAGE):
             d = self._start(stream, ev.t_wall_s)
         else:
-            own = self._own
-            d = own.get(stream, 0) if len(own) > 1 else 0
+            d = self.of_stream(stream)
             if name in (CONFIGURATION_LOADED_MESSAGE, STATUS_LISTENING_MESSAGE) and self.daemons:
                 self._learn(d, ev)
-                d = self._own.get(stream, 0)
             gpu = ev.gpu
             if gpu is not None and d < len(self.daemons) and gpu not in self.daemons[d].gpus:
                 self._gpu(d, gpu)
@@ -349,6 +347,21 @@ class PerDaemon(Generic[_T]):
         each = self.each
         return (each[d] if d < len(each) else self.get(d)), new
 
+    def feed_log(self, ev: LogEvent, feed: Callable[[_T, LogEvent], list[ProverEvent]]
+                 ) -> tuple[list[ProverEvent], bool]:
+        """`feed` `ev` to its daemon's `_T`, after the start lines its line let go (`Daemons.
+        released`); nothing while its line is held (`Daemons.holding`). And whether it showed
+        a new daemon (`Daemons.note`)."""
+        router = self.router
+        d, new = router.of_log(ev)
+        if router.holding:
+            return [], False
+        each = self.each
+        target = each[d] if d < len(each) else self.get(d)
+        if router.released:
+            return [e for held in (*router.released, ev) for e in feed(target, held)], new
+        return feed(target, ev), new
+
     @property
     def first(self) -> _T:
         return self.each[0]
@@ -390,14 +403,7 @@ class RestartsByDaemon:
         return self._by.router.of_gpu(gpu)
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
-        watch, _new = self._by.of_log(ev)
-        router = self._by.router
-        if router.holding:  # whose start line this is, its file's next line tells
-            return []
-        if router.released:
-            out = [e for held in router.released for e in watch.feed_log(held)]
-            return out + watch.feed_log(ev)
-        return watch.feed_log(ev)
+        return self._by.feed_log(ev, RestartWatch.feed_log)[0]
 
     def feed_status(self, st: ProverStatus) -> list[ProverEvent]:
         d = self.fed_daemon = self._by.router.of_status(st)

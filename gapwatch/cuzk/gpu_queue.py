@@ -105,9 +105,6 @@ class GpuQueueWatch:
             oldest, _ = self._queued.popitem(last=False)
             self._monolithic.pop(oldest, None)
 
-    def _zero_key(self, q: _Queued) -> bool:
-        return q.partition is None or (q.partition == 0 and q.job == self._seq0_job)
-
     def _pushed_before(self, picked: _Queued) -> list[_Queued]:
         """The items with the key (0, 0) pushed before `picked`, in the queue's order: the
         monolithic ones (the oldest pushes first, up to `picked`'s) and the `job_seq` 0 job's

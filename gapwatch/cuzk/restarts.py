@@ -363,13 +363,15 @@ class Spanned:
         run, ready, waiting for its first job, and the run before it idle before it stopped."""
         return self._new_wait_s() + self._idle_before_s()
 
+    def _within_s(self, span: tuple[float, float] | None) -> float:
+        """How much of `span` (None: none) lies in the gap."""
+        return 0.0 if span is None else _overlap_s(*span, self.start_s, self.end_s)
+
     def _new_wait_s(self) -> float:
-        wait = self.latest.wait()
-        return 0.0 if wait is None else _overlap_s(*wait, self.start_s, self.end_s)
+        return self._within_s(self.latest.wait())
 
     def _idle_before_s(self) -> float:
-        idle = self.latest.idle_before()
-        return 0.0 if idle is None else _overlap_s(*idle, self.start_s, self.end_s)
+        return self._within_s(self.latest.idle_before())
 
     def cause(self) -> str:
         """`no_work` where the new run's wait for its first job is most of the gap (cuzk was
@@ -392,16 +394,16 @@ class Spanned:
     def wait_words(self) -> str:
         """The time cuzk was up with no work, as the gap's evidence says it ("" for none): the
         run before the restart idle before it stopped, the new run's wait for its first job."""
-        latest, new_s, idle_s = self.latest, self._new_wait_s(), self._idle_before_s()
+        latest = self.latest
+        idle, wait = latest.idle_before(), latest.wait()
+        idle_s, new_s = self._within_s(idle), self._within_s(wait)
         said = []
-        idle = latest.idle_before()
         if idle is not None and idle_s:
             said.append(
                 f"cuzk, up with nothing in flight after its last GPU work at "
                 f"{fmt.clock(idle[0], millis=True)}, wrote its last line at "
                 f"{fmt.clock(idle[1], millis=True)} before it stopped: {idle_s:.1f} s of the "
                 "gap no work, not the restart's")
-        wait = latest.wait()
         if wait is not None and new_s:
             said.append(
                 f"cuzk, started again at {fmt.clock(latest.t_s, millis=True)}, was ready at "
@@ -676,8 +678,6 @@ class RestartWatch:
             if step is not None:
                 n = self._flight[step[0]] + step[1]
                 self._flight[step[0]] = n if n > 0 else 0
-                if ev.worker is not None and name in ("GPU_PICKUP", "GPU_START"):
-                    self._pick(name, ev.worker, ev.t_wall_s)
             self._work_after_gpu_end = name != "GPU_END"
             job = ev.job_id
             # One membership test a line (a request is queued ahead most of the time): None is
@@ -693,6 +693,10 @@ class RestartWatch:
                     self._waiting.ended(job, ev.t_wall_s)  # once a job, not once a partition
             elif name == "GPU_START":
                 self._streak = None
+                if ev.worker is not None:
+                    self._picked.pop(ev.worker, None)  # the split prove's, in `_flight` now
+            elif name == "GPU_PICKUP" and ev.worker is not None:
+                keep_latest(self._picked, ev.worker, ev.t_wall_s, MAX_PICKED)
             # Work was done: a start line from now on starts another run. (The lines a start
             # writes before its engine's, config and budget, do not count.)
             self._seen_run = True
@@ -844,14 +848,6 @@ class RestartWatch:
         elif unpicked:
             self._work_after_gpu_end = False
 
-    def _pick(self, name: str, worker: int, t_s: float) -> None:
-        """A GPU_PICKUP (`worker` took a job, engine.rs:3023) or its GPU_START (3131: the split
-        prove's, counted in `_flight` from here) read."""
-        if name == "GPU_PICKUP":
-            keep_latest(self._picked, worker, t_s, MAX_PICKED)
-        else:
-            self._picked.pop(worker, None)
-
     def _unpicked(self, ev: LogEvent) -> bool:
         """A line in a GPU worker's span, or a monolithic worker's, that ends the job it
         picked up with no GPU_START (a failure, a skip, its result): whether one was held."""
@@ -910,11 +906,8 @@ class RestartWatch:
         run = self._run
         if run is None:
             return []
-        first = picked if picked is not None and run.t_s <= picked <= t else t
-        self._run = None
-        run.kept.first_gpu_s = first
-        run.kept.cost = self._cost(run, first)
-        return [run.kept.cost]
+        return self._first_gpu_work(run, picked if picked is not None and run.t_s <= picked <= t
+                                    else t)
 
     def _idle_at_end(self) -> bool:
         """Whether the current run had nothing in flight from its latest GPU work on: no
@@ -1001,11 +994,15 @@ class RestartWatch:
             elif name == "GPU_QUEUE" and run.first_queue_s is None:
                 run.first_queue_s = t
             elif name == "GPU_START":
-                self._run = None
-                run.kept.first_gpu_s = t
-                cost = run.kept.cost = self._cost(run, t)
-                return [cost]
+                return self._first_gpu_work(run, t)
         return []
+
+    def _first_gpu_work(self, run: _Run, t: float) -> list[ProverEvent]:
+        """The run a restart began did its first GPU work at `t`: its cost, said now."""
+        self._run = None
+        run.kept.first_gpu_s = t
+        run.kept.cost = self._cost(run, t)
+        return [run.kept.cost]
 
     @staticmethod
     def _tracing_part(run: _Run, t: float, name: str) -> None:

@@ -61,16 +61,8 @@ class CuzkWatch:
         return self.daemons.first.post
 
     @property
-    def queue(self) -> GpuQueueWatch:
-        return self.daemons.first.queue
-
-    @property
     def restarts(self) -> RestartWatch:
         return self.daemons.first.restarts
-
-    @property
-    def churn(self) -> PoolChurn:
-        return self.daemons.first.churn
 
     def feed(self, record: Record) -> list[ProverEvent]:
         kind = type(record)
@@ -96,18 +88,9 @@ class CuzkWatch:
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
         """`ev` to its daemon's watcher; the daemons said once the second shows."""
-        daemons = self.daemons
-        router = daemons.router
-        d, new = router.of_log(ev)
-        if router.holding:  # a file's start line: whose, its next line tells (`Daemons`)
-            return []
-        watches = daemons.each
-        daemon = watches[d] if d < len(watches) else daemons.get(d)  # else: a daemon new
-        out = [e for held in router.released for e in daemon.feed_log(held)] \
-            if router.released else []
-        out += daemon.feed_log(ev)
+        out, new = self.daemons.feed_log(ev, _DaemonWatch.feed_log)
         if new:
-            out.insert(0, daemons.router.note())
+            out.insert(0, self.daemons.router.note())
         return out
 
     def finish(self) -> list[ProverEvent]:

@@ -66,6 +66,7 @@ from gapwatch.cuzk.pipeline import (
 from gapwatch.sources import Tick
 from gapwatch.sources.cuzk_status_server import NotServing
 from gapwatch.sources.sim_batch_wait import TURNAROUND_S, BatchWaitScript
+from gapwatch.sources.sim_lines import dequeued, enqueued
 from gapwatch.sources.sim_monolithic import MonolithicScript
 from gapwatch.sources.sim_post import CYCLES, Kept, PostScript
 
@@ -722,11 +723,8 @@ class SimProver:
         size = g.scenario.max_batch_size
         requests = [f"porep-{self._job + g.index}-{unit * size + k}" for k in range(size)]
         for job in requests:
-            self._trace(self._now, f"job enqueued job_id={job} proof_kind=porep-c2 "
-                                   "priority=Normal queue_position=0",
-                        target="cuzk_core::scheduler")
-            self._trace(self._now, f"job dequeued for proving job_id={job} "
-                                   "proof_kind=porep-c2", target="cuzk_core::scheduler")
+            enqueued(self, job, "porep-c2")
+            dequeued(self, job, "porep-c2")
         job = requests[0]
         g.synth_active += 1
         self._trace(self._now, f"processing batch batch_size={size} proof_kind=porep-c2 "

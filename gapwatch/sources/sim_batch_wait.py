@@ -54,6 +54,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from gapwatch.sources.sim_lines import dequeued, enqueued
+
 #: Curio's turnaround: from a proof's return to its next request (the scenario's
 #: `request_after_proof_s`).
 TURNAROUND_S = 0.3
@@ -126,10 +128,8 @@ class BatchWaitScript:
         first_part = self.requests * 10
         self.requests += 1
         self.submitted[job] = sim._now
-        sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=porep-c2 priority=Normal "
-                             "queue_position=0", target="cuzk_core::scheduler")
-        sim._trace(sim._now, f"job dequeued for proving job_id={job} proof_kind=porep-c2",
-                   target="cuzk_core::scheduler")
+        enqueued(sim, job, "porep-c2")
+        dequeued(sim, job, "porep-c2")
         if g.scenario.max_batch_size <= 1:  # not batched (engine.rs:2053): sent at once
             self._send(job, first_part, SINGLE_SPAN, None)
             return

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Protocol
 
+from gapwatch.sources.sim_lines import dequeued, enqueued
+
 #: A PoRep C2 proved in one call: its 10 partitions synthesised (CPU, the GPU idle), then
 #: their a/b/c copied and proved on the GPU. Shorter than a real one (minutes) to keep the
 #: scenario's cycle short; long enough to make a WinningPoSt behind it late.
@@ -101,8 +103,7 @@ class MonolithicScript:
         (returned, for the job's later lines)."""
         sim = self.sim
         self.busy[g.index] = True
-        sim._trace(sim._now, f"job dequeued for proving job_id={job} proof_kind={kind}",
-                   target="cuzk_core::scheduler")
+        dequeued(sim, job, kind)
         span = (f"monolithic_worker{{worker_id={g.index} gpu={g.index} job_id={job} "
                 f"proof_kind={kind}}}: ")
         sim._trace(sim._now, "processing job (monolithic)", span=span)
@@ -112,7 +113,7 @@ class MonolithicScript:
         sim = self.sim
         n = self.porep_proofs[g.index] = self.porep_proofs.get(g.index, 0) + 1
         job = f"porep-{1000 + g.index}-{n}"
-        _enqueued(sim, job, "porep-c2", "Normal", len(self.post_queue))
+        enqueued(sim, job, "porep-c2", "Normal", len(self.post_queue))
         span = self._begin(g, job, "porep-c2")
         start = sim._now
         copy_at = start + POREP_SYNTH_S
@@ -140,7 +141,7 @@ class MonolithicScript:
         job = f"winpost-1000-{0x5e6f7a00 + self.winpost:08x}"
         if fails:
             self.failing.add(job)
-        _enqueued(sim, job, "winning-post", "Critical", len(self.post_queue))
+        enqueued(sim, job, "winning-post", "Critical", len(self.post_queue))
         self.post_queue.append((job, sim._now))
         for g in sim._gpus:
             if not self.busy.get(g.index):  # an idle worker takes it at once
@@ -181,8 +182,3 @@ class MonolithicScript:
         self.busy[g.index] = False
         self._next(g)
 
-
-def _enqueued(sim: SimProver, job: str, kind: str, priority: str, position: int) -> None:
-    """scheduler.rs:67-73: every request's arrival, `position` the requests queued before it."""
-    sim._trace(sim._now, f"job enqueued job_id={job} proof_kind={kind} priority={priority} "
-                         f"queue_position={position}", target="cuzk_core::scheduler")

@@ -46,6 +46,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
+from gapwatch.sources.sim_lines import enqueued
+
 
 class _Worker(Protocol):
     wid: int
@@ -206,8 +208,7 @@ class PostScript:
         self.arrived[job] = sim._now
         if fails:
             self.failing.add(job)
-        sim._trace(sim._now, f"job enqueued job_id={job} proof_kind=winning-post "
-                             "priority=Critical queue_position=0", target="cuzk_core::scheduler")
+        enqueued(sim, job, "winning-post", "Critical")
         sim._at(sim._now, Kept(partial(self._synth, job, reload_s, synth_s, gpu_s)))
 
     def _synth(self, job: str, reload_s: float, synth_s: float, gpu_s: float) -> None:

@@ -72,6 +72,12 @@ def _pool_failed(events: list[EventEvidence], since_s: float | None = None) -> b
                and (since_s is None or e.t_s >= since_s) for e in events)
 
 
+def _pageable_seen(events: list[EventEvidence], since_s: float | None) -> bool:
+    """A host stall's pageable words (`PAGEABLE_SEEN_WORDS`): a partition unpinned, or the
+    pinned pool failing, in the gap's own evidence window (from `since_s`; None: all)."""
+    return bool(_partitions(events, "unpinned", since_s)) or _pool_failed(events, since_s)
+
+
 def _plural(ps: list[int]) -> str:
     if len(ps) == 1:
         return f"partition {ps[0]} was"
@@ -138,9 +144,6 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
     if kind == "unknown":
         return []
     unpinned = _partitions(events, "unpinned", since_s)
-    earlier = _partitions(events, "unpinned", since_s, earlier=True) if since_s is not None \
-        else []
-    fallback = _pool_failed(events)
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
@@ -152,12 +155,14 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
         if unpinned:
             return [f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable "
                     "memory?"]
+        earlier = _partitions(events, "unpinned", since_s, earlier=True) \
+            if since_s is not None else []
         if earlier:
             return [f"is_pinned=false seen earlier in the run (last: partition {earlier[-1]}): "
                     "a/b/c in pageable memory?"]
-        if fallback:
+        if _pool_failed(events):
             return [POOL_FALLBACK_WORDS]
-    if kind == "host_stall" and (unpinned or _pool_failed(events, since_s)):
+    if kind == "host_stall" and _pageable_seen(events, since_s):
         # Only the gap's own: PCIe was quiet, so no copy ran slow in it; a partition unpinned
         # minutes before (cuzk's first wave always is, its pinned pool not yet grown) said
         # "pageable buffers seen" on every host stall of the run, before the prover's own
@@ -206,8 +211,7 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
     synth = any(_synthesis(e) for e in events)
     cause = "synthesis did not keep up with the GPU?" if synth else (
         "synthesis, a lock or the scheduler?")
-    own = _partitions(events, "unpinned", since_s) if since_s is not None else unpinned
-    return cause + (f"; {PAGEABLE_SEEN_WORDS}" if own or _pool_failed(events, since_s) else "")
+    return cause + (f"; {PAGEABLE_SEEN_WORDS}" if _pageable_seen(events, since_s) else "")
 
 
 # -- the copy trace, /proc and the link (issue 13) -------------------------------------------

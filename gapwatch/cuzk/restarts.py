@@ -374,8 +374,9 @@ class Spanned:
         return self._within_s(self.latest.idle_before())
 
     def cause(self) -> str:
-        """`no_work` where the new run's wait for its first job is most of the gap (cuzk was
-        ready and Curio sent nothing), else `restart`: the rest of it the restart took."""
+        """`no_work` where cuzk up with no work is most of the gap (`waited_s`: the new run
+        ready and Curio sending nothing, the old run idle before it stopped), else `restart`:
+        the rest of it the restart took."""
         waited = self.waited_s()
         return NO_WORK_CAUSE if waited > (self.end_s - self.start_s) - waited else RESTART_CAUSE
 
@@ -416,8 +417,9 @@ class Spanned:
         return "; ".join(said) + f"; the rest of the gap, {max(0.0, rest):.1f} s, the restart took"
 
     def evidence(self) -> list[str]:
-        """The facts: the wait for the first job first where it is the cause, the count where
-        more than one restart, then the latest restart's words and cost."""
+        """The facts: the time cuzk was up with no work first where it is the cause
+        (`wait_words`), the count where more than one restart, then the latest restart's words
+        and cost."""
         head = [self.wait_words()] if self.cause() == NO_WORK_CAUSE else []
         return [x for x in (*head, self.count_words()) if x] + self.latest.evidence()
 

@@ -473,8 +473,6 @@ def cells(r: FleetRow) -> tuple[str, ...]:
             fmt.visible(cause))
 
 
-
-
 def _gain_cell(r: FleetRow) -> str:
     """`1.7x`: what changing SETTING would gain, the payoff of the verdict now (None for a dead
     box's last one: its gaps are not known now). "-" where there is no setting to change: a

@@ -56,6 +56,10 @@ def test_a_numeric_job_id_of_a_tracing_line_is_the_text_its_timeline_lines_give(
     (e,) = parse(p, "2026-05-12T14:00:01.000000Z  INFO cuzk_core::scheduler: job enqueued "
                     "job_id=12345 proof_kind=porep-c2 priority=Normal queue_position=0")
     assert e.job_id == t.job_id == "12345"
+    (z,) = parse(p, "2026-05-12T14:00:01.000000Z  INFO cuzk_core::scheduler: job enqueued "
+                    "job_id=007 proof_kind=porep-c2 priority=Normal queue_position=0")
+    (tz,) = parse(p, "TIMELINE,11,GPU_END,007,worker=0,partition=0,gpu_ms=5")
+    assert z.job_id == tz.job_id == "007"  # made 7, it named no job its TIMELINE lines name
     (b,) = parse(p, "2026-05-12T14:00:01.000000Z  INFO cuzk_core::scheduler: job enqueued "
                     "job_id=true proof_kind=porep-c2")
     assert b.job_id is None

@@ -76,6 +76,7 @@ def convert_value(raw: str) -> FieldValue:
     """A field's text as the most specific scalar: int, float, bool, None, or the string.
 
     `Some(x)` is x; a quoted string is unquoted; lists and other Debug output stay strings.
+    Digits with a leading zero stay text (no Rust integer is written so: an id, `007`).
     Numbers gapwatch could not write or export stay text: an integer beyond 64 bits
     (`Some(99999999999999999999)`), a float that overflows to infinity (`1e999`), digits other
     than ASCII ones (`²`, which int() refuses or reads as another number).
@@ -102,7 +103,9 @@ def _convert(raw: str) -> FieldValue:
     """`convert_value` without the table: an integer, Rust's `Some(..)`/`None`, a quoted
     string, a boolean, a finite float, else the text as written."""
     if raw.isdigit() and raw.isascii():
-        return digits_value(raw)
+        # Rust writes no integer with a leading zero: `007` is an id as written, and made 7 it
+        # named no job its TIMELINE lines name (`LogParser._tracing` gives the text back).
+        return raw if raw[0] == "0" and len(raw) > 1 else digits_value(raw)
     if not raw:
         return ""
     c = raw[0]

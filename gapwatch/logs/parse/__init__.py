@@ -592,7 +592,8 @@ class LogParser:
         worker = int_field(fields.get("worker_id"))
         partition = int_field(fields.get("partition"))
         job = fields.get("job_id")
-        # A numeric id (`job_id=12345`) was made an int: its TIMELINE lines name it as text.
+        # A numeric id (`job_id=12345`) was made an int: its TIMELINE lines name it as text
+        # (one with a leading zero stayed text: `convert_value`).
         job_id = job if isinstance(job, str) else (
             str(job) if isinstance(job, int) and not isinstance(job, bool) else None)
         self._learn_from(message, fields, line.t_wall_s, stream)

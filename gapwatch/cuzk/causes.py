@@ -61,7 +61,7 @@ from gapwatch.cuzk.pipeline import (
     Capacity,
     pending_partition_bytes,
 )
-from gapwatch.cuzk.restarts import NO_WORK_CAUSE, RESTART_CAUSE
+from gapwatch.cuzk.restarts import NO_WORK_CAUSE
 
 #: The finer causes, in tie-break order (see the module docstring).
 PROVER_CAUSES: tuple[str, ...] = (
@@ -266,16 +266,17 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
     (`spans_restart`: the new run's wait for its first job)."""
     if log_cause is None:
         return snapshots_cause
+    if spans_restart:  # the restart, or its new run's wait for its first job
+        return log_cause
     if snapshots_cause == "no_work" and seen_during and log_cause in _FROM_AN_EMPTY_START:
         return snapshots_cause
     if snapshots_cause == "waits_on_synthesis" and log_cause == EMPTY_PIPELINE_CAUSE:
         return log_cause
-    if snapshots_cause in (None, "no_work") or log_cause == RESTART_CAUSE:
+    if snapshots_cause in (None, "no_work"):
         return log_cause
-    if log_cause == NO_WORK_CAUSE and (spans_restart or snapshots_cause == "waits_on_synthesis"):
-        # A restart's new run waiting for work stands over the old run's snapshots; an empty
-        # pipeline's wait for the next request only over the synthesis they saw it start, not
-        # over a budget wait, the pacer or an SRS load they saw (each its own, and advised).
+    if log_cause == NO_WORK_CAUSE and snapshots_cause == "waits_on_synthesis":
+        # An empty pipeline's wait for the next request only over the synthesis they saw it
+        # start, not over a budget wait, the pacer or an SRS load they saw (each its own).
         return log_cause
     if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":
         return log_cause

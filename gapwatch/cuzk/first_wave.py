@@ -191,6 +191,10 @@ class WavesByDaemon:
         waves, _new = self._by.of_log(ev)
         waves.feed(ev)
 
+    def feed_of(self, daemon: int, ev: LogEvent) -> None:
+        """`feed`, its daemon told by the caller's router (no second one run a line)."""
+        self._by.get(daemon).feed(ev)
+
     def waves(self) -> tuple[FirstWave, ...]:
         """Every daemon's waves kept, by their start (the latest `MAX_WAVES`)."""
         each = self._by.each

@@ -883,7 +883,7 @@ class PipelineFacts(_Limits):
         name, job, part, t = ev.name, ev.job_id, ev.partition, ev.t_wall_s
         if job is None:
             return
-        if name == "GPU_PICKUP":
+        if name == "GPU_PICKUP" and self._on_worker:
             self._worker_moved_on(ev, job)
         if part is not None:
             key = (job, part)
@@ -936,7 +936,8 @@ class PipelineFacts(_Limits):
 
     def _tracing(self, ev: LogEvent) -> None:
         msg, f, t = ev.name, ev.fields, ev.t_wall_s
-        self.first_waves.feed(ev)  # its lines are not all in _TRACING_MESSAGES
+        # its lines are not all in _TRACING_MESSAGES; its daemon the restarts' router's
+        self.first_waves.feed_of(self._router.of_stream(ev.stream), ev)
         if ev.level == "INFO":
             self._info_read = True
         if msg not in _TRACING_MESSAGES and not msg.startswith(_POOL_PREFIXES):
@@ -1463,7 +1464,8 @@ class PipelineFacts(_Limits):
             # run's wait for a first job is no work, and the cause where it is most of the gap.
             return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
                            said_by=spanned.said_by, spans_restart=True)
-        held = self._batch_wait_view(start_s, end_s, gpu)
+        batch = self.batch_held_s(start_s, end_s, gpu)
+        held = self._batch_wait_view(start_s, end_s, batch)
         if held is not None:
             return held
         load = self.srs_load_during(start_s, end_s)
@@ -1525,16 +1527,16 @@ class PipelineFacts(_Limits):
                 f"{p - q:.1f} s in the queue while the GPU idled"],
                 f"partition {part} {p - q:.1f} s in the GPU queue")
         queued_then = self.queued_at(start_s + EDGE_SLACK_S, gpu)
-        ready = sorted(t for run in self._runs_of_gpu(gpu) for t in run.queue_times
-                       if lo < t <= hi)
-        if queued_then == 0 and (ready or is_open):
-            empty = self._empty_start_view(gpu, start_s, end_s, ready[0] if ready else None)
+        ready_s = min((t for run in self._runs_of_gpu(gpu) for t in run.queue_times
+                       if lo < t <= hi), default=None)
+        if queued_then == 0 and (ready_s is not None or is_open):
+            empty = self._empty_start_view(gpu, start_s, end_s, ready_s, batch)
             if empty is not None:
                 return empty
-            if ready:
+            if ready_s is not None:
                 return LogView("waits_on_synthesis", [
                     "no partition was queued for the GPU at the gap's start; the next one "
-                    f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready[0] - start_s:.1f} s into "
+                    f"finished synthesis (SYNTH_END, GPU_QUEUE) {ready_s - start_s:.1f} s into "
                     "the gap: the GPU waited on synthesis (from the log)"],
                     "nothing queued for the GPU at the gap's start")
         if over is not None and over.t_s <= hi:
@@ -1542,7 +1544,8 @@ class PipelineFacts(_Limits):
             return self._over_budget_view(over)
         return LogView(None, [])
 
-    def _empty_start_view(self, gpu: int, start_s: float, end_s: float, ready_s: float | None
+    def _empty_start_view(self, gpu: int, start_s: float, end_s: float, ready_s: float | None,
+                          batch: tuple[float, tuple[float, float] | None, int | None]
                           ) -> LogView | None:
         """A gap of `gpu` whose start found its daemon's pipeline empty (no synthesis of the
         daemons whose lines named `gpu` in flight: `SynthFlight`;
@@ -1585,7 +1588,7 @@ class PipelineFacts(_Limits):
         else:
             evidence.append(f"the next synthesis began {wait_s:.1f} s into the gap (SYNTH_START "
                             f"at {_hms(arrived_s)}; no 'job enqueued' line read for it)")
-        held_s, _, wait_ms = self.batch_held_s(start_s, end_s, gpu)
+        held_s, _, wait_ms = batch
         if held_s > 0:
             evidence.append(
                 f"cuzk held it {held_s:.1f} s {BATCH_HELD_MARK} before sending it to synthesis "
@@ -1623,13 +1626,15 @@ class PipelineFacts(_Limits):
                 "a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once the "
                 "GPU's rate is known (engine.rs:1480-1524, 262-266)")
 
-    def _batch_wait_view(self, start_s: float, end_s: float, gpu: int) -> LogView | None:
+    def _batch_wait_view(self, start_s: float, end_s: float,
+                         batch: tuple[float, tuple[float, float] | None, int | None]
+                         ) -> LogView | None:
         """A gap cuzk's batch collector held a request through most of: the work was there,
         cuzk kept it waiting for company (`[scheduler] max_batch_size` > 1), which /status
         shows as no work at all. Most, as the snapshots' majority decides a cause: the held
         stretch itself, not the synthesis after the flush (the GPU waiting on synthesis then,
         which a gap mostly of that is)."""
-        held_s, latest, _ = self.batch_held_s(start_s, end_s, gpu)
+        held_s, latest, _ = batch
         if latest is None or held_s * 2 < end_s - start_s:
             return None
         since, until = latest

@@ -324,9 +324,7 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         b_win, a_win = wins["BEFORE"].get(gpu, {}), wins["AFTER"].get(gpu, {})
         b_all, a_all = wholes["BEFORE"].get(gpu, {}), wholes["AFTER"].get(gpu, {})
         for name in _figure_names(b_win, a_win, b_all, a_all):
-            better, share = _direction(name)
-            if name == BATCH_WAIT and not batch_changed:
-                better = "none"  # requests held for company come and go with the load
+            better, share = _direction(name, batch_changed)
             bw, aw = b_win.get(name, []), a_win.get(name, [])
             test = judge(bw, aw, better, share)
             if (not bw or not aw) and b_all.get(name) is not None \
@@ -526,8 +524,9 @@ def _load_said(f: Figure) -> Figure:
     return f
 
 
-def _direction(name: str) -> tuple[Better, bool]:
-    if name in (NO_WORK, EMPTY_PIPELINE):
+def _direction(name: str, batch_changed: bool = True) -> tuple[Better, bool]:
+    """`batch_changed` False: batch waits come and go with the load, never judged."""
+    if name in (NO_WORK, EMPTY_PIPELINE) or (name == BATCH_WAIT and not batch_changed):
         return "none", False
     if name == "busy share":
         return "higher", True

@@ -25,15 +25,12 @@ turn.
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
 `monolithic`, `pinned_pool`, `inside_workers`, `batch_wait`, `empty_pipeline`, `no_work`); else
-from its kind and
-evidence:
-`pinned_pool` (pcie_starved, the pool failed; where its churn preceded the failures,
-`gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a guess to measure),
-`first_synthesis` (pcie_starved,
-`is_pinned=false`, in the window of any run's first wave of a circuit type:
-`gapwatch.cuzk.first_wave`), `pageable_copies`, `slow_copies`, `copies_not_overlapped`
-(transfer_bound), `host_stall` (no cause known), `unknown`.
-"""
+from its kind and evidence: `pinned_pool` (pcie_starved, the pool failed; where its churn
+preceded the failures, `gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a
+guess to measure), `first_synthesis` (pcie_starved, `is_pinned=false`, in the window of any
+run's first wave of a circuit type: `gapwatch.cuzk.first_wave`), `pageable_copies`,
+`slow_copies`, `copies_not_overlapped` (transfer_bound), `host_stall` (no cause known),
+`unknown`."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import is_bad_count
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
+from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, DISPATCHER_MESSAGE
 
 #: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
 STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -35,7 +35,7 @@ STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("synth_worker_count", "synth_worker_count"),
         ("max_partitions_in_budget", "max_partitions_in_budget"),
         ("effective_lookahead", "effective_lookahead")),
-    "synthesis dispatcher started (budget-gated)": (
+    DISPATCHER_MESSAGE: (
         ("max_batch_size", "[scheduler] max_batch_size"),
         ("max_batch_wait_ms", "[scheduler] max_batch_wait_ms"),
         ("slot_size", "[pipeline] slot_size"),
@@ -61,7 +61,7 @@ SOURCES: dict[str, str] = {
     "memory budget initialized": "extern/cuzk/cuzk-core/src/engine.rs",
     "starting pipeline: synthesis task + GPU workers (budget-gated)":
         "extern/cuzk/cuzk-core/src/engine.rs:1839",
-    "synthesis dispatcher started (budget-gated)": "extern/cuzk/cuzk-core/src/engine.rs:1892",
+    DISPATCHER_MESSAGE: "extern/cuzk/cuzk-core/src/engine.rs:1892",
     "set CUZK_GPU_THREADS for C++ groth16_pool": "extern/cuzk/cuzk-daemon/src/main.rs:85",
     "rayon global thread pool configured": "extern/cuzk/cuzk-daemon/src/main.rs:111",
     "GPU queue target dispatch pacer enabled": "extern/cuzk/cuzk-core/src/engine.rs:1456",

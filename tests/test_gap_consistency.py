@@ -23,6 +23,7 @@ import pytest
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import Config
+from gapwatch.core.codec import GAP_JSON_LEFT_OUT
 from gapwatch.core.models import Gap
 from gapwatch.engine.runtime import build_runtime
 from gapwatch.offline.perfetto import GPU_PID_BASE
@@ -36,7 +37,7 @@ H200 = sorted([*(DATA / "h200-e2e").glob("*/rec.jsonl.gz"),
 
 GapKey = tuple[int, int, str, float]
 #: What `gapwatch.core.codec.gap_json` gives: the record's fields, its type, and two figures.
-GAP_JSON_KEYS = {*Gap.__struct_fields__, "type", "open", "link_fraction"}
+GAP_JSON_KEYS = {*Gap.__struct_fields__, "type", "open", "link_fraction"} - {*GAP_JSON_LEFT_OUT}
 
 
 def _key(gap_id: int, gpu: int, kind: str, duration_s: float) -> GapKey:

@@ -109,11 +109,19 @@ def gpu_line_prefix_type_last(gpu: int) -> bytes:
     return b'{"gpu":%d,' % gpu
 
 
+#: A gap's fields its JSON documents leave out: the typed facts its prover package's advice
+#: reads (`Gap.prover_facts`), which `prover_evidence` says in words. Recordings hold them.
+GAP_JSON_LEFT_OUT = ("prover_facts",)
+
+
 def gap_json(gap: Gap) -> dict[str, Any]:
     """A gap as every output gives it: the record's own JSON (what a recording holds), plus the
     figures readers want beside it: `open`, and `link_fraction`, the dominant PCIe direction's
-    rate as a share of the link (None without a rate or a link)."""
+    rate as a share of the link (None without a rate or a link). Less `GAP_JSON_LEFT_OUT` (the
+    documents' keys stay as docs/detection.md gives them)."""
     out: dict[str, Any] = msgspec.to_builtins(gap)
+    for key in GAP_JSON_LEFT_OUT:
+        out.pop(key, None)
     rx, tx, link = gap.pcie_rx_bytes_per_s, gap.pcie_tx_bytes_per_s, gap.link_bytes_per_s
     dominant = max(rx or 0.0, tx or 0.0) if (rx is not None or tx is not None) else None
     out["open"] = gap.is_open

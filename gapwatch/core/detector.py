@@ -737,7 +737,7 @@ class GapDetector:
             hint=said.hint, host=host, log_events=events, copies=copies,
             link_current_bytes_per_s=link_down.bytes_per_s if link_down is not None else None,
             prover_cause=said.prover_cause, prover_states=said.prover_states,
-            prover_evidence=said.prover_evidence,
+            prover_evidence=said.prover_evidence, prover_facts=said.prover_facts,
         )  # fmt: skip
 
     def _link_down(self, gpu: int) -> LinkDown | None:
@@ -767,7 +767,8 @@ class GapDetector:
                      self._ev.hardware_words(old.gpu, old.start_s, end_s)))
         new = replace(_replace_evidence(old, said.hint, events), copies=copies,
                       prover_cause=said.prover_cause, prover_states=said.prover_states,
-                      prover_evidence=said.prover_evidence)
+                      prover_evidence=said.prover_evidence,
+                      prover_facts=said.prover_facts)
         acc.published = new
         self._pending.append(new)
         if old.kind == "pcie_starved" and old.end_mono_ns is not None \

@@ -1,5 +1,6 @@
 """The evidence a gap carries, one struct per kind: host maxima, the prover's log events, the
-copies (traced or inferred), the prover's snapshots; and the link seen trained down.
+copies (traced or inferred), the prover's snapshots, the facts its prover package decided about
+it (`ProverGapFacts`); and the link seen trained down.
 
 Who calls it: `gapwatch.core.models.Gap` (its fields), the evidence buffer that fills them
 (`gapwatch.core.evidence`), the explainer and the hints that read them, and every output that
@@ -9,6 +10,8 @@ keys in the same order, and a key a gap never had (the host maxima of a gap with
 the traced figures of an untraced gap) is `UNSET`, left out of the JSON rather than `null`.
 `known` reads an UNSET value as None. Frozen values, `gc=False` (no cycles), decoded leniently
 from recordings: a key they do not name is ignored, a missing one is UNSET or its default.
+`ProverGapFacts` is the one left out of a gap's JSON documents (`gapwatch.core.codec.gap_json`):
+what it holds is said there in words, `prover_evidence`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 from typing import TypeVar
 
 from msgspec import UNSET, Struct, UnsetType
+
+from gapwatch.core.bounds import Count
 
 _T = TypeVar("_T")
 
@@ -118,6 +123,37 @@ class ProverState(Struct, frozen=True, gc=False):
     memory_available_bytes: int | None | UnsetType = UNSET
     memory_total_bytes: int | None | UnsetType = UNSET
     queue_depth: int | None = None
+
+
+class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
+    """What the prover package decided about one gap, as typed facts: what its advice reads
+    back (e.g. `gapwatch.cuzk.advice`). Each is set where the package decides it, beside the
+    words that say it to people in `prover_evidence`; nothing reads those words back for a fact
+    (a log line quoted into them, a job id, an error text, could say anything). A gap made
+    before these existed has none (`Gap.prover_facts` UNSET): see there. Only the facts set are
+    encoded (`omit_defaults`)."""
+
+    #: The monolithic job (proved whole, not in partitions: e.g. cuzk's PoSt, a batch) the gap
+    #: waited on, by the kind its log names (cuzk's TIMELINE `kind=porep-c2`, a monolithic
+    #: worker's `proof_kind`); None: the gap waited on none.
+    monolithic_kind: str | None = None
+    #: That job was a proof a monolithic worker proved in one call, synthesis then GPU (e.g.
+    #: cuzk with its pipeline off), not a pipelined monolithic job.
+    one_call: bool = False
+    #: The gap waited on a memory-budget request larger than the whole budget (it can never be
+    #: granted).
+    over_budget: bool = False
+    #: The gap began with the pipeline empty, and the prover's batch collector held its new
+    #: request for part of it (waiting for a batch to fill).
+    batch_held: bool = False
+    #: Of such a gap, how its new work was started, as the gap's own prover daemon ran: all at
+    #: once by the free synthesis workers (`new_work_at_once`), or paced by a dispatch pacer
+    #: whose queue target this is (`new_work_pacer_target`); neither: not said.
+    new_work_at_once: bool = False
+    new_work_pacer_target: Count | None = None
+    #: The index in `prover_evidence` of the line that says whether the pinned pool churned
+    #: before its failures (its churn, or that it is not known); None: no such line.
+    pool_churn_line: Count | None = None
 
 
 class LinkDown(Struct, frozen=True, gc=False):

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from msgspec import UnsetType
+
 from gapwatch.core.evidence_types import (
     CopiesEvidence,
     EventEvidence,
     HostEvidence,
     LinkDown,
+    ProverGapFacts,
     ProverState,
 )
 from gapwatch.core.hints import (
@@ -73,12 +76,15 @@ class Evidence:
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """What is said about a gap: the hint, and the prover's cause with what decided it."""
+    """What is said about a gap: the hint, and the prover's cause with what decided it: its
+    snapshots, its facts in words (`prover_evidence`) and, typed, those the prover package's
+    advice reads (`prover_facts`, `gapwatch.core.evidence_types.ProverGapFacts`)."""
 
     hint: str
     prover_cause: str | None
     prover_states: list[ProverState]
     prover_evidence: list[str]
+    prover_facts: ProverGapFacts | UnsetType
 
 
 def explain(gap: GapFacts, evidence: Evidence) -> Explanation:
@@ -86,7 +92,8 @@ def explain(gap: GapFacts, evidence: Evidence) -> Explanation:
     memory kind is stated; without, it is inferred and the hint says so. When the prover said
     where it waited, its words are said instead of a guess."""
     view = evidence.prover
-    return Explanation(hint_of(gap, evidence), view.cause, view.states, view.evidence)
+    return Explanation(hint_of(gap, evidence), view.cause, view.states, view.evidence,
+                       view.facts)
 
 
 def hint_of(gap: GapFacts, evidence: Evidence) -> str:

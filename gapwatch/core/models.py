@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal, get_args
 
-from msgspec import Struct, field, structs
+from msgspec import UNSET, Struct, UnsetType, field, structs
 
 from gapwatch.core.bounds import (
     I64,
@@ -53,6 +53,7 @@ from gapwatch.core.evidence_types import (
     CopiesEvidence,
     EventEvidence,
     HostEvidence,
+    ProverGapFacts,
     ProverState,
 )
 
@@ -212,6 +213,13 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: busy (synth_worker_count from the log)", "partition 3 queued 1.2 s before pickup"):
     #: from the snapshots and from what the prover's log said (`gapwatch.core.prover`).
     prover_evidence: list[str] = field(default_factory=list)
+    #: The facts behind `prover_cause` its prover package decided, typed, for its advice to
+    #: read (`ProverGapFacts`; their words are in `prover_evidence`). UNSET: a gap no prover
+    #: package explained (it has no `prover_evidence` either), or one made before these facts
+    #: existed (an older recording's gap line, a gap built by hand): its advice reads them from
+    #: its words, as it always did (`gapwatch.cuzk.advice.facts_of`). Left out of the gap's
+    #: JSON documents (`gapwatch.core.codec.gap_json`); a recording holds them.
+    prover_facts: ProverGapFacts | UnsetType = UNSET
     type: ClassVar[Literal["gap"]] = "gap"
 
     @property

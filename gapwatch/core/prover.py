@@ -9,7 +9,7 @@ package (e.g. `gapwatch.cuzk.prover.CuzkProver`) implements it; the composition 
 
 What the core asks, and nothing more:
 - what the prover was doing around a gap (`ProverGap.view`: its cause, the snapshots, the facts
-  in words, the phrase the hint says);
+  in words and, typed, those its advice reads back, the phrase the hint says);
 - which status snapshots concern a GPU (`concerns`);
 - what it has learnt about its pipeline so far (`facts`: an immutable view of the package's own
   type, kept by the store for the dashboard, `/metrics` and the advice), and what it lacks
@@ -24,7 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from gapwatch.core.evidence_types import ProverState
+from msgspec import UNSET, UnsetType
+
+from gapwatch.core.evidence_types import ProverGapFacts, ProverState
 from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 
 
@@ -41,6 +43,9 @@ class ProverView:
     #: The prover failed just before or during the gap (e.g. a panic, a CUDA error): said in
     #: the hint after the cause ("" for none).
     error_words: str = ""
+    #: The facts of `evidence` its package's advice reads, typed (`Gap.prover_facts`); UNSET:
+    #: the prover decides none (its words are all there is).
+    facts: ProverGapFacts | UnsetType = UNSET
 
 
 #: A prover that says nothing about a gap.

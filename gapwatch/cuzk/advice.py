@@ -3,7 +3,10 @@
 Who calls it: `gapwatch.offline.report` (the "What to change" section and `advice` in
 `--json`), `gapwatch.sinks.snapshot` (summary.md), the dashboard's help screen (`?`) and gap
 detail (Enter), and the verdict (`gapwatch.cuzk.why_now`), each over the gaps it has and what the
-prover's log said (`gapwatch.cuzk.pipeline.PipelineView`). Pure.
+prover's log said (`gapwatch.cuzk.pipeline.PipelineView`). Pure. What it reads of each gap
+beyond its cause and kind is typed (`facts_of`: `Gap.prover_facts`, set by cuzk's prover where
+it decides each fact), never searched for in the gap's words; only a gap without them (an older
+recording's, one built by hand) is read from its words (`facts_in_words`), as every gap was.
 
 Live, the gap open now is advised on with the closed ones: an operator asks exactly while the GPU
 idles, and a BREAKDOWN is often entered on the gap still open (one starved gap whose copies the
@@ -34,29 +37,31 @@ run's first wave of a circuit type: `gapwatch.cuzk.first_wave`), `pageable_copie
 
 from __future__ import annotations
 
+import re
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.evidence_types import ProverState, known
+from gapwatch.core.evidence_types import ProverGapFacts, ProverState, known
 from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.pipeline import (
+    AT_ONCE_MARK,
     BATCH_BYTES_BY_KIND,
     BATCH_HELD_MARK,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
     ONE_CALL,
     OVER_BUDGET_MARK,
+    PACED_MARK,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
     OverBudget,
     PipelineView,
-    new_work_pacer,
 )
 from gapwatch.cuzk.pool_churn import (
     CHURN_MARK,
@@ -179,21 +184,77 @@ def batch_setting(kinds: Iterable[str] = ()) -> tuple[str, str, str, str]:
         "memory.rs:41, 53")
 
 
-#: PoSt job kinds, as a gap's evidence quotes them (`window-post job ...`).
+#: PoSt job kinds, as TIMELINE and a monolithic worker's `proof_kind` name them.
 POST_KINDS = ("winning-post", "window-post")
+#: The monolithic job kinds the advice tells apart (`StallGaps.kinds`).
+_KNOWN_KINDS = frozenset((*BATCH_KINDS, *POST_KINDS))
 
 
-def _batched(g: Gap) -> bool:
-    """Whether a gap names a batch job in its evidence (`porep-c2 job ...`)."""
-    return any(f"{k} job" in e for e in g.prover_evidence for k in BATCH_KINDS)
+def facts_of(g: Gap) -> ProverGapFacts:
+    """The facts of a gap the advice reads: those cuzk's prover decided, typed
+    (`Gap.prover_facts`, set on every gap it explained); for a gap without them (made before
+    they were typed: an older recording's gap line, a gap built by hand), read from its words
+    as the advice always did (`facts_in_words`)."""
+    facts = known(g.prover_facts)
+    return facts if facts is not None else facts_in_words(g.prover_evidence)
 
 
-def kinds_in(g: Gap) -> set[str]:
-    """The monolithic job kinds a gap's evidence names (`<kind> job <id> ...`, or a proof a
-    monolithic worker proved whole: `(<kind>) in one call`)."""
-    text = " ".join(g.prover_evidence)
-    return {k for k in (*BATCH_KINDS, *POST_KINDS)
-            if f"{k} job" in text or f"({k}) {ONE_CALL}" in text}
+def _batched(facts: ProverGapFacts) -> bool:
+    """Whether a gap waited on a batch job: a pipelined monolithic job (TIMELINE `SYNTH_START
+    kind=porep-c2` or `snap-update`, no partition), not a proof proved in one call."""
+    return not facts.one_call and facts.monolithic_kind in BATCH_KINDS
+
+
+def _kinds_of(facts: ProverGapFacts) -> set[str]:
+    """The monolithic job kind a gap waited on, of those the advice tells apart (`BATCH_KINDS`,
+    `POST_KINDS`), pipelined or proved in one call; {} for any other or none."""
+    kind = facts.monolithic_kind
+    return {kind} if kind in _KNOWN_KINDS else set()
+
+
+_PACER_TARGET = re.compile(r"gpu_queue_target=(\d+)")
+
+
+def facts_in_words(evidence: Sequence[str]) -> ProverGapFacts:
+    """The facts of a gap made before they were typed (`Gap.prover_facts` UNSET), read from the
+    words cuzk's prover says them in, as the advice read every gap until then: any line naming
+    a batch or PoSt job (`<kind> job`) or a proof proved whole (`(<kind>) in one call`), a
+    request that `can never be granted`, a request held `in the batch collector`, the last line
+    saying how the new work was started (paced, with its `gpu_queue_target=N`, or at once), the
+    first line within `CITED` saying whether the pool churned. A log line quoted into those
+    words can say any of them: only such a gap is read so (a gap cuzk's prover explains carries
+    its facts typed). Where several kinds are named, the first of `BATCH_KINDS` then
+    `POST_KINDS`, a job before a proof in one call."""
+    text = " ".join(evidence)
+    kind, one_call = None, False
+    for k in (*BATCH_KINDS, *POST_KINDS):
+        if f"{k} job" in text:
+            kind = k
+            break
+    else:
+        kind = next((k for k in (*BATCH_KINDS, *POST_KINDS) if f"({k}) {ONE_CALL}" in text),
+                    None)
+        one_call = kind is not None
+    target, at_once = _pacing_in_words(evidence)
+    churn = next((i for i, e in enumerate(evidence[:CITED])
+                  if CHURN_MARK in e or e == NOT_KNOWN), None)
+    return ProverGapFacts(
+        monolithic_kind=kind, one_call=one_call,
+        over_budget=any(OVER_BUDGET_MARK in e for e in evidence),
+        batch_held=any(BATCH_HELD_MARK in e for e in evidence),
+        new_work_at_once=at_once, new_work_pacer_target=target, pool_churn_line=churn)
+
+
+def _pacing_in_words(evidence: Sequence[str]) -> tuple[int | None, bool]:
+    """(the pacer's target, at once) as the last line saying how an empty pipeline's new work
+    was started says it (`facts_in_words`); (None, False): none says, or its target is none."""
+    for e in reversed(evidence):
+        if PACED_MARK in e:
+            m = _PACER_TARGET.search(e)
+            return (int(m[1]) if m is not None and int(m[1]) > 0 else None), False
+        if AT_ONCE_MARK in e:
+            return None, True
+    return None, False
 
 
 #: The stalls whose gaps may be a first wave's, though `stall_of` did not call them one (their
@@ -222,7 +283,7 @@ class StallGaps:
     latest: Gap | None = None
     #: Of them, those still open (live only: their idle time is so far).
     open: int = 0
-    #: Gaps with the prover's cause; with a batch job in their evidence; any with evidence.
+    #: Gaps with the prover's cause; that waited on a batch job (`_batched`); any with evidence.
     with_cause: int = 0
     batched: int = 0
     with_evidence: bool = False
@@ -231,17 +292,18 @@ class StallGaps:
     max_start_s: float | None = None
     #: The highest PSI memory share read during any of them (None: never read).
     pressure: float | None = None
-    #: Monolithic job kinds their evidence names (`kinds_in`).
+    #: Monolithic job kinds they waited on (`_kinds_of`).
     kinds: set[str] = field(default_factory=set)
-    #: Any gap explained by a budget request over the whole budget (`OVER_BUDGET_MARK`).
+    #: Any gap explained by a budget request over the whole budget
+    #: (`ProverGapFacts.over_budget`).
     over_budget: bool = False
-    #: Any gap whose new request cuzk's batch collector held for part of it
-    #: (`BATCH_HELD_MARK`: an empty pipeline's evidence).
+    #: Any gap whose new request cuzk's batch collector held for part of it (an empty
+    #: pipeline's: `ProverGapFacts.batch_held`).
     batch_held: bool = False
-    #: Of an empty pipeline's gaps, what each one's evidence says started its new work, as its
-    #: own daemon ran (`gapwatch.cuzk.pipeline.new_work_pacer`): the gaps whose daemon's
+    #: Of an empty pipeline's gaps, what started each one's new work, as its own daemon ran
+    #: (`ProverGapFacts.new_work_pacer_target`, `new_work_at_once`): the gaps whose daemon's
     #: dispatch pacer paced it, by that pacer's `gpu_queue_target`; those whose free workers
-    #: took it at once; those whose evidence says neither (the view's pacer, the first
+    #: took it at once; those whose facts say neither (the view's pacer, the first
     #: daemon's, is said of them).
     paced: dict[int, int] = field(default_factory=dict)
     at_once: int = 0
@@ -268,7 +330,8 @@ class StallGaps:
         self.latest = g
         self.open += g.is_open
         self.with_cause += g.prover_cause is not None
-        self.batched += _batched(g)
+        facts = facts_of(g)
+        self.batched += _batched(facts)
         self.with_evidence = self.with_evidence or bool(g.prover_evidence)
         self.unpinned = self.unpinned or "unpinned" in _warnings(g)
         if self.max_start_s is None or g.start_s > self.max_start_s:
@@ -276,19 +339,17 @@ class StallGaps:
         share = known(g.host.psi_mem_some_share_max)
         if share is not None and (self.pressure is None or share > self.pressure):
             self.pressure = share
-        self.kinds |= kinds_in(g)
-        self.over_budget = self.over_budget or any(
-            OVER_BUDGET_MARK in e for e in g.prover_evidence)
-        self.batch_held = self.batch_held or any(
-            BATCH_HELD_MARK in e for e in g.prover_evidence)
+        self.kinds |= _kinds_of(facts)
+        self.over_budget = self.over_budget or facts.over_budget
+        self.batch_held = self.batch_held or facts.batch_held
         if self.stall == EMPTY_PIPELINE_CAUSE:
-            target = new_work_pacer(g.prover_evidence)
-            if target is None:
-                self.pacing_unsaid += 1
-            elif target == 0:
+            target = facts.new_work_pacer_target
+            if target is not None:
+                self.paced[target] = self.paced.get(target, 0) + 1
+            elif facts.new_work_at_once:
                 self.at_once += 1
             else:
-                self.paced[target] = self.paced.get(target, 0) + 1
+                self.pacing_unsaid += 1
         for st in g.prover_states:
             self._judge(st)
 
@@ -673,8 +734,8 @@ def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
     span = churn.before_failure()
     latest = gaps.latest
     # Said once: where the latest gap's cited evidence (`_evidence`) already carries it.
-    cited = latest is not None and any(
-        CHURN_MARK in e or e == NOT_KNOWN for e in latest.prover_evidence[:CITED])
+    line = facts_of(latest).pool_churn_line if latest is not None else None
+    cited = line is not None and line < CITED
     if span is None:
         if not churn.info_kept and not cited:
             facts.append(NOT_KNOWN)

@@ -68,13 +68,12 @@ evidence then says.
 from __future__ import annotations
 
 import math
-import re
 from collections import OrderedDict, deque
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
+from gapwatch.core.evidence_types import ProverGapFacts
 from gapwatch.core.models import FieldValue, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
@@ -176,39 +175,27 @@ _PARTITION_SYNTH_FAILED = frozenset(PARTITION_SYNTH_FAILED_MESSAGES)
 #: first synthesis of work that came after it (`PipelineFacts._empty_start_view`): the wait for
 #: that work and one synthesis's latency, which more synthesis workers cannot shorten.
 EMPTY_PIPELINE_CAUSE = "empty_pipeline"
+# The words in which a gap's evidence says some of its facts (`ProverGapFacts`, which carries
+# them typed; the advice reads those, never these): constants for the one reader of a gap made
+# before the facts were typed (`gapwatch.cuzk.advice.facts_in_words`).
 #: How an empty pipeline's evidence says cuzk's batch collector held its new request for part
-#: of the gap (`PipelineFacts._empty_start_view`; `gapwatch.cuzk.advice.StallGaps` reads it
-#: back to name `[scheduler] max_batch_wait_ms`).
+#: of the gap (`PipelineFacts._empty_start_view`: `ProverGapFacts.batch_held`).
 BATCH_HELD_MARK = "in the batch collector"
 #: Why more synthesis workers cannot shorten an empty pipeline's gap, pacer off (the default):
-#: one dispatcher hands the new work's partitions to a channel the worker pool reads.
-_AT_ONCE_MARK = "start the new work's partitions at once"
+#: one dispatcher hands the new work's partitions to a channel the worker pool reads
+#: (`ProverGapFacts.new_work_at_once`).
+AT_ONCE_MARK = "start the new work's partitions at once"
 _AT_ONCE = ("whatever the number of synthesis workers (the free ones all "
-            f"{_AT_ONCE_MARK}, engine.rs:1475, 1678)")
+            f"{AT_ONCE_MARK}, engine.rs:1475, 1678)")
 #: How an empty pipeline's evidence says its daemon's dispatch pacer paced the new work
-#: (`PipelineFacts._new_work_words`, with that pacer's `gpu_queue_target=N`).
+#: (`PipelineFacts._new_work`, with that pacer's `gpu_queue_target=N`:
+#: `ProverGapFacts.new_work_pacer_target`).
 PACED_MARK = "pacing the new work's partitions"
-_PACER_TARGET = re.compile(r"gpu_queue_target=(\d+)")
-
-
-def new_work_pacer(evidence: Iterable[str]) -> int | None:
-    """What an empty pipeline's evidence (`PipelineFacts._empty_start_view`) says started its
-    new work, as the gap's own daemon ran (`_new_work_words`: the pacer of the daemons whose
-    lines named the gap's GPU, not another daemon's): that pacer's `gpu_queue_target` (> 0);
-    0 where the free synthesis workers all took it at once (no pacer); None where the evidence
-    says neither. The advice reads it back (`gapwatch.cuzk.advice.StallGaps`), so a gap's
-    advice says what its own evidence says (the first daemon's pacer said of a PoSt-only
-    daemon's gaps contradicted them)."""
-    for e in reversed(list(evidence)):
-        if PACED_MARK in e:
-            m = _PACER_TARGET.search(e)
-            return int(m[1]) if m is not None and int(m[1]) > 0 else None
-        if _AT_ONCE_MARK in e:
-            return 0
-    return None
 #: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
-#: `PipelineFacts._one_call_view`; `gapwatch.cuzk.advice.kinds_in` reads the kind back).
+#: `PipelineFacts._one_call_view`: `ProverGapFacts.one_call`).
 ONE_CALL = "in one call"
+#: A gap's facts where nothing is decided.
+NO_FACTS = ProverGapFacts()
 #: The lines that set what a run of cuzk is (its settings): read of the first daemon only,
 #: where the logs are of several (`gapwatch.cuzk.daemons`).
 _RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
@@ -593,8 +580,8 @@ class DaemonRun:
         return self.pacer_target is not None and self.pacer_target > 0
 
 
-#: The words `OverBudget.words` says it in, which a gap's evidence then carries (the advice
-#: reads them there: `gapwatch.cuzk.advice.StallGaps`).
+#: The words `OverBudget.words` says it in, which a gap's evidence then carries (its typed fact:
+#: `ProverGapFacts.over_budget`).
 OVER_BUDGET_MARK = "can never be granted"
 #: The requests cuzk's single partition dispatcher makes (engine.rs:1623-1628: a PoRep or
 #: SnapDeals partition's `proof_kind_full_bytes`), in whole GiB as memory.rs:188-192 divides them.
@@ -677,6 +664,15 @@ def over_budget_of(ev: LogEvent) -> OverBudget:
 
 
 @dataclass(frozen=True, slots=True)
+class PoolSaid:
+    """The pinned pool's failures in words (`PipelineFacts.pool_said`), and the index among
+    them of the line that says whether the pool churned before them (None: none does)."""
+
+    lines: list[str]
+    churn_line: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class LogView:
     """What the log says about one gap: the cause it gives (or None) and the facts."""
 
@@ -690,6 +686,9 @@ class LogView:
     #: The gap spans a restart (its cause the restart's, or its new run's wait for work):
     #: then it stands over any snapshot's (`gapwatch.cuzk.causes.with_log_cause`).
     spans_restart: bool = False
+    #: The facts of `evidence` the advice reads, typed, decided here with their words
+    #: (`ProverGapFacts`; `pool_churn_line` indexes `evidence`).
+    facts: ProverGapFacts = NO_FACTS
 
 
 class PipelineFacts(_Limits):
@@ -715,8 +714,9 @@ class PipelineFacts(_Limits):
         self.pool_seen = False
         #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
         self.first_waves = WavesByDaemon()
-        #: `pool_evidence`'s words and the pool state they were said of (see there).
-        self._pool_words: tuple[tuple[object, ...], list[str]] | None = None
+        #: `pool_said`'s words, the pool state they were said of and the index of its churn line
+        #: (see there).
+        self._pool_words: tuple[tuple[object, ...], list[str], int | None] | None = None
         #: The pool churning before it fails (`gapwatch.cuzk.pool_churn`: the same rule the
         #: watcher's warning says).
         self.churn = PoolChurn()
@@ -1340,9 +1340,14 @@ class PipelineFacts(_Limits):
 
     def pool_evidence(self) -> list[str]:
         """The pinned pool's failures so far, in plain words (none: [])."""
+        return self.pool_said().lines
+
+    def pool_said(self) -> PoolSaid:
+        """`pool_evidence`'s words, and which of them says whether the pool churned before its
+        failures (a gap's `ProverGapFacts.pool_churn_line`, once placed in its evidence)."""
         pool = self.pool
         if not (pool.checkout_failed or pool.alloc_failed):
-            return []
+            return PoolSaid([], None)
         # Said for every pcie_starved gap (most gaps of a starved box) while the pool changes
         # far less often: the words are kept with what they were made of. `last_failure` is
         # replaced, never changed in place, and each failure also counts up.
@@ -1351,12 +1356,11 @@ class PipelineFacts(_Limits):
                  id(pool.last_failure), pool.total_gib, pool.free, pool.buffers,
                  churn.spans[-1] if churn.spans else None, churn.info_kept)
         kept = self._pool_words
-        if kept is not None and kept[0] == state:
-            return list(kept[1])
-        out = self._pool_words_now(pool)
-        out += self._churn_words()
-        self._pool_words = (state, out)
-        return list(out)
+        if kept is None or kept[0] != state:
+            out = self._pool_words_now(pool)
+            churned = self._churn_words()
+            kept = self._pool_words = (state, out + churned, len(out) if churned else None)
+        return PoolSaid(list(kept[1]), kept[2])
 
     def _churn_words(self) -> list[str]:
         """The churn that preceded the pool's failures, or that it is not known (no INFO line
@@ -1504,7 +1508,8 @@ class PipelineFacts(_Limits):
                 evidence.append(_unplaced_failure_words(*failure))
             if mono.end_unread and mono.end_s is not None:
                 evidence.append(_end_unread_words(mono.worker, mono.end_s))
-            return LogView("monolithic", evidence, f"{mono.kind} {phase}")
+            return LogView("monolithic", evidence, f"{mono.kind} {phase}",
+                           facts=ProverGapFacts(monolithic_kind=mono.kind))
         if kind == "pcie_starved":
             pool = self.pool
             failed_s = pool.last_failure_s
@@ -1512,7 +1517,9 @@ class PipelineFacts(_Limits):
                 # A failed checkout is the cudaHostAlloc failure behind it (pipeline.rs falls
                 # back when pinned_pool.rs could not pin): one failure, not two.
                 fails = max(pool.checkout_failed, pool.alloc_failed)
-                return LogView("pinned_pool", self.pool_evidence(), f"{fails} failure(s) so far")
+                pool_words = self.pool_said()
+                return LogView("pinned_pool", pool_words.lines, f"{fails} failure(s) so far",
+                               facts=ProverGapFacts(pool_churn_line=pool_words.churn_line))
             return LogView(None, [])
         if kind != "host_stall":
             return LogView(None, [])
@@ -1594,12 +1601,15 @@ class PipelineFacts(_Limits):
                 f"cuzk held it {held_s:.1f} s {BATCH_HELD_MARK} before sending it to synthesis "
                 f"(max_batch_wait_ms={wait_ms}: 'processing batch' in span "
                 "synth_timeout_flush, engine.rs:1984-2012)")
-        why = self._new_work_words(runs)
+        why, pacer_target = self._new_work(runs)
+        facts = ProverGapFacts(batch_held=held_s > 0, new_work_at_once=pacer_target is None,
+                               new_work_pacer_target=pacer_target)
         if ready_s is None:
             evidence.append(f"its partitions synthesising, none done yet (the gap still open): "
                             f"it waits one synthesis's latency, {why}")
             return LogView(EMPTY_PIPELINE_CAUSE, evidence,
-                           f"work came {wait_s:.1f} s in, its first synthesis running")
+                           f"work came {wait_s:.1f} s in, its first synthesis running",
+                           facts=facts)
         # The synthesis's latency from its first SYNTH_START: the batch collector's hold
         # before it is said apart (above), not folded into one synthesis's latency.
         synth_from_s = began if began is not None else arrived_s + held_s
@@ -1609,22 +1619,25 @@ class PipelineFacts(_Limits):
             f"{synth_s:.1f} s after its synthesis began: one synthesis's latency, {why}")
         cause = NO_WORK_CAUSE if wait_s * 2 > end_s - start_s else EMPTY_PIPELINE_CAUSE
         return LogView(cause, evidence,
-                       f"work came {wait_s:.1f} s in, its first synthesis took {synth_s:.1f} s")
+                       f"work came {wait_s:.1f} s in, its first synthesis took {synth_s:.1f} s",
+                       facts=facts)
 
     @staticmethod
-    def _new_work_words(runs: list[DaemonRun]) -> str:
-        """How cuzk starts the partitions of work that came to an empty pipeline: all at once,
-        or, the dispatch pacer on (`[pipeline] max_gpu_queue_depth` > 0), one a tick, a drained
-        pipeline re-entering its bootstrap (engine.rs:1480-1524), ticks at least 2 s apart once
-        the GPU's rate is known (262-266): the worker count is then not what spaces them.
-        `runs`: the daemons of the gap's GPU (its pacer, not another daemon's)."""
+    def _new_work(runs: list[DaemonRun]) -> tuple[str, int | None]:
+        """How cuzk starts the partitions of work that came to an empty pipeline, in words and
+        by the pacer that paced them (None: none did): all at once, or, the dispatch pacer on
+        (`[pipeline] max_gpu_queue_depth` > 0), one a tick, a drained pipeline re-entering its
+        bootstrap (engine.rs:1480-1524), ticks at least 2 s apart once the GPU's rate is known
+        (262-266): the worker count is then not what spaces them. `runs`: the daemons of the
+        gap's GPU (its pacer, not another daemon's: the first daemon's pacer said of a PoSt-only
+        daemon's gaps contradicted them)."""
         paced = next((run for run in runs if run.pacer_on), None)
         if paced is None:
-            return _AT_ONCE
+            return _AT_ONCE, None
         return (f"the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target="
                 f"{paced.pacer_target}) {PACED_MARK}: one dispatched a tick, "
                 "a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once the "
-                "GPU's rate is known (engine.rs:1480-1524, 262-266)")
+                "GPU's rate is known (engine.rs:1480-1524, 262-266)"), paced.pacer_target
 
     def _batch_wait_view(self, start_s: float, end_s: float,
                          batch: tuple[float, tuple[float, float] | None, int | None]
@@ -1656,7 +1669,8 @@ class PipelineFacts(_Limits):
             f"cuzk's monolithic {where} was proving {mono.job} ({mono.kind}) {ONE_CALL} "
             f"during the gap ('processing job (monolithic)' at {started}, engine.rs:3397): "
             "synthesis then GPU, nothing overlapping (engine.rs:3422-3440); /status lists no "
-            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} {ONE_CALL}")
+            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} {ONE_CALL}",
+            facts=ProverGapFacts(monolithic_kind=mono.kind, one_call=True))
 
     def _over_budget_view(self, over: OverBudget) -> LogView:
         """A request over the whole budget, as a gap's cause; where nothing read could show a
@@ -1668,7 +1682,8 @@ class PipelineFacts(_Limits):
                 "nothing read could show a restart of cuzk since (the log has no INFO line, "
                 "the level of its start lines, main.rs:63, engine.rs:1244; no /status uptime "
                 "was read): if cuzk restarted, the request died with it")
-        return LogView("waits_on_budget", evidence, "a request over the whole budget")
+        return LogView("waits_on_budget", evidence, "a request over the whole budget",
+                       facts=ProverGapFacts(over_budget=True))
 
 
 def _unplaced_failure_words(t_s: float, message: str, could: int) -> str:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from collections import deque
 
+from msgspec.structs import replace
+
+from gapwatch.core.evidence_types import ProverGapFacts
 from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import ProverGap, ProverView
 from gapwatch.cuzk.causes import (
@@ -27,6 +30,7 @@ from gapwatch.cuzk.causes import (
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
+    NO_FACTS,
     Capacity,
     PipelineFacts,
     PipelineView,
@@ -170,17 +174,31 @@ class CuzkGap:
                 evidence = [f"/status: {e}" for e in evidence]
             cause, during, detail = decided, True, log.detail
             said_by = log.said_by
+        # The snapshots' evidence decides no typed fact: only the log's, where its words are
+        # the gap's (its cause the gap's), and the pool's below.
+        facts = NO_FACTS
         if log.cause is not None and log.cause == cause:
             # An empty pipeline's snapshots saw the new work's synthesis (every worker busy on
             # it): the log's facts of the gap's start come first, where the advice cites a
             # gap's first lines.
             first = cause == EMPTY_PIPELINE_CAUSE
+            facts = log.facts if first else _after(log.facts, len(evidence))
             evidence = log.evidence + evidence if first else evidence + log.evidence
             detail = detail or log.detail
         if kind == "pcie_starved" and cause != "pinned_pool":
-            evidence = evidence + self.facts.pool_evidence()
+            pool = self.facts.pool_said()
+            if pool.churn_line is not None:
+                facts = replace(facts, pool_churn_line=len(evidence) + pool.churn_line)
+            evidence = evidence + pool.lines
         return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, said_by),
-                          self.facts.error_words(start_s, reach_s))
+                          self.facts.error_words(start_s, reach_s), facts)
+
+
+def _after(facts: ProverGapFacts, lines: int) -> ProverGapFacts:
+    """`facts` of evidence placed after `lines` lines of other evidence: its line index moved
+    on by them."""
+    at = facts.pool_churn_line
+    return facts if at is None else replace(facts, pool_churn_line=at + lines)
 
 
 class CuzkProver:

@@ -1,0 +1,162 @@
+"""The facts of a gap the advice reads are typed (`Gap.prover_facts`, `ProverGapFacts`), set by
+cuzk's prover where it decides each one beside its words: the advice never reads them back out
+of the evidence's prose, where a log line quoted into it (a job id, an error) could say anything.
+A gap made before they were typed reads as it always did; the JSON documents are unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import msgspec
+from parsed_logs import events_of_lines
+from test_paths_advice import (
+    ENGINE,
+    FOUR_WORKERS,
+    LAST_OF_JOB_7,
+    PIPELINE_OFF_LOG,
+    _next_job,
+    _wall,
+    line,
+    read,
+    timeline,
+)
+
+from gapwatch.core.codec import decode_record, encode_line, gap_json
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.evidence_types import ProverGapFacts
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent
+from gapwatch.cuzk.advice import advise, facts_of
+from gapwatch.cuzk.paths import path_rule
+from gapwatch.cuzk.prover import CuzkProver, view_of
+
+
+def _samples(from_s: float, to_s: float, idle: tuple[float, float]) -> list[GpuSample]:
+    """GPU 0 busy every 0.1 s over [from_s, to_s) but idle over `idle`, its PCIe quiet then."""
+    out = []
+    for i in range(round((to_s - from_s) * 10)):
+        t = from_s + i * 0.1
+        busy = not idle[0] <= t < idle[1]
+        out.append(GpuSample(0, int(t * 1e9), t, 100_000_000, 95.0 if busy else 0.0,
+                             99.0 if busy else 0.0, 30e9 if busy else 1e6, 1e6))
+    return out
+
+
+def _detected(events: Iterable[LogEvent], from_s: float, to_s: float,
+              idle: tuple[float, float]) -> tuple[list[Gap], CuzkProver]:
+    """The closed gaps of GPU 0 (idle over `idle`), cuzk's log `events` fed to the detector as
+    they come, as a session or a report feeds it; and its prover."""
+    prover = CuzkProver()
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9)], period_s=0.1,
+                      live=False, prover=prover)
+    fed = sorted(events, key=lambda e: e.t_wall_s)
+    gaps: dict[int, Gap] = {}
+    for sample in _samples(from_s, to_s, idle):
+        while fed and fed[0].t_wall_s <= sample.t_wall_s:
+            det.feed(fed.pop(0))
+        gaps.update((g.gap_id, g) for g in det.feed(sample) if isinstance(g, Gap))
+    gaps.update((g.gap_id, g) for g in det.finish() if isinstance(g, Gap))
+    return [g for g in gaps.values() if g.end_s is not None and not g.retracted], prover
+
+
+def _empty_pipeline_gap(job: str, *extra: str) -> tuple[Gap, CuzkProver]:
+    """GPU 0's gap from 14:00:10 (job 7's last partition proved) to 14:00:12.4, the next
+    request, `job`, enqueued at 10.3 and its first partition synthesised at 12.3: an empty
+    pipeline's gap, through the detector."""
+    t0 = _wall("14:00:00")
+    events = events_of_lines([ENGINE, FOUR_WORKERS, *extra, *LAST_OF_JOB_7,
+                              *_next_job(job, 10.3)])
+    gaps, prover = _detected(events, t0 + 5.0, t0 + 15.0, (t0 + 10.0, t0 + 12.4))
+    [gap] = gaps
+    assert gap.prover_cause == "empty_pipeline"
+    return gap, prover
+
+
+def test_a_job_id_saying_in_the_batch_collector_names_no_batch_wait() -> None:
+    """A request whose job id says "in the batch collector" (quoted into the gap's evidence,
+    its 'job enqueued' line): the advice read those words as cuzk's batch collector holding
+    the request, and named `[scheduler] max_batch_wait_ms` with max_batch_size 1 and nothing
+    held. What the advice reads is the typed fact the prover decided: nothing was held."""
+    gap, prover = _empty_pipeline_gap('"porep-1000-8 in the batch collector"')
+    assert any("job_id=porep-1000-8 in the batch collector" in e for e in gap.prover_evidence)
+    assert gap.prover_facts == ProverGapFacts(new_work_at_once=True)
+    report = advise([gap], view_of(prover.facts()))
+    assert [a.setting for a in report.advice] == ["Curio [Cuzk] MaxPending"]
+    assert not any("batch collector held" in e for e in report.advice[0].evidence)
+
+
+def test_a_request_the_batch_collector_held_is_a_typed_fact_of_its_gap() -> None:
+    """The real hold (max_batch_wait_ms ran out on it, 'processing batch' in span
+    synth_timeout_flush) is decided where its words are written, and advised on as before."""
+    job = "porep-1000-8"
+    t0 = _wall("14:00:00")
+    held = [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
+                 max_batch_wait_ms=1000),
+            *LAST_OF_JOB_7,
+            line("job enqueued", 10.3, job_id=job, proof_kind="porep-c2"),
+            line("processing batch", 11.3, batch_size=1).replace(
+                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
+            timeline(11300, "SYNTH_START", job, "partition=0"),
+            timeline(13300, "SYNTH_END", job, "partition=0,synth_ms=2000"),
+            timeline(13300, "GPU_QUEUE", job, "partition=0")]
+    gaps, prover = _detected(events_of_lines([ENGINE, FOUR_WORKERS, *held]), t0 + 5.0,
+                             t0 + 16.0, (t0 + 10.0, t0 + 13.4))
+    [gap] = gaps
+    assert gap.prover_facts == ProverGapFacts(batch_held=True, new_work_at_once=True)
+    settings = [a.setting for a in advise([gap], view_of(prover.facts())).advice]
+    assert settings == ["Curio [Cuzk] MaxPending", "[scheduler] max_batch_wait_ms"]
+
+
+def test_the_pacer_that_paced_an_empty_pipelines_work_is_a_typed_fact_of_its_gap() -> None:
+    pacer = line("GPU queue target dispatch pacer enabled", 0.2, gpu_queue_target=4)
+    gap, prover = _empty_pipeline_gap("porep-1000-8", pacer)
+    assert gap.prover_facts == ProverGapFacts(new_work_pacer_target=4)
+    (a,) = advise([gap], view_of(prover.facts())).advice
+    assert any("gpu_queue_target=4" in e and "paces the new work" in e for e in a.evidence)
+
+
+def _pipeline_off_gaps(lines: list[str]) -> tuple[list[Gap], CuzkProver]:
+    """post-pipeline-off.log's GPU 0, idle from 20:00:50.5 to 20:00:53: the WinningPoSt its
+    monolithic worker proves in one call from 20:00:50."""
+    t0 = _wall("20:00:50")
+    return _detected(events_of_lines(lines), t0 - 5.0, t0 + 6.0, (t0 + 0.5, t0 + 3.0))
+
+
+def test_a_job_id_saying_in_one_call_makes_no_post_a_batch() -> None:
+    """The WinningPoSt's job id says "(porep-c2) in one call": the advice read those words as a
+    PoRep proved in one call beside the PoSt, and turning the pipeline on was advised for sure,
+    where for a PoSt alone it closes the gap only if other work waits (a guess). The kind is
+    the prover's typed fact: a WinningPoSt."""
+    hostile = [x.replace("winpost-1000-5e6f7a8b", "winpost (porep-c2) in one call")
+               for x in PIPELINE_OFF_LOG]
+    gaps, prover = _pipeline_off_gaps(hostile)
+    [gap] = gaps
+    assert gap.prover_cause == "monolithic"
+    assert any("(porep-c2) in one call" in e for e in gap.prover_evidence)
+    assert gap.prover_facts == ProverGapFacts(monolithic_kind="winning-post", one_call=True)
+    facts, _ = read(hostile)
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([gap], view_of(prover.facts()), rules=rules).advice
+        assert (a.setting, a.guess) == ("[pipeline] enabled", True)
+
+
+def test_a_gap_made_before_the_facts_were_typed_is_read_from_its_words() -> None:
+    """A gap with no `prover_facts` (an older recording's gap line, a gap built by hand) is
+    advised on as it always was: its facts read from its words, the only source it has."""
+    [gap], _ = _pipeline_off_gaps(PIPELINE_OFF_LOG)
+    old = msgspec.structs.replace(gap, prover_facts=msgspec.UNSET)
+    assert facts_of(old) == facts_of(gap) == ProverGapFacts(monolithic_kind="winning-post",
+                                                            one_call=True)
+    read_back = decode_record(encode_line(old))  # the line a recorder wrote then
+    assert isinstance(read_back, Gap) and read_back.prover_facts is msgspec.UNSET
+    assert facts_of(read_back) == facts_of(gap)
+
+
+def test_the_facts_travel_with_the_gap_but_not_in_its_json_documents() -> None:
+    """Recorded (and spooled) with the gap, read back whole; `report --json`, snapshots and
+    the Perfetto export (`gap_json`) keep the keys they had: the words say the same."""
+    [gap], _ = _pipeline_off_gaps(PIPELINE_OFF_LOG)
+    assert decode_record(encode_line(gap)) == gap
+    assert "prover_facts" not in gap_json(gap)
+    assert b'"prover_facts":{"monolithic_kind":"winning-post","one_call":true}' \
+        in encode_line(gap)

@@ -27,7 +27,8 @@ from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence_types import ProverGapFacts
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent
 from gapwatch.cuzk.advice import advise, facts_of
-from gapwatch.cuzk.paths import path_rule
+from gapwatch.cuzk.paths import PathsSeen, path_rule
+from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkProver, view_of
 
 
@@ -160,3 +161,28 @@ def test_the_facts_travel_with_the_gap_but_not_in_its_json_documents() -> None:
     assert "prover_facts" not in gap_json(gap)
     assert b'"prover_facts":{"monolithic_kind":"winning-post","one_call":true}' \
         in encode_line(gap)
+
+
+def test_the_pipeline_off_is_one_rule_for_the_paths_and_the_pipelines_facts() -> None:
+    """A log followed from the middle of a proof (no start line, the pipeline off): the first
+    monolithic worker line read is the proof's end. The pipeline's facts read the pipeline off
+    from it; the paths' read it only from a 'processing job (monolithic)' line, and said
+    nothing until the next proof's."""
+    tail = [x for x in PIPELINE_OFF_LOG if "20:00:50.000000Z" in x and "monolithic_worker" in x]
+    assert len(tail) == 1 and "proof completed successfully (monolithic)" in tail[0]
+    paths, view = read(tail)
+    assert view.pipeline_enabled is False and view.pipeline_off_by_workers
+    assert (paths.pipeline_enabled, paths.pipeline_off_by_workers) == (False, True)
+    seen = PathsSeen()
+    for ev in events_of_lines(tail):
+        seen.feed_log(ev)
+    assert seen.result() == paths
+
+
+def test_the_first_daemons_pacer_target_has_one_home() -> None:
+    facts = PipelineFacts()
+    for ev in events_of_lines([ENGINE, line("GPU queue target dispatch pacer enabled", 0.2,
+                                            gpu_queue_target=4)]):
+        facts.feed(ev)
+    assert facts.pacer_target == facts.daemon_runs[0].pacer_target == 4
+    assert facts.view().pacer_target == 4 and facts.pacer_on

@@ -62,11 +62,11 @@ from gapwatch.cuzk.log_lines import (
     CONFIGURATION_LOADED_MESSAGE,
     DAEMON_STARTING_MESSAGE,
     DISPATCHER_MESSAGE,
-    MONOLITHIC_PROCESSING_MESSAGE,
-    MONOLITHIC_SPAN,
+    MONOLITHIC_JOB_MESSAGES,
     PROCESSING_BATCH_MESSAGE,
     TIMEOUT_FLUSH_SPAN,
 )
+from gapwatch.cuzk.pipeline import PipelineMode, monolithic_worker_line
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,
@@ -91,7 +91,7 @@ Found = tuple[list[Setting], bool, str, list[str]]
 #: The lines that tell which daemon a file is of (`gapwatch.cuzk.daemons.Daemons`).
 _DAEMON_LINES = frozenset((DAEMON_STARTING_MESSAGE, CONFIGURATION_LOADED_MESSAGE, ANCHOR_MESSAGE))
 #: The lines that say a run's settings, read of the first daemon only.
-_RUN_SETTINGS = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, MONOLITHIC_PROCESSING_MESSAGE,
+_RUN_SETTINGS = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, *MONOLITHIC_JOB_MESSAGES,
                            PROCESSING_BATCH_MESSAGE))
 
 
@@ -139,8 +139,9 @@ class PathsSeen:
         self.tracing = 0
         self.engine_info = 0
         self.pipeline_info = 0
-        self.pipeline_enabled: bool | None = None
-        self.pipeline_off_by_workers = False
+        #: Whether the first daemon's run has its pipeline on: `PipelineFacts`'s rule
+        #: (`gapwatch.cuzk.pipeline.PipelineMode`), not a second one here.
+        self.mode = PipelineMode()
         #: Which daemon each file is of (`gapwatch.cuzk.daemons`): the settings read are the
         #: first daemon's, as `PipelineFacts` reads them.
         self._daemons = Daemons()
@@ -177,7 +178,7 @@ class PathsSeen:
             self.gpu_starts += 1
         elif ev.name == "SYNTH_START" and ev.partition is None:
             kind = ev.fields.get("kind")
-            if kind in BATCH_KINDS and self.pipeline_enabled is not False:
+            if kind in BATCH_KINDS and self.mode.enabled is not False:
                 self.batches += 1
                 self.batch_kinds[kind] = None
             elif kind in POST_KINDS:
@@ -192,12 +193,9 @@ class PathsSeen:
             return  # another daemon's (a PoSt-only cuzk): the first's settings are advised on
         if name == ANCHOR_MESSAGE:
             self.starts += 1
-            enabled = f.get("pipeline_enabled")
-            self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
-            self.pipeline_off_by_workers = False
-        elif name == MONOLITHIC_PROCESSING_MESSAGE and f.get("spans") == MONOLITHIC_SPAN:
-            if self.pipeline_enabled is None:  # only that mode has these workers (engine.rs:3362)
-                self.pipeline_enabled, self.pipeline_off_by_workers = False, True
+            self.mode.started(f)
+        elif monolithic_worker_line(ev):
+            self.mode.worker_line()
         elif name == DISPATCHER_MESSAGE:
             size = f.get("max_batch_size")
             self.max_batch_size = size if isinstance(size, int) else None
@@ -224,8 +222,8 @@ class PathsSeen:
 
     def result(self) -> PathFacts:
         return PathFacts(
-            log_seen=self.tracing > 0, pipeline_enabled=self.pipeline_enabled,
-            pipeline_off_by_workers=self.pipeline_off_by_workers,
+            log_seen=self.tracing > 0, pipeline_enabled=self.mode.enabled,
+            pipeline_off_by_workers=self.mode.off_by_workers,
             max_batch_size=self.max_batch_size, max_batch_wait_ms=self.max_batch_wait_ms,
             timeout_flushes=self.timeout_flushes, batches=self.batches,
             batch_kinds=tuple(self.batch_kinds), post_jobs=self.post_jobs,

@@ -344,6 +344,12 @@ class PoolState:
     first_syntheses: int = 0
 
 
+def pacing(target: int | None) -> bool:
+    """Whether a dispatch pacer of this `gpu_queue_target` is on (`[pipeline]
+    max_gpu_queue_depth` > 0; 0, the default, is no pacer)."""
+    return target is not None and target > 0
+
+
 class _Limits:
     """What both the live facts and their view answer from the same four facts."""
 
@@ -360,8 +366,8 @@ class _Limits:
 
     @property
     def pacer_on(self) -> bool:
-        """The log said the dispatch pacer is on (`max_gpu_queue_depth` > 0)."""
-        return self.pacer_target is not None and self.pacer_target > 0
+        """The log said the (first daemon's) dispatch pacer is on (`pacing`)."""
+        return pacing(self.pacer_target)
 
 
 @dataclass(frozen=True, slots=True)
@@ -577,7 +583,7 @@ class DaemonRun:
 
     @property
     def pacer_on(self) -> bool:
-        return self.pacer_target is not None and self.pacer_target > 0
+        return pacing(self.pacer_target)
 
 
 #: The words `OverBudget.words` says it in, which a gap's evidence then carries (its typed fact:
@@ -663,6 +669,40 @@ def over_budget_of(ev: LogEvent) -> OverBudget:
                       fmt.visible(task) if task is not None else None)
 
 
+def monolithic_worker_line(ev: LogEvent) -> bool:
+    """A line of one of cuzk's monolithic workers about its job, in its span: its `processing
+    job (monolithic)` or the line that ends it (engine.rs:3397-3475)."""
+    return ev.name in _MONOLITHIC_LINES and ev.fields.get("spans") == MONOLITHIC_SPAN
+
+
+class PipelineMode:
+    """Whether a run of cuzk has its pipeline on, as its lines tell: its start line's
+    `pipeline_enabled`, else, that line not read (a log followed from its end, as a
+    long-running cuzk's is), off as its monolithic workers' lines alone say
+    (`monolithic_worker_line`: cuzk runs those workers only with the pipeline off,
+    engine.rs:1333-1337, 3362). The one rule `PipelineFacts` and `gapwatch.cuzk.paths.PathsSeen`
+    read it by, each fed the first daemon's lines."""
+
+    __slots__ = ("enabled", "off_by_workers")
+
+    def __init__(self) -> None:
+        self.enabled: bool | None = None
+        #: Known off by the run's monolithic workers' lines alone, its start line not read.
+        self.off_by_workers = False
+
+    def started(self, fields: dict[str, FieldValue]) -> None:
+        """The run's start line (`starting cuzk engine`), with its fields."""
+        enabled = fields.get("pipeline_enabled")
+        self.enabled = enabled if isinstance(enabled, bool) else None
+        self.off_by_workers = False
+
+    def worker_line(self) -> None:
+        """A monolithic worker's line (`monolithic_worker_line`): where the start line did not
+        say, the pipeline is off."""
+        if self.enabled is None:
+            self.enabled, self.off_by_workers = False, True
+
+
 @dataclass(frozen=True, slots=True)
 class PoolSaid:
     """The pinned pool's failures in words (`PipelineFacts.pool_said`), and the index among
@@ -706,10 +746,9 @@ class PipelineFacts(_Limits):
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
-        self.pipeline_enabled: bool | None = None
-        #: The pipeline is known off by this run's monolithic workers' lines alone (its start
-        #: line not read: a log followed from its end, as a long-running cuzk's is).
-        self.pipeline_off_by_workers = False
+        #: Whether the first daemon's run has its pipeline on (`pipeline_enabled`,
+        #: `pipeline_off_by_workers`).
+        self.mode = PipelineMode()
         self.pool = PoolState()
         self.pool_seen = False
         #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
@@ -721,7 +760,6 @@ class PipelineFacts(_Limits):
         #: watcher's warning says).
         self.churn = PoolChurn()
         self._pool_freed = 0
-        self.pacer_target: int | None = None
         self.pacer: dict[str, FieldValue] | None = None
         self.pacer_t_s: float | None = None
         self.srs_loads: deque[SrsLoad] = deque(maxlen=HISTORY)
@@ -961,11 +999,7 @@ class PipelineFacts(_Limits):
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
             self._new_run(t)
-            enabled = f.get("pipeline_enabled")
-            self.pipeline_enabled = enabled if isinstance(enabled, bool) else None
-            self.pipeline_off_by_workers = False
-        elif msg == PACER_ENABLED:
-            self.pacer_target = self._count(f, "gpu_queue_target")
+            self.mode.started(f)
         elif msg == PACER_STATUS:
             self.pacer = {k: v for k, v in f.items() if k not in ("target", "spans")}
             self.pacer_t_s = t
@@ -1125,12 +1159,11 @@ class PipelineFacts(_Limits):
         none of it (engine.rs:3400-3405), so without this a gap in such a proof read "no work".
         cuzk runs these workers only with the pipeline off (engine.rs:1333-1337, 3362): where
         this run's start line said it on, the line is not this run's and is passed over."""
-        if self.pipeline_enabled is True or ev.fields.get("spans") != MONOLITHIC_SPAN:
+        if self.pipeline_enabled is True or not monolithic_worker_line(ev):
             return
         if self.restarts.of_another(ev.stream):
             return  # another daemon's pipeline off says nothing of the first's
-        if self.pipeline_enabled is None:
-            self.pipeline_enabled, self.pipeline_off_by_workers = False, True
+        self.mode.worker_line()
         job, t = ev.job_id, ev.t_wall_s
         if job is None:
             return
@@ -1311,6 +1344,22 @@ class PipelineFacts(_Limits):
         return None
 
     # -- asking --------------------------------------------------------------------------------
+
+    @property
+    def pipeline_enabled(self) -> bool | None:
+        """The first daemon's run has its pipeline on (None: not known; `PipelineMode`)."""
+        return self.mode.enabled
+
+    @property
+    def pipeline_off_by_workers(self) -> bool:
+        """Its pipeline known off by its monolithic workers' lines alone (`PipelineMode`)."""
+        return self.mode.off_by_workers
+
+    @property
+    def pacer_target(self) -> int | None:  # type: ignore[override]
+        """The first daemon's pacer target, the one advised on: its `DaemonRun`'s, the one
+        home of each daemon's (its `GPU queue target dispatch pacer enabled` line)."""
+        return self.daemon_runs[0].pacer_target
 
     def view(self) -> PipelineView:
         pool = self.pool

@@ -6,6 +6,7 @@ A gap made before they were typed reads as it always did; the JSON documents are
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 import msgspec
 from parsed_logs import events_of_lines
@@ -21,15 +22,19 @@ from test_paths_advice import (
     timeline,
 )
 
+from gapwatch.config import Config
 from gapwatch.core.codec import decode_record, encode_line, gap_json
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence_types import ProverGapFacts
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent, SessionHeader
 from gapwatch.cuzk.advice import advise, facts_of
 from gapwatch.cuzk.paths import PathsSeen, path_rule
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkProver, view_of
+from gapwatch.offline.report import build_report, to_json
+from gapwatch.offline.report_text import format_text
+from gapwatch.sinks.recorder import write_recording
 
 
 def _samples(from_s: float, to_s: float, idle: tuple[float, float]) -> list[GpuSample]:
@@ -186,3 +191,42 @@ def test_the_first_daemons_pacer_target_has_one_home() -> None:
         facts.feed(ev)
     assert facts.pacer_target == facts.daemon_runs[0].pacer_target == 4
     assert facts.view().pacer_target == 4 and facts.pacer_on
+
+
+def _at(s: float) -> str:
+    return f"2026-05-12T17:00:{s:09.6f}Z"
+
+
+#: Two WindowPoSt partitions synthesising at once and one fails: `synthesis failed` names no
+#: job, so it ends neither (`PipelineFacts.mono_failures_unplaced`).
+UNPLACED_FAILURE = [
+    f"{_at(0.0)}  INFO cuzk_daemon: cuzk-daemon starting",
+    f"{_at(0.03)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+    "TIMELINE,9970,SYNTH_START,wdpost-1000-0,kind=window-post",
+    "TIMELINE,10470,SYNTH_START,wdpost-1000-1,kind=window-post",
+    f"{_at(20.0)} ERROR synth_single{{proof_kind=window-post}}: cuzk_core::engine: "
+    "synthesis failed error=invalid vanilla proof for sector 7"]
+
+
+def test_a_failure_line_tied_to_no_one_job_is_counted_where_the_report_counts_lines(
+        tmp_path: Path) -> None:
+    """It was counted and shown nowhere: the report's counters now say it, beside the lines
+    its reading could place nowhere (`log_cpp_lines_unplaced`, `log_timeline_lines_unplaced`),
+    in `--json` and on the text's Input line."""
+    events = events_of_lines(UNPLACED_FAILURE)
+    t0 = events[0].t_wall_s
+    header = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=t0,
+                           started_mono_ns=int(t0 * 1e9), period_ms=100.0,
+                           gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
+    records: list[GpuSample | LogEvent] = sorted(
+        [*_samples(t0, t0 + 30.0, (t0 + 25.0, t0 + 28.0)), *events], key=lambda r: r.t_wall_s)
+    rec = tmp_path / "rec.jsonl"
+    write_recording(rec, header, records)
+    report = build_report(rec, Config(), workers=1)
+    assert to_json(report)["counters"]["log_failures_unplaced"] == 1
+    assert "log_failures_unplaced 1" in format_text(report)
+    clean = tmp_path / "clean.jsonl"
+    write_recording(clean, header, [r for r in records if not isinstance(r, LogEvent)
+                                    or r.level != "ERROR"])
+    assert "log_failures_unplaced" not in to_json(build_report(clean, Config(),
+                                                               workers=1))["counters"]

@@ -404,6 +404,9 @@ class PipelineView(_Limits):
     first_waves: tuple[FirstWave, ...] = ()
     #: The pinned pool churning (`gapwatch.cuzk.pool_churn`): None where no log was read.
     pool_churn: PoolChurnView | None = None
+    #: Failure lines naming no job that more than one monolithic job (or one read apart from
+    #: it) could be the failure of, so ended none (`PipelineFacts.mono_failures_unplaced`).
+    mono_failures_unplaced: int = 0
 
 
 @dataclass(slots=True)
@@ -1385,6 +1388,7 @@ class PipelineFacts(_Limits):
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
             first_waves=self.first_waves.waves(),
             pool_churn=self.churn.view() if self.seen else None,
+            mono_failures_unplaced=self.mono_failures_unplaced,
         )
 
     def pool_evidence(self) -> list[str]:

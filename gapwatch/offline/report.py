@@ -374,12 +374,17 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
 
 
 def _count_logs(found: Detected, parsed: LogInput | None) -> None:
-    """The log parser's counters after the others, as `detect` orders them, and the
-    recording's log events left out as lines of the `--log` files (`gapwatch.logs.once`)."""
+    """The log parser's counters after the others, as `detect` orders them, the recording's
+    log events left out as lines of the `--log` files (`gapwatch.logs.once`), and the failure
+    lines naming no job that the prover's facts could tie to no one monolithic job
+    (`log_failures_unplaced`: `PipelineView.mono_failures_unplaced`, beside the parser's lines
+    placed nowhere, `log_cpp_lines_unplaced` and `log_timeline_lines_unplaced`)."""
     if parsed is not None:
         found.counters.update({f"log_{k}": v for k, v in parsed.counters.items() if v})
     if found.log_already_recorded:
         found.counters["log_already_recorded"] = found.log_already_recorded
+    if found.pipeline.mono_failures_unplaced:
+        found.counters["log_failures_unplaced"] = found.pipeline.mono_failures_unplaced
 
 
 def detect(path: str | Path, config: Config, log_paths: list[str],

@@ -10,10 +10,11 @@ import re
 from pathlib import Path
 
 from cuzk_fakes import cuzk_doc
+from msgspec import UNSET, UnsetType
 from msgspec.structs import replace
 from parsed_logs import events_of_lines, fed
 
-from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
+from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence, ProverGapFacts
 from gapwatch.core.models import Gap, LogEvent, ProverStatus
 from gapwatch.core.prover import ProverView
 from gapwatch.core.units import GIB
@@ -21,7 +22,7 @@ from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.causes import with_log_cause
 from gapwatch.cuzk.errors import error_event
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
-from gapwatch.cuzk.pipeline import OVER_BUDGET_MARK, PipelineFacts, PipelineView
+from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
 from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.settings import SettingsSeen, advised_change, changes
 from gapwatch.cuzk.status import parse_status
@@ -69,15 +70,18 @@ def facts_of(lines: list[str]) -> PathFacts:
 
 def _gap(kind: str = "host_stall", cause: str | None = None, evidence: list[str] | None = None,
          start_s: float = 1_778_594_410.0, warnings: tuple[str, ...] = (),
-         warned_s: float | None = None) -> Gap:
-    """A gap; its `warnings` are log events at `warned_s` (default: its start)."""
+         warned_s: float | None = None,
+         facts: ProverGapFacts | UnsetType = UNSET) -> Gap:
+    """A gap; its `warnings` are log events at `warned_s` (default: its start); `facts` what
+    its prover decided of it, typed (the advice reads those, never `evidence`'s words; UNSET:
+    none, as of a gap no prover explained)."""
     at_s = start_s if warned_s is None else warned_s
     return Gap(gap_id=1, gpu=0, kind=kind, start_mono_ns=10**10, start_s=start_s,  # type: ignore[arg-type]
                end_mono_ns=2 * 10**10, end_s=start_s + 1.0, duration_s=1.0,
                pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
                log_events=[EventEvidence(at_s, "", warning=w) for w in warnings],
                prover_cause=cause,
-               prover_evidence=evidence or [])
+               prover_evidence=evidence or [], prover_facts=facts)
 
 
 ENGINE = line("starting cuzk engine", 0.0, pipeline_enabled="true")
@@ -91,7 +95,8 @@ def test_a_batch_of_porep_requests_is_told_max_batch_size_1() -> None:
     assert facts.batches == 1 and facts.max_batch_size == 2
     gap = _gap(cause="monolithic", evidence=[
         "porep-c2 job porep-1000-7 synthesising during the gap (TIMELINE SYNTH_START "
-        "kind=porep-c2): monolithic work /status never lists"])
+        "kind=porep-c2): monolithic work /status never lists"],
+        facts=ProverGapFacts(monolithic_kind="porep-c2"))
     report = advise([gap], PipelineView(), rules=lambda s, g: path_rule(s, g, facts))
     (a,) = report.advice
     assert (a.setting, a.change, a.guess) == ("[scheduler] max_batch_size", "1 (the default)",
@@ -109,7 +114,8 @@ def test_post_is_monolithic_by_design_and_gets_no_setting() -> None:
     facts = facts_of([ENGINE, timeline(5000, "SYNTH_START", "winpost-1000-1a2b3c4d",
                                           "kind=winning-post")])
     gap = _gap(cause="monolithic", evidence=["winning-post job winpost-1000-1a2b3c4d on the "
-                                             "GPU during the gap (TIMELINE ...)"])
+                                             "GPU during the gap (TIMELINE ...)"],
+               facts=ProverGapFacts(monolithic_kind="winning-post"))
     report = advise([gap], PipelineView(), rules=lambda s, g: path_rule(s, g, facts))
     assert not report.advice
     assert "unpinned by design" in report.no_setting[0].why
@@ -418,7 +424,8 @@ def _gap_synthesising(events: list[LogEvent], until_s: float = 12.4) -> ProverVi
 
 def _advised(view: ProverView) -> list[str]:
     """The settings the advice names for one gap of `view`'s cause, states and evidence."""
-    g = replace(_gap(cause=view.cause, evidence=view.evidence), prover_states=view.states)
+    g = replace(_gap(cause=view.cause, evidence=view.evidence, facts=view.facts),
+                prover_states=view.states)
     return [a.setting for a in advise([g], PipelineView(synth_workers=4)).advice]
 
 
@@ -677,7 +684,8 @@ def test_a_request_over_the_whole_budget_explains_the_idle_until_cuzk_restarts()
     (said,) = view.evidence
     assert "a 136 GiB budget request exceeds cuzk's 120 GiB total budget" in said
     assert "waits until cuzk restarts" in said
-    gap = _gap(cause="waits_on_budget", evidence=view.evidence, start_s=t0 + 40.0)
+    gap = _gap(cause="waits_on_budget", evidence=view.evidence, start_s=t0 + 40.0,
+               facts=view.facts)
     report = advise([gap], facts.view())
     assert [(a.setting, a.change.split(" (")[0]) for a in report.advice] == [
         ("[memory] total_budget", "raise it above 136 GiB, the request's size"),
@@ -761,18 +769,19 @@ def test_with_debug_lines_on_the_requests_own_waits_keep_its_words() -> None:
                              wait.format(1.0), wait.format(39.5)])
     view = facts.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall")
     assert view.cause == "waits_on_budget"
-    assert OVER_BUDGET_MARK in view.evidence[0]
-    gap = _gap(cause="waits_on_budget", evidence=view.evidence, start_s=t0 + 40.0)
+    assert "can never be granted" in view.evidence[0]
+    gap = _gap(cause="waits_on_budget", evidence=view.evidence, start_s=t0 + 40.0,
+               facts=view.facts)
     (a, _batch) = advise([gap], facts.view()).advice
     assert a.change.startswith("raise it above 136 GiB, the request's size")
     # Its WARN before the log began: a wait over the whole total is such a request all the same.
     late = fed(PipelineFacts(), [ENGINE, wait.format(39.5)])
-    assert OVER_BUDGET_MARK in late.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence[0]
+    assert "can never be granted" in late.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence[0]
     # An ordinary wait (needed within the total) keeps its own words.
     ordinary = fed(PipelineFacts(), [ENGINE, wait.format(39.5).replace("needed_gib=136",
                                                                  "needed_gib=14")])
     (said,) = ordinary.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
-    assert OVER_BUDGET_MARK not in said and "needed_gib=14" in said
+    assert "can never be granted" not in said and "needed_gib=14" in said
 
 
 def test_a_partitions_request_over_the_budget_blocks_every_partition_whatever_the_concurrency(
@@ -783,11 +792,13 @@ def test_a_partitions_request_over_the_budget_blocks_every_partition_whatever_th
     # every partition of every job. Before, the words tied the block to synthesis_concurrency = 1.
     t0 = 1_778_594_400.0
     small = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=14, total_gib=12)])
-    (said,) = small.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall").evidence
+    small_view = small.log_view(0, t0 + 40.0, t0 + 41.0, "host_stall")
+    (said,) = small_view.evidence
     assert "single partition dispatcher waits on it" in said
     assert "every partition of every job behind it, whatever [pipeline] synthesis_concurrency" \
         in said
-    (a,) = advise([_gap(cause="waits_on_budget", evidence=[said], start_s=t0 + 40.0)],
+    (a,) = advise([_gap(cause="waits_on_budget", evidence=[said], start_s=t0 + 40.0,
+                        facts=small_view.facts)],
                   small.view()).advice
     assert "whatever [pipeline] synthesis_concurrency" in a.why and "1623-1628" in a.source
     # A job's own request (in its batch task's span; INFO spans): that job, and at
@@ -839,7 +850,8 @@ def test_a_snapdeals_batch_is_told_its_own_budget_not_a_porep_batchs() -> None:
                       timeline(5000, "SYNTH_START", "snap-1000-7", "kind=snap-update")])
     gap = _gap(cause="monolithic", evidence=[
         "snap-update job snap-1000-7 synthesising during the gap (TIMELINE SYNTH_START "
-        "kind=snap-update): monolithic work /status never lists"])
+        "kind=snap-update): monolithic work /status never lists"],
+        facts=ProverGapFacts(monolithic_kind="snap-update"))
     for rules in (lambda s, g: path_rule(s, g, facts), None):  # the report's, the dashboard's
         (a,) = advise([gap], PipelineView(), rules=rules).advice
         assert a.setting == "[scheduler] max_batch_size"
@@ -852,7 +864,8 @@ def test_a_snapdeals_batch_is_told_its_own_budget_not_a_porep_batchs() -> None:
     assert b.guess and "9 GiB" in b.why and "136" not in b.why
     assert facts.batch_kinds == ("snap-update",)
     # A PoRep batch's: 136 GiB; both kinds in the log: each its own.
-    porep = _gap(cause="monolithic", evidence=["porep-c2 job porep-1000-7 on the GPU"])
+    porep = _gap(cause="monolithic", evidence=["porep-c2 job porep-1000-7 on the GPU"],
+                 facts=ProverGapFacts(monolithic_kind="porep-c2"))
     (c,) = advise([porep], PipelineView()).advice
     assert "2+ PoRep requests" in c.why and "acquiring a 136 GiB budget" in c.why
     both = facts_of([ENGINE, dispatcher,
@@ -907,7 +920,7 @@ def test_a_gap_in_a_proof_cuzks_monolithic_worker_holds_is_that_proof_not_no_wor
         view.evidence[-1]
     assert "no work" not in view.words
     facts, pipeline = read(PIPELINE_OFF_LOG)
-    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0)
+    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0, facts=view.facts)
     for rules in (lambda s, g: path_rule(s, g, facts), None):
         (a,) = advise([gap], pipeline, rules=rules).advice
         assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
@@ -926,7 +939,7 @@ def test_a_log_followed_from_its_end_knows_the_pipeline_off_by_its_monolithic_wo
     assert view.cause == "monolithic"
     facts, pipeline = read(tail)
     assert facts.pipeline_enabled is False and pipeline.pipeline_enabled is False
-    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0)
+    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0, facts=view.facts)
     for rules in (lambda s, g: path_rule(s, g, facts), None):
         (a,) = advise([gap], pipeline, rules=rules).advice
         assert (a.setting, a.change, a.guess) == ("[pipeline] enabled", "true", False)
@@ -967,22 +980,22 @@ def test_a_gap_in_a_post_proved_in_one_call_is_no_sure_case_for_the_pipeline() -
     view = _pipeline_off_gap(PIPELINE_OFF_LOG, t0, t0 + 3.0)
     assert view.cause == "monolithic" and "(winning-post) in one call" in view.evidence[-1]
     facts, pipeline = read(PIPELINE_OFF_LOG)
-    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0)
+    gap = _gap(cause="monolithic", evidence=view.evidence, start_s=t0, facts=view.facts)
     for rules in (lambda s, g: path_rule(s, g, facts), None):
         (a,) = advise([gap], pipeline, rules=rules).advice
         assert (a.setting, a.guess) == ("[pipeline] enabled", True)
         assert "only where other work waits for the GPU" in a.guess_why
 
 
-def _empty_gap_view(lines: list[str]) -> tuple[str | None, list[str]]:
+def _empty_gap_view(lines: list[str]) -> tuple[str | None, list[str], ProverGapFacts]:
     """GPU 0's gap from 14:00:10 (job 7's last partition proved) to 14:00:13.4, as the log
-    alone tells it."""
+    alone tells it: its cause, evidence and typed facts."""
     facts = PipelineFacts()
     for ev in events_of_lines([ENGINE, FOUR_WORKERS, *lines]):
         facts.feed(ev)
     t0 = _wall("14:00:00")
     view = facts.log_view(0, t0 + 10.0, t0 + 13.4, "host_stall")
-    return view.cause, view.evidence
+    return view.cause, view.evidence, view.facts
 
 
 def test_a_short_batch_hold_is_said_apart_from_the_synthesis_and_names_max_batch_wait_ms(
@@ -1002,12 +1015,12 @@ def test_a_short_batch_hold_is_said_apart_from_the_synthesis_and_names_max_batch
             timeline(11300, "SYNTH_START", job, "partition=0"),
             timeline(13300, "SYNTH_END", job, "partition=0,synth_ms=2000"),
             timeline(13300, "GPU_QUEUE", job, "partition=0")]
-    cause, evidence = _empty_gap_view(held)
+    cause, evidence, gap_facts = _empty_gap_view(held)
     assert cause == "empty_pipeline"
     said = " | ".join(evidence)
     assert "cuzk held it 1.0 s in the batch collector" in said
     assert "2.0 s after its synthesis began: one synthesis's latency" in said
-    settings = [a.setting for a in advise([_gap(cause=cause, evidence=evidence)],
+    settings = [a.setting for a in advise([_gap(cause=cause, evidence=evidence, facts=gap_facts)],
                                           PipelineView(synth_workers=4)).advice]
     assert settings == ["Curio [Cuzk] MaxPending", "[scheduler] max_batch_wait_ms"]
 
@@ -1017,12 +1030,12 @@ def test_with_the_pacer_on_an_empty_pipeline_does_not_claim_its_work_was_taken_a
     drained pipeline re-enters its bootstrap (engine.rs:1480-1524, 262-266), so the free workers
     do not all take the new work's partitions at once, as the evidence and advice said."""
     pacer = line("GPU queue target dispatch pacer enabled", 0.2, gpu_queue_target=4)
-    cause, evidence = _empty_gap_view([pacer, *LAST_OF_JOB_7, *NEXT_JOB_8])
+    cause, evidence, gap_facts = _empty_gap_view([pacer, *LAST_OF_JOB_7, *NEXT_JOB_8])
     said = " | ".join(evidence)
     assert cause == "empty_pipeline"
     assert "at once" not in said
     assert "the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target=4)" in said
-    (a,) = advise([_gap(cause=cause, evidence=evidence)],
+    (a,) = advise([_gap(cause=cause, evidence=evidence, facts=gap_facts)],
                   PipelineView(synth_workers=4, pacer_target=4)).advice
     assert not any("at once" in e for e in a.evidence)
     assert any("the dispatch pacer is on" in e and "paces the new work" in e

@@ -71,7 +71,8 @@ def starved_gap(facts: PipelineFacts, start_s: float) -> Gap:
                pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
                host=HostEvidence(),
                log_events=[EventEvidence(0.0, "", partition=3, warning="pinned_pool_fallback")],
-               prover_cause=view.cause, prover_evidence=view.evidence)
+               prover_cause=view.cause, prover_evidence=view.evidence,
+               prover_facts=view.facts)
 
 
 def test_pinned_pool_churn_is_said_before_the_first_checkout_fails() -> None:

@@ -803,7 +803,7 @@ def _empty_pipeline_gaps(first_pacer: bool, second_pacer: bool
                         end_mono_ns=int(end * 1e9), end_s=t0 + end, duration_s=end - start,
                         pcie_rx_bytes_per_s=None, pcie_tx_bytes_per_s=None,
                         link_bytes_per_s=None, prover_cause=view.cause,
-                        prover_evidence=view.evidence))
+                        prover_evidence=view.evidence, prover_facts=view.facts))
     return facts, gaps[0], gaps[1]
 
 

@@ -1,7 +1,8 @@
 """The facts of a gap the advice reads are typed (`Gap.prover_facts`, `ProverGapFacts`), set by
 cuzk's prover where it decides each one beside its words: the advice never reads them back out
 of the evidence's prose, where a log line quoted into it (a job id, an error) could say anything.
-A gap made before they were typed reads as it always did; the JSON documents are unchanged."""
+A gap without them (made before they were typed) has none: its words are not read for them. The
+JSON documents are unchanged."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
-from parsed_logs import events_of_lines
+import pytest
+from parsed_logs import events_of_lines, fed
 from test_paths_advice import (
     ENGINE,
     FOUR_WORKERS,
     LAST_OF_JOB_7,
+    OVER_BUDGET,
     PIPELINE_OFF_LOG,
+    _gap,
     _next_job,
     _wall,
     line,
@@ -28,9 +32,9 @@ from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence_types import ProverGapFacts
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent, SessionHeader
-from gapwatch.cuzk.advice import advise, facts_of
+from gapwatch.cuzk.advice import CITED, advise, facts_of
 from gapwatch.cuzk.paths import PathsSeen, path_rule
-from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.offline.report import build_report, to_json
 from gapwatch.offline.report_text import format_text
@@ -146,16 +150,67 @@ def test_a_job_id_saying_in_one_call_makes_no_post_a_batch() -> None:
         assert (a.setting, a.guess) == ("[pipeline] enabled", True)
 
 
-def test_a_gap_made_before_the_facts_were_typed_is_read_from_its_words() -> None:
-    """A gap with no `prover_facts` (an older recording's gap line, a gap built by hand) is
-    advised on as it always was: its facts read from its words, the only source it has."""
-    [gap], _ = _pipeline_off_gaps(PIPELINE_OFF_LOG)
+def test_a_gap_without_typed_facts_is_read_for_none_in_its_words() -> None:
+    """A gap with no `prover_facts` (an older recording's gap line, though no output advises on
+    one: gaps are detected again) has none: its words, which say a WinningPoSt proved in one
+    call, are not read for them. It is advised as a monolithic gap of no known job, the
+    pipeline off: `[pipeline] enabled` for sure, not the PoSt's guess its typed facts give."""
+    [gap], prover = _pipeline_off_gaps(PIPELINE_OFF_LOG)
     old = msgspec.structs.replace(gap, prover_facts=msgspec.UNSET)
-    assert facts_of(old) == facts_of(gap) == ProverGapFacts(monolithic_kind="winning-post",
-                                                            one_call=True)
     read_back = decode_record(encode_line(old))  # the line a recorder wrote then
     assert isinstance(read_back, Gap) and read_back.prover_facts is msgspec.UNSET
-    assert facts_of(read_back) == facts_of(gap)
+    assert any("(winning-post) in one call" in e for e in read_back.prover_evidence)
+    assert facts_of(read_back) == ProverGapFacts()
+    pipeline = view_of(prover.facts())
+    assert [(a.setting, a.guess) for a in advise([gap], pipeline).advice] == [
+        ("[pipeline] enabled", True)]
+    assert [(a.setting, a.guess) for a in advise([read_back], pipeline).advice] == [
+        ("[pipeline] enabled", False)]
+
+
+def _said(g: Gap, pipeline: PipelineView) -> tuple[list[tuple[object, ...]], list[str]]:
+    """What the advice says of `g`, less the lines of its evidence it cites (each advice's
+    settings, why, guess and its own evidence; each no-setting's why)."""
+    report = advise([g], pipeline)
+    cited = 1 + min(CITED, len(g.prover_evidence))
+    return ([(a.setting, a.change, a.why, a.guess, a.guess_why, a.evidence[cited:])
+             for a in report.advice], [n.why for n in report.no_setting])
+
+
+#: A budget request over the whole budget, as cuzk's log says it (the pipeline's view of it).
+_OVER_BUDGET_VIEW = fed(PipelineFacts(), [ENGINE, line(OVER_BUDGET, 1.0, amount_gib=136,
+                                                       total_gib=120)]).view()
+
+
+@pytest.mark.parametrize(("cause", "words", "facts", "pipeline"), [
+    ("empty_pipeline",
+     ["cuzk held it 1.0 s in the batch collector before sending it to synthesis",
+      "one synthesis's latency, the dispatch pacer on ([pipeline] max_gpu_queue_depth, "
+      "gpu_queue_target=4) pacing the new work's partitions: one dispatched a tick"],
+     ProverGapFacts(batch_held=True, new_work_pacer_target=4), PipelineView(synth_workers=4)),
+    ("waits_on_budget",
+     ["a 136 GiB budget request exceeds cuzk's 120 GiB total budget at 14:00:01: it can never "
+      "be granted, so it waits until cuzk restarts"],
+     ProverGapFacts(over_budget=True), _OVER_BUDGET_VIEW),
+    ("monolithic",
+     ["porep-c2 job porep-1000-7 synthesising during the gap (TIMELINE SYNTH_START "
+      "kind=porep-c2)"],
+     ProverGapFacts(monolithic_kind="porep-c2"), PipelineView()),
+    ("monolithic",
+     ["cuzk's monolithic worker 0 of GPU 0 was proving winpost-1000-5e6f7a8b (winning-post) "
+      "in one call during the gap"],
+     ProverGapFacts(monolithic_kind="winning-post", one_call=True),
+     PipelineView(pipeline_enabled=False)),
+], ids=["batch-held-and-paced", "over-budget", "batch-job", "post-in-one-call"])
+def test_the_words_that_say_a_fact_change_no_advice_without_the_fact(
+        cause: str, words: list[str], facts: ProverGapFacts, pipeline: PipelineView) -> None:
+    """Evidence saying a fact in the prover's own words (a request held in the batch collector,
+    paced by a pacer, over the whole budget, a batch job, a PoSt proved in one call), the fact
+    not typed: the advice is what it is with no such words. The typed fact changes it."""
+    bare, said_so = _gap(cause=cause), _gap(cause=cause, evidence=words)
+    assert _said(said_so, pipeline) == _said(bare, pipeline)
+    typed = _gap(cause=cause, evidence=words, facts=facts)
+    assert _said(typed, pipeline) != _said(bare, pipeline)
 
 
 def test_the_facts_travel_with_the_gap_but_not_in_its_json_documents() -> None:

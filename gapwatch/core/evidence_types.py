@@ -130,8 +130,8 @@ class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
     back (e.g. `gapwatch.cuzk.advice`). Each is set where the package decides it, beside the
     words that say it to people in `prover_evidence`; nothing reads those words back for a fact
     (a log line quoted into them, a job id, an error text, could say anything). A gap made
-    before these existed has none (`Gap.prover_facts` UNSET): see there. Only the facts set are
-    encoded (`omit_defaults`)."""
+    before these existed has none (`Gap.prover_facts` UNSET), and none is read from its words:
+    see there. Only the facts set are encoded (`omit_defaults`)."""
 
     #: The monolithic job (proved whole, not in partitions: e.g. cuzk's PoSt, a batch) the gap
     #: waited on, by the kind its log names (cuzk's TIMELINE `kind=porep-c2`, a monolithic

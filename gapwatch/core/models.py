@@ -216,9 +216,10 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: The facts behind `prover_cause` its prover package decided, typed, for its advice to
     #: read (`ProverGapFacts`; their words are in `prover_evidence`). UNSET: a gap no prover
     #: package explained (it has no `prover_evidence` either), or one made before these facts
-    #: existed (an older recording's gap line, a gap built by hand): its advice reads them from
-    #: its words, as it always did (`gapwatch.cuzk.advice.facts_of`). Left out of the gap's
-    #: JSON documents (`gapwatch.core.codec.gap_json`); a recording holds them.
+    #: existed (an older recording's gap line, never advised on: gaps are detected again):
+    #: it has none, and its words are never read for them (`gapwatch.cuzk.advice.facts_of`).
+    #: Left out of the gap's JSON documents (`gapwatch.core.codec.gap_json`); a recording
+    #: holds them.
     prover_facts: ProverGapFacts | UnsetType = UNSET
     type: ClassVar[Literal["gap"]] = "gap"
 

@@ -5,8 +5,12 @@ Who calls it: `gapwatch.offline.report` (the "What to change" section and `advic
 detail (Enter), and the verdict (`gapwatch.cuzk.why_now`), each over the gaps it has and what the
 prover's log said (`gapwatch.cuzk.pipeline.PipelineView`). Pure. What it reads of each gap
 beyond its cause and kind is typed (`facts_of`: `Gap.prover_facts`, set by cuzk's prover where
-it decides each fact), never searched for in the gap's words; only a gap without them (an older
-recording's, one built by hand) is read from its words (`facts_in_words`), as every gap was.
+it decides each fact), never searched for in the gap's words (`prover_evidence` is cited, for
+people, and nothing more): a gap without them has none, and its advice says only what its
+cause and kind support. Every gap advised on is the detector's, live and offline (`report`,
+`replay` and `compare` detect their gaps again from the samples; a recording's gap lines are
+never advised on), made with its prover's facts: it lacks them only where no prover explained
+it, and then it has no words either.
 
 Live, the gap open now is advised on with the closed ones: an operator asks exactly while the GPU
 idles, and a BREAKDOWN is often entered on the gap still open (one starved gap whose copies the
@@ -37,7 +41,6 @@ run's first wave of a circuit type: `gapwatch.cuzk.first_wave`), `pageable_copie
 
 from __future__ import annotations
 
-import re
 from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,21 +53,16 @@ from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.pipeline import (
-    AT_ONCE_MARK,
     BATCH_BYTES_BY_KIND,
-    BATCH_HELD_MARK,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
-    ONE_CALL,
-    OVER_BUDGET_MARK,
-    PACED_MARK,
+    NO_FACTS,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
     OverBudget,
     PipelineView,
 )
 from gapwatch.cuzk.pool_churn import (
-    CHURN_MARK,
     NOT_KNOWN,
     QUEUE_DEPTH_GUESS,
     QUEUE_DEPTH_GUESS_WHY,
@@ -192,11 +190,10 @@ _KNOWN_KINDS = frozenset((*BATCH_KINDS, *POST_KINDS))
 
 def facts_of(g: Gap) -> ProverGapFacts:
     """The facts of a gap the advice reads: those cuzk's prover decided, typed
-    (`Gap.prover_facts`, set on every gap it explained); for a gap without them (made before
-    they were typed: an older recording's gap line, a gap built by hand), read from its words
-    as the advice always did (`facts_in_words`)."""
+    (`Gap.prover_facts`); none (`NO_FACTS`) for a gap without them, whatever its words say (a
+    job id or an error quoted into them can say anything)."""
     facts = known(g.prover_facts)
-    return facts if facts is not None else facts_in_words(g.prover_evidence)
+    return facts if facts is not None else NO_FACTS
 
 
 def _batched(facts: ProverGapFacts) -> bool:
@@ -210,51 +207,6 @@ def _kinds_of(facts: ProverGapFacts) -> set[str]:
     `POST_KINDS`), pipelined or proved in one call; {} for any other or none."""
     kind = facts.monolithic_kind
     return {kind} if kind in _KNOWN_KINDS else set()
-
-
-_PACER_TARGET = re.compile(r"gpu_queue_target=(\d+)")
-
-
-def facts_in_words(evidence: Sequence[str]) -> ProverGapFacts:
-    """The facts of a gap made before they were typed (`Gap.prover_facts` UNSET), read from the
-    words cuzk's prover says them in, as the advice read every gap until then: any line naming
-    a batch or PoSt job (`<kind> job`) or a proof proved whole (`(<kind>) in one call`), a
-    request that `can never be granted`, a request held `in the batch collector`, the last line
-    saying how the new work was started (paced, with its `gpu_queue_target=N`, or at once), the
-    first line within `CITED` saying whether the pool churned. A log line quoted into those
-    words can say any of them: only such a gap is read so (a gap cuzk's prover explains carries
-    its facts typed). Where several kinds are named, the first of `BATCH_KINDS` then
-    `POST_KINDS`, a job before a proof in one call."""
-    text = " ".join(evidence)
-    kind, one_call = None, False
-    for k in (*BATCH_KINDS, *POST_KINDS):
-        if f"{k} job" in text:
-            kind = k
-            break
-    else:
-        kind = next((k for k in (*BATCH_KINDS, *POST_KINDS) if f"({k}) {ONE_CALL}" in text),
-                    None)
-        one_call = kind is not None
-    target, at_once = _pacing_in_words(evidence)
-    churn = next((i for i, e in enumerate(evidence[:CITED])
-                  if CHURN_MARK in e or e == NOT_KNOWN), None)
-    return ProverGapFacts(
-        monolithic_kind=kind, one_call=one_call,
-        over_budget=any(OVER_BUDGET_MARK in e for e in evidence),
-        batch_held=any(BATCH_HELD_MARK in e for e in evidence),
-        new_work_at_once=at_once, new_work_pacer_target=target, pool_churn_line=churn)
-
-
-def _pacing_in_words(evidence: Sequence[str]) -> tuple[int | None, bool]:
-    """(the pacer's target, at once) as the last line saying how an empty pipeline's new work
-    was started says it (`facts_in_words`); (None, False): none says, or its target is none."""
-    for e in reversed(evidence):
-        if PACED_MARK in e:
-            m = _PACER_TARGET.search(e)
-            return (int(m[1]) if m is not None and int(m[1]) > 0 else None), False
-        if AT_ONCE_MARK in e:
-            return None, True
-    return None, False
 
 
 #: The stalls whose gaps may be a first wave's, though `stall_of` did not call them one (their
@@ -855,9 +807,9 @@ def _for_empty_pipeline(gaps: StallGaps, pipeline: PipelineView) -> _Found | str
 
 
 def _new_work_facts(gaps: StallGaps, pipeline: PipelineView) -> list[str]:
-    """How an empty pipeline's new work was started, as each gap's own evidence says it
+    """How an empty pipeline's new work was started, as each gap's own facts say it
     (`StallGaps.paced`, `at_once`: the pacer of the gap's own daemon, docs/post.md "Two
-    daemons"); gaps whose evidence says neither, as the view's pacer (the first daemon's).
+    daemons"); gaps whose facts say neither, as the view's pacer (the first daemon's).
     Gaps of both kinds (a PoRep daemon pacing, a PoSt-only one not): each said with its count."""
     paced = dict(gaps.paced)
     at_once = gaps.at_once

@@ -175,25 +175,11 @@ _PARTITION_SYNTH_FAILED = frozenset(PARTITION_SYNTH_FAILED_MESSAGES)
 #: first synthesis of work that came after it (`PipelineFacts._empty_start_view`): the wait for
 #: that work and one synthesis's latency, which more synthesis workers cannot shorten.
 EMPTY_PIPELINE_CAUSE = "empty_pipeline"
-# The words in which a gap's evidence says some of its facts (`ProverGapFacts`, which carries
-# them typed; the advice reads those, never these): constants for the one reader of a gap made
-# before the facts were typed (`gapwatch.cuzk.advice.facts_in_words`).
-#: How an empty pipeline's evidence says cuzk's batch collector held its new request for part
-#: of the gap (`PipelineFacts._empty_start_view`: `ProverGapFacts.batch_held`).
-BATCH_HELD_MARK = "in the batch collector"
 #: Why more synthesis workers cannot shorten an empty pipeline's gap, pacer off (the default):
 #: one dispatcher hands the new work's partitions to a channel the worker pool reads
 #: (`ProverGapFacts.new_work_at_once`).
-AT_ONCE_MARK = "start the new work's partitions at once"
 _AT_ONCE = ("whatever the number of synthesis workers (the free ones all "
-            f"{AT_ONCE_MARK}, engine.rs:1475, 1678)")
-#: How an empty pipeline's evidence says its daemon's dispatch pacer paced the new work
-#: (`PipelineFacts._new_work`, with that pacer's `gpu_queue_target=N`:
-#: `ProverGapFacts.new_work_pacer_target`).
-PACED_MARK = "pacing the new work's partitions"
-#: How a gap's evidence names a proof a monolithic worker proved whole (`(<kind>) in one call`,
-#: `PipelineFacts._one_call_view`: `ProverGapFacts.one_call`).
-ONE_CALL = "in one call"
+            "start the new work's partitions at once, engine.rs:1475, 1678)")
 #: A gap's facts where nothing is decided.
 NO_FACTS = ProverGapFacts()
 #: The lines that set what a run of cuzk is (its settings): read of the first daemon only,
@@ -589,9 +575,6 @@ class DaemonRun:
         return pacing(self.pacer_target)
 
 
-#: The words `OverBudget.words` says it in, which a gap's evidence then carries (its typed fact:
-#: `ProverGapFacts.over_budget`).
-OVER_BUDGET_MARK = "can never be granted"
 #: The requests cuzk's single partition dispatcher makes (engine.rs:1623-1628: a PoRep or
 #: SnapDeals partition's `proof_kind_full_bytes`), in whole GiB as memory.rs:188-192 divides them.
 PARTITION_REQUEST_GIB = frozenset(PARTITION_BYTES_BY_KIND[k] // GIB
@@ -643,7 +626,7 @@ class OverBudget:
         amount = f"{self.amount_gib:g} GiB" if self.amount_gib is not None else "?"
         total = f"{self.total_gib:g} GiB" if self.total_gib is not None else "?"
         return (f"a {amount} budget request exceeds cuzk's {total} total budget at "
-                f"{_hms(self.t_s)}: it {OVER_BUDGET_MARK}, so it waits until cuzk restarts "
+                f"{_hms(self.t_s)}: it can never be granted, so it waits until cuzk restarts "
                 f"(memory.rs:187-236); {self.blocks()}")
 
     def waits_of(self, t_s: float, f: dict[str, FieldValue]) -> bool:
@@ -1651,8 +1634,8 @@ class PipelineFacts(_Limits):
         held_s, _, wait_ms = batch
         if held_s > 0:
             evidence.append(
-                f"cuzk held it {held_s:.1f} s {BATCH_HELD_MARK} before sending it to synthesis "
-                f"(max_batch_wait_ms={wait_ms}: 'processing batch' in span "
+                f"cuzk held it {held_s:.1f} s in the batch collector before sending it to "
+                f"synthesis (max_batch_wait_ms={wait_ms}: 'processing batch' in span "
                 "synth_timeout_flush, engine.rs:1984-2012)")
         why, pacer_target = self._new_work(runs)
         facts = ProverGapFacts(batch_held=held_s > 0, new_work_at_once=pacer_target is None,
@@ -1688,9 +1671,9 @@ class PipelineFacts(_Limits):
         if paced is None:
             return _AT_ONCE, None
         return (f"the dispatch pacer on ([pipeline] max_gpu_queue_depth, gpu_queue_target="
-                f"{paced.pacer_target}) {PACED_MARK}: one dispatched a tick, "
-                "a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once the "
-                "GPU's rate is known (engine.rs:1480-1524, 262-266)"), paced.pacer_target
+                f"{paced.pacer_target}) pacing the new work's partitions: one dispatched a "
+                "tick, a drained pipeline re-entering its bootstrap, ticks at least 2 s apart once "
+                "the GPU's rate is known (engine.rs:1480-1524, 262-266)"), paced.pacer_target
 
     def _batch_wait_view(self, start_s: float, end_s: float,
                          batch: tuple[float, tuple[float, float] | None, int | None]
@@ -1719,10 +1702,10 @@ class PipelineFacts(_Limits):
             where += f" of GPU {mono.gpu}"
         started = _hms(mono.pickup_s) if mono.pickup_s is not None else "?"
         return LogView("monolithic", [
-            f"cuzk's monolithic {where} was proving {mono.job} ({mono.kind}) {ONE_CALL} "
+            f"cuzk's monolithic {where} was proving {mono.job} ({mono.kind}) in one call "
             f"during the gap ('processing job (monolithic)' at {started}, engine.rs:3397): "
             "synthesis then GPU, nothing overlapping (engine.rs:3422-3440); /status lists no "
-            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} {ONE_CALL}",
+            "job with the pipeline off (engine.rs:3400-3405)"], f"{mono.kind} in one call",
             facts=ProverGapFacts(monolithic_kind=mono.kind, one_call=True))
 
     def _over_budget_view(self, over: OverBudget) -> LogView:

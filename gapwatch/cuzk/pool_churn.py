@@ -94,8 +94,6 @@ CHURN_MIN_CYCLES = 3
 #: Churn spans kept (the latest): for a gap's evidence and the advice, the span before a failure.
 MAX_SPANS = 64
 
-#: The words every churn phrase opens with (the advice looks for them in a gap's evidence).
-CHURN_MARK = "cuzk's pinned pool churned"
 #: What is said of churn where the pool failed and no INFO line of its target was read.
 #: No INFO line of the pool read: the log kept above INFO, or a pool that never pinned a buffer
 #: (every `cudaHostAlloc` failed: no checkout, checkin or free line is written then), so both
@@ -151,8 +149,8 @@ class ChurnSpan:
         ...)`."""
         took = self.last_s - self.first_cycle_s
         per_min = f", {self.cycles / (took / 60):.1f} a minute" if took >= 60 else ""
-        return (f"{CHURN_MARK}: the evictor freed idle pinned buffers and cuzk pinned new ones "
-                f"{self.cycles} times in {fmt.duration(took)} ("
+        return ("cuzk's pinned pool churned: the evictor freed idle pinned buffers and cuzk "
+                f"pinned new ones {self.cycles} times in {fmt.duration(took)} ("
                 f"{fmt.clock(self.first_cycle_s, millis=True)} to "
                 f"{fmt.clock(self.last_s, millis=True)}{per_min}; {self.buffers_freed} buffer(s), "
                 f"{self.gib_freed:.1f} GiB freed; 'freed buffer (evictor)' then 'allocated new "

@@ -343,7 +343,12 @@ class _Limits:
     synth_workers: int | None
     budget_total_bytes: int | None
     max_parallel_synthesis: int
-    pacer_target: int | None
+
+    @property
+    def pacer_target(self) -> int | None:
+        """The first daemon's dispatch-pacer target: a field of the view, read from the first
+        `DaemonRun` by the live facts (its one home)."""
+        raise NotImplementedError
 
     def capacity(self, status: ProverStatus | None = None) -> Capacity | None:
         """How many syntheses run at once (`capacity_of`)."""
@@ -1342,7 +1347,7 @@ class PipelineFacts(_Limits):
         return self.mode.off_by_workers
 
     @property
-    def pacer_target(self) -> int | None:  # type: ignore[override]
+    def pacer_target(self) -> int | None:
         """The first daemon's pacer target, the one advised on: its `DaemonRun`'s, the one
         home of each daemon's (its `GPU queue target dispatch pacer enabled` line)."""
         return self.daemon_runs[0].pacer_target

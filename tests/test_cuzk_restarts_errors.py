@@ -420,11 +420,11 @@ def test_a_completion_line_read_after_the_next_pickup_says_when_the_job_ended(fa
 
 # -- a gap that spans a restart ---------------------------------------------------------------
 
-def _gaps_over(records: Sequence[LogEvent | ProverStatus | ProcessMemory], busy_s: list[tuple[float, float]]
-               ) -> tuple[list[Gap], CuzkProver]:
+def _gaps_over(records: Sequence[LogEvent | ProverStatus | ProcessMemory], busy_s: list[tuple[float, float]],
+               blind_s: tuple[float, float] | None = None) -> tuple[list[Gap], CuzkProver]:
     """The closed gaps of a GPU busy over `busy_s` (seconds after the first record), with
     cuzk's log events and `/status` snapshots fed to the detector as they come, and its
-    prover."""
+    prover; `blind_s`: no GPU sample in that stretch (NVML blocked)."""
     from gapwatch.core.config import DetectorConfig
     from gapwatch.core.detector import GapDetector
     from gapwatch.core.models import GpuInfo, GpuSample
@@ -440,6 +440,8 @@ def _gaps_over(records: Sequence[LogEvent | ProverStatus | ProcessMemory], busy_
         t = t0 + i * 0.1
         while fed and fed[0].t_wall_s <= t:
             det.feed(fed.pop(0))
+        if blind_s is not None and t0 + blind_s[0] < t < t0 + blind_s[1]:
+            continue
         busy = any(t0 + a <= t < t0 + b for a, b in busy_s)
         sample = GpuSample(0, int(t * 1e9), t, 100_000_000, 95.0 if busy else 0.0,
                            99.0 if busy else 0.0, 30e9 if busy else 1e6, 1e6)
@@ -477,6 +479,22 @@ def test_a_gap_spanning_a_restart_of_cuzk_is_caused_by_the_restart_not_the_srs_r
     assert note.stall == "restart" and note.gaps == 1
     assert "unless it repeats" not in note.why and "it repeats at every restart" in note.why
     assert "killed or crashed: cuzk handles SIGINT alone" in note.why
+
+
+def test_a_restart_whose_exit_blinded_nvml_is_still_the_cause_of_the_idle_after_the_hole() -> None:
+    """A real restart: NVML answers nothing for seconds while the driver frees the killed
+    run's pinned pool. The hole used to retract the gap over the restart, and the idle after
+    it waited for a busy period: the restart was the cause of no gap at all. Now the idle read
+    after the hole is a gap, the restart's, with its cost; the idle before it is a gap of its
+    own, ending at its last reading, the hole said in its hint."""
+    events = events_of_lines((DATA / "restart.log").read_text().splitlines())
+    gaps, _ = _gaps_over(events, RESTART_BUSY_S, blind_s=(46.0, 51.4))
+    before, after = sorted(gaps, key=lambda g: g.start_s)
+    assert before.duration_s == pytest.approx(2.0, abs=0.2)
+    assert "then no readings for 5.4 s (a hole in the data" in before.hint
+    assert after.prover_cause == "restart"
+    assert after.duration_s == pytest.approx(95.0 - 51.5, abs=0.2)
+    assert "the restart cost the GPU 51.0 s, its SRS reload 12.0 s of it" in after.hint
 
 
 def test_a_gap_after_a_restarts_first_gpu_work_or_at_a_first_start_is_not_the_restarts() -> None:

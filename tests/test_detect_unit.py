@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import pytest
+
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import RECENT_GAPS, EvidenceBuffer
@@ -119,12 +121,16 @@ def test_idle_before_first_busy_and_after_last_busy_is_not_a_gap() -> None:
 
 
 def test_hole_in_the_data_is_not_bridged() -> None:
+    """Idle, 0.6 s without samples, idle, busy: two gaps, one each side of the hole, neither
+    covering it (the GPU may have worked in it); busy after the hole is what makes the one
+    before it a gap."""
     samples = stream([(2, 95, 2e6), (0.5, 0, 2.5e9)])
-    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=4.0)  # 1.5 s without samples
+    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=4.0)  # nothing from 3.5 to 4.1
     det = detector()
-    events = run(det, samples)
-    assert final_gaps(events) == []
+    before, after = sorted(final_gaps(run(det, samples)), key=lambda g: g.start_s)
     assert det.counters["holes"] == 1
+    assert before.end_s == pytest.approx(T0_WALL + 3.5) and before.hole_after_s == pytest.approx(0.6)
+    assert after.start_s == pytest.approx(T0_WALL + 4.1) and after.hole_after_s is None
 
 
 def test_missing_sm_reading_is_no_data_and_ends_the_idle_stretch() -> None:
@@ -132,7 +138,9 @@ def test_missing_sm_reading_is_no_data_and_ends_the_idle_stretch() -> None:
     samples += [sample(3.6, None)]
     samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=3.6)
     events = run(detector(), samples)
-    assert final_gaps(events) == []
+    before, after = sorted(final_gaps(events), key=lambda g: g.start_s)
+    assert before.end_s == pytest.approx(T0_WALL + 3.5)  # its last idle reading
+    assert after.start_s == pytest.approx(T0_WALL + 3.7)  # the first reading after it
     assert any(isinstance(e, StateChange) and e.state == "NO_DATA" for _, e in events)
 
 

@@ -8,8 +8,12 @@ Per GPU, a small state machine over "data segments" (stretches without a hole):
 
     PRE --busy--> BUSY --idle--> IDLE --busy--> BUSY      (IDLE -> BUSY closes a gap if long enough)
      ^                                |
-     +------ hole / no reading -------+  (an open gap is retracted: idle before a hole, or at the
-                                          end of the data, is idle after the last busy, not a gap)
+     +------ hole / no reading -------+  (a hole is never bridged: an open gap it cuts is held,
+                                          ending at its last idle reading, and is a gap only if
+                                          the GPU works again after the hole; idle after a hole
+                                          in a run that has worked is a gap candidate at once;
+                                          at the end of the data an open or held gap is idle
+                                          after the last busy period: retracted)
 
 Edges are placed inside samples: a sample at t with interval d covers [t-d, t]. The last busy
 sample before a gap is taken to be busy at its start for the share `level / peak` of its interval
@@ -69,7 +73,14 @@ from gapwatch.core.readings import (
 )
 from gapwatch.core.track import BUSY as _BUSY
 from gapwatch.core.track import IDLE as _IDLE
-from gapwatch.core.track import NO_BUCKET, SPACINGS_KEPT, GpuTotals, Track, median_int
+from gapwatch.core.track import (
+    NO_BUCKET,
+    SPACINGS_KEPT,
+    GpuTotals,
+    HeldGap,
+    Track,
+    median_int,
+)
 from gapwatch.core.track import PRE as _PRE
 from gapwatch.core.verdict import WindowNow, breakdown_entry_words, gaps_reason
 
@@ -86,6 +97,9 @@ UPDATE_EVERY_NS: Final = 500_000_000
 CLOCK_JUMP_S: Final = 1.0
 #: How often (data time) the GPUs are checked for having gone silent while data goes on.
 SILENCE_CHECK_NS: Final = 250_000_000
+#: Gaps a GPU holds at most while it waits to work again after holes (`GapDetector._hold`):
+#: each hole in one idle stretch cuts one. Past it the oldest is retracted (counted).
+HELD_MAX: Final = 8
 #: The detector's counters (`GapDetector.counters`), in the order a report lists them.
 COUNTER_NAMES: Final = ("out_of_order", "stale_gpm", "no_data", "holes", "retracted",
                         "clock_jumps", "silent")
@@ -413,9 +427,16 @@ class GapDetector:
         PCIe class and rates); a stretch `min_gap_ms` long is a gap. True when the state
         cannot change (idle before the first busy period, on a GPU already IDLE)."""
         if phase == _PRE:
-            # Idle before the first busy period of the segment: not a gap candidate.
-            return tr.state == "IDLE"
-        if phase == _BUSY:
+            if tr.data_ns_at_first_busy is None:
+                # Idle before the run's first busy period: not a gap candidate.
+                return tr.state == "IDLE"
+            # Idle after a hole (or a GPU's silence) in a run that has worked: busy came
+            # before it, so it is a gap candidate from the first reading after the hole. Not
+            # from the start of that reading's interval: how much of it the detector takes
+            # as read depends on the spacing it expects (a recording's header period, a CSV's
+            # estimate), and a gap's edges must not.
+            self._resume_idle(tr, t, offset, low)
+        elif phase == _BUSY:
             self._start_idle(tr, low)
         # Classified by its dominant PCIe direction, so that one fast 80 ms copy inside a
         # 1.5 s quiet wait is not averaged into a "trickle". A rate that is None, NaN or
@@ -548,7 +569,10 @@ class GapDetector:
         offset: float, phase: int, out: list[Gap | StateChange],
     ) -> None:
         """A busy sample after idle (it closes the stretch: a gap if long enough) or the first
-        busy sample of the data segment (the run's working span starts)."""
+        busy sample of the data segment (the run's working span starts). The gaps that holes
+        cut before it are gaps now (`_publish_held`), published first (they are older)."""
+        if tr.held:
+            self._publish_held(tr, t, out)
         if phase == _IDLE:
             self._close(tr, t, cover, level, offset, low, out)
         elif tr.data_ns_at_first_busy is None:
@@ -563,9 +587,22 @@ class GapDetector:
         f = tr.last_busy_level / tr.busy_peak if tr.busy_peak > 0 else 1.0
         span = tr.last_busy_t - tr.last_busy_from
         start = tr.last_busy_from + int(span * (f if f < 1.0 else 1.0))
+        self._begin_stretch(tr, start, tr.last_busy_wall_offset, low)
+
+    def _resume_idle(self, tr: Track, start: int, offset: float, low: bool) -> None:
+        """The first idle sample after a hole in a run that has worked: the stretch starts at
+        it (`start`, its data time), which the gaps held over the hole note as the hole's
+        end."""
+        for held in tr.held:
+            if held.resumed_ns is None:
+                held.resumed_ns = start
+        self._begin_stretch(tr, start, offset, low)
+
+    def _begin_stretch(self, tr: Track, start: int, offset: float, low: bool) -> None:
+        """An idle stretch starts at data time `start` (wall offset `offset`): its sums empty."""
         tr.phase = _IDLE
         tr.idle_start_ns = start
-        tr.idle_start_s = start / _NS + tr.last_busy_wall_offset
+        tr.idle_start_s = start / _NS + offset
         tr.idle_low_confidence = low
         tr.rx_sum = tr.tx_sum = 0.0
         tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_covered_ns = 0
@@ -587,12 +624,18 @@ class GapDetector:
             self._judge_silence(max(ends), None, None, out)
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
-                self._end_segment(tr, out)
+                self._retract_open(tr, out)
                 t = tr.last_t or 0
                 self._set_state(
                     tr, "IDLE", t, t / _NS + tr.idle_last_wall_offset, out,
                     "end of data: idle after the last busy period (its open gap retracted)",
                 )
+                tr.phase = _PRE
+                tr.busy_peak = 0.0
+            # Cut by a hole and never followed by busy: idle after the last busy period too
+            # (live, each was retracted at its hole already).
+            self.counters["retracted"] += len(tr.held)
+            tr.held.clear()
         return out
 
     def revisable_gap_ids(self) -> set[int]:
@@ -679,19 +722,84 @@ class GapDetector:
             self.on_gap_id(gid)
 
     def _end_segment(self, tr: Track, out: list[Gap | StateChange]) -> None:
-        """A hole or the end of data: idle since the last busy period was not a gap."""
+        """A hole in the data (or a GPU gone silent, or a sample with no reading) ends the data
+        segment: an open gap is held until the GPU works again (`_hold`)."""
         if tr.phase == _IDLE and tr.gap_id is not None:
-            if self._live:
-                last = tr.idle_last_t
-                gap = self._gap(tr, last, last / _NS + tr.idle_last_wall_offset, last)
-                out.append(_retract(gap))
-            self.counters["retracted"] += 1
-            if tr.evidence is not None:
-                self._ev.drop_gap(tr.evidence)
-            tr.gap_id = None
-            tr.evidence = None
+            self._hold(tr, out)
         tr.phase = _PRE
         tr.busy_peak = 0.0
+
+    def _retract_open(self, tr: Track, out: list[Gap | StateChange]) -> None:
+        """The end of data: the open gap was idle after the last busy period, not a gap."""
+        if self._live:
+            last = tr.idle_last_t
+            gap = self._gap(tr, last, last / _NS + tr.idle_last_wall_offset, last)
+            out.append(_retract(gap))
+        self.counters["retracted"] += 1
+        if tr.evidence is not None:
+            self._ev.drop_gap(tr.evidence)
+        tr.gap_id = None
+        tr.evidence = None
+
+    def _hold(self, tr: Track, out: list[Gap | StateChange]) -> None:
+        """A hole cut the open gap: it ends at its last idle reading, and it is a gap only if
+        the GPU works again after the hole (busy bounds it on both sides then, whatever the
+        hole held). Held until then (`Track.held`): built now from what was read up to the
+        hole, its evidence closed there. Live it is retracted meanwhile (consumers keep the
+        latest version: the closed one, if it comes, counts as any closing gap)."""
+        last = tr.idle_last_t
+        end_s = last / _NS + tr.idle_last_wall_offset
+        gap = self._gap(tr, last, end_s, last)
+        if self._live:
+            out.append(_retract(gap))
+        acc = tr.evidence
+        if acc is not None:
+            self._ev.close_gap(acc, end_s)
+        held = tr.held
+        if len(held) >= HELD_MAX:
+            held.pop(0)
+            self.counters["retracted"] += 1
+        partial = last - tr.idle_start_ns - tr.idle_covered_ns
+        held.append(HeldGap(gap, acc, partial if partial > 0 else 0))
+        tr.gap_id = None
+        tr.evidence = None
+
+    def _publish_held(self, tr: Track, t: int, out: list[Gap | StateChange]) -> None:
+        """The GPU works again after holes (at data time `t`): the gaps they cut are gaps
+        (oldest first), each with the hole after it (`hole_after_s`, from its last idle
+        reading to the first reading after the hole) and
+        the evidence that reached it since; counted as `_close` counts a gap: its start
+        edge's idle part taken back from the busy total, in the chaining window if still in
+        it."""
+        lo = t - self._window_ns
+        for held in tr.held:
+            old = held.gap
+            end = old.end_mono_ns if old.end_mono_ns is not None else old.start_mono_ns
+            resumed = held.resumed_ns if held.resumed_ns is not None else t
+            old = replace(old, hole_after_s=max(0, resumed - end) / _NS)
+            acc = held.evidence
+            gap = self._rebuilt(acc, old) if acc is not None else old
+            if acc is not None:
+                acc.published = gap
+            out.append(gap)
+            tr.busy_ns -= held.partial_busy_ns
+            if end >= lo:
+                self._into_window(tr, end, old.start_mono_ns, gap)
+        tr.held.clear()
+        tr.recheck_ns = 0
+
+    def _into_window(self, tr: Track, end: int, start: int, gap: Gap) -> None:
+        """A gap published after later ones (held over a hole) into the chaining window, in
+        end order as `_slide_window` reads it."""
+        window = tr.window_gaps
+        i = len(window)
+        while i and window[i - 1][0] > end:
+            i -= 1
+        window.insert(i, (end, start, gap.kind))
+        if gap.kind == "pcie_starved":
+            tr.window_starved += 1
+            if traced_pageable(gap.copies):
+                insort(tr.pageable_ends, end)
 
     @staticmethod
     def _kind(tr: Track) -> GapKind:
@@ -753,6 +861,19 @@ class GapDetector:
         old = acc.published
         if old is None:
             return
+        new = self._rebuilt(acc, old)
+        acc.published = new
+        self._pending.append(new)
+        if old.kind == "pcie_starved" and old.end_mono_ns is not None \
+                and traced_pageable(new.copies) and not traced_pageable(old.copies):
+            # Its copies came late: it is a BREAKDOWN witness from now on, while in the window.
+            tr = self._tracks.get(old.gpu)
+            if tr is not None:
+                insort(tr.pageable_ends, old.end_mono_ns)
+                tr.recheck_ns = 0
+
+    def _rebuilt(self, acc: GapEvidence, old: Gap) -> Gap:
+        """The closed gap `old` explained again with the evidence `acc` holds now."""
         events = acc.event_list()
         end_s = old.end_s if old.end_s is not None else old.start_s + old.duration_s
         copies = self._ev.copies_dict(acc, old.start_s, end_s, old.kind, events)
@@ -762,22 +883,12 @@ class GapDetector:
         said = explain(
             GapFacts(old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
                      link, old.confidence, False, self.config.quiet_below_link_frac * link,
-                     old.start_s - self.config.evidence_before_s),
+                     old.start_s - self.config.evidence_before_s, old.hole_after_s),
             Evidence(old.host, events, copies, link_down, view,
                      self._ev.hardware_words(old.gpu, old.start_s, end_s)))
-        new = replace(_replace_evidence(old, said.hint, events), copies=copies,
-                      prover_cause=said.prover_cause, prover_states=said.prover_states,
-                      prover_evidence=said.prover_evidence,
-                      prover_facts=said.prover_facts)
-        acc.published = new
-        self._pending.append(new)
-        if old.kind == "pcie_starved" and old.end_mono_ns is not None \
-                and traced_pageable(copies) and not traced_pageable(old.copies):
-            # Its copies came late: it is a BREAKDOWN witness from now on, while in the window.
-            tr = self._tracks.get(old.gpu)
-            if tr is not None:
-                insort(tr.pageable_ends, old.end_mono_ns)
-                tr.recheck_ns = 0
+        return replace(_replace_evidence(old, said.hint, events), copies=copies,
+                       prover_cause=said.prover_cause, prover_states=said.prover_states,
+                       prover_evidence=said.prover_evidence, prover_facts=said.prover_facts)
 
     # -- chaining state -----------------------------------------------------------------------
 

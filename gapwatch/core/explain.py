@@ -31,6 +31,7 @@ from gapwatch.core.hints import (
     HINT_SEP,
     activity_phrase,
     cause_phrases,
+    hole_phrase,
     host_pressure,
     memory_phrases,
     process_memory_words,
@@ -57,6 +58,8 @@ class GapFacts:
     is_open: bool = False
     quiet_below_bytes_per_s: float | None = None
     since_s: float | None = None
+    #: Seconds without readings right after the gap (a hole cut it: `Gap.hole_after_s`).
+    hole_after_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +108,8 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     parts = [activity_phrase(kind, gap.duration_s, gap.is_open, gap.confidence,
                              gap.rx_bytes_per_s, gap.tx_bytes_per_s, gap.link_bytes_per_s,
                              evidence.link_down, gap.quiet_below_bytes_per_s)]
+    if gap.hole_after_s is not None:
+        parts.append(hole_phrase(gap.hole_after_s))
     parts += cause_phrases(kind, events, traced, bool(memory), evidence.prover.cause)
     if evidence.prover.words:
         parts.append(evidence.prover.words)

@@ -137,6 +137,13 @@ def activity_phrase(
             f"{link_words(rate, link_bytes_per_s, link_down)}")
 
 
+def hole_phrase(hole_after_s: float) -> str:
+    """A gap a hole in the data cut: where its end comes from, and that the hole is not idle
+    time (the GPU may have worked in it; busy after it is what makes the gap a gap)."""
+    return (f"then no readings for {hole_after_s:.1f} s (a hole in the data: the gap ends at its "
+            "last idle reading; the GPU worked again after it)")
+
+
 def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,
                     since_s: float | None) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the

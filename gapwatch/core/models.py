@@ -176,8 +176,10 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     A gap is published while open (`end_s` None, `duration_s` growing) and again when closed;
     `gap_id` ties the versions together. A gap that was open when the data ended (end of the
     recording, a hole in the data) turned out to be idle after the last busy period, not a gap:
-    its last version has `retracted` True (and `end_s` = the last idle reading). Consumers keep
-    the latest version per `gap_id` and must not count or show retracted gaps as gaps.
+    its last version has `retracted` True (and `end_s` = the last idle reading). A gap a hole cut
+    while open is retracted live at the hole and published closed, with `hole_after_s`, once
+    the GPU works again after it. Consumers keep the latest version per `gap_id` and must not
+    count or show retracted gaps as gaps.
     """
 
     gap_id: I64
@@ -221,6 +223,10 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: Left out of the gap's JSON documents (`gapwatch.core.codec.gap_json`); a recording
     #: holds them.
     prover_facts: ProverGapFacts | UnsetType = UNSET
+    #: Seconds without readings right after its end: a hole in the data cut the gap, which
+    #: then ends at its last idle reading and was published once the GPU worked again after
+    #: the hole (the hole is never counted as idle). None: busy ended it, as usual.
+    hole_after_s: float | None = None
     type: ClassVar[Literal["gap"]] = "gap"
 
     @property

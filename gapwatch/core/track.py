@@ -17,7 +17,7 @@ from typing import Final
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
-from gapwatch.core.models import GapKind
+from gapwatch.core.models import Gap, GapKind
 
 #: `Track.cur_k` before the first sample: no second a sample can fall in.
 NO_BUCKET: Final = -(1 << 62)
@@ -47,7 +47,7 @@ class Track:
         "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
-        "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples",
+        "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -132,6 +132,30 @@ class Track:
         self.wall_offset_s: float | None = None
         #: Samples taken in time order (the report says what share was out of order).
         self.samples = 0
+        #: Gaps cut by a hole in the data, oldest first, waiting for this GPU's next busy
+        #: sample (`GapDetector._hold`): published closed then, retracted if it never comes.
+        self.held: list[HeldGap] = []
+
+
+@dataclass(slots=True)
+class HeldGap:
+    """A gap that a hole in the data cut while it was open, waiting for the GPU to work again.
+
+    Idle is a gap when busy periods bound it on both sides; a hole bounds nothing (the GPU may
+    have worked in it or not). So the part read before the hole is a gap once the GPU is busy
+    again after it, ending at its last idle reading: `gap` is that version, built at the hole
+    from what was read up to it. The hole itself is never counted as idle."""
+
+    #: The gap as it stood at the hole: closed at its last idle reading, not yet published.
+    gap: Gap
+    #: Its evidence, closed at the hole's start (late events in its window still reach it).
+    evidence: GapEvidence | None
+    #: Busy ns to take back from the run's busy total when it is published: the part of the
+    #: busy sample before it that its start edge says was idle (as `_close` does).
+    partial_busy_ns: int
+    #: Data time (ns) of the GPU's first reading after the hole (the first with a level);
+    #: None until then.
+    resumed_ns: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,131 @@
+"""A hole in the data inside an idle stretch: the idle read on each side of it is a gap when the GPU
+works again after it, the hole itself never is.
+
+Why it matters: NVML answers nothing for 2-7 s while a prover with a large pinned pool exits
+(docs/nvml-facts, measured on the H200), so every real restart of cuzk puts a hole between the
+GPU's last work and the minute it idles while the new run loads its SRS. Before, the hole
+retracted the gap it cut and the idle after it was "before the first busy period": the restart's
+idle was in no gap at all."""
+
+from __future__ import annotations
+
+import pytest
+from test_detect_unit import LINK, T0_WALL, final_gaps, run, stream
+
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import HELD_MAX, GapDetector
+from gapwatch.core.ledger import Change, GapLedger
+from gapwatch.core.models import Gap, GpuInfo, LogEvent, StateChange
+
+
+def detector(live: bool = True) -> GapDetector:
+    return GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], live=live)
+
+
+def restart() -> list:  # type: ignore[type-arg]
+    """Busy 1-11 s, killed: idle 11-13 s, NVML blind 5.4 s while the pool is freed, idle
+    18.4-48.4 s while the new run loads its SRS, busy again."""
+    samples = stream([(10, 95, 2e6), (2, 0, 1e6)])
+    samples += stream([(30, 0, 1e6), (5, 95, 2e6)], start_s=18.4)
+    return samples
+
+
+def test_a_restarts_idle_on_both_sides_of_the_blind_spot_is_two_gaps_and_the_hole_neither() -> None:
+    det = detector()
+    before, after = sorted(final_gaps(run(det, restart())), key=lambda g: g.start_s)
+    assert before.start_s == pytest.approx(T0_WALL + 11.0, abs=0.01)
+    assert before.end_s == pytest.approx(T0_WALL + 13.0, abs=0.01)  # its last idle reading
+    assert before.hole_after_s == pytest.approx(5.5, abs=0.01)  # to the first reading after
+    assert "then no readings for 5.5 s (a hole in the data" in before.hint
+    assert after.start_s == pytest.approx(T0_WALL + 18.5, abs=0.01)  # the first reading after
+    assert after.end_s == pytest.approx(T0_WALL + 48.4, abs=0.01)
+    assert after.hole_after_s is None and "no readings" not in after.hint
+    assert det.counters["holes"] == 1 and det.counters["retracted"] == 0
+    # The hole is counted as neither idle nor busy: only what was read.
+    (totals,) = det.totals()
+    assert totals.data_s == pytest.approx(10 + 2 + 30 + 5, abs=0.2)
+
+
+def test_idle_cut_by_a_hole_and_never_followed_by_work_is_no_gap() -> None:
+    """The end of the work: idle, a hole, idle to the end of the data. Nothing bounds it after."""
+    samples = stream([(5, 95, 2e6), (2, 0, 1e6)])
+    samples += stream([(10, 0, 1e6)], start_s=10.0)
+    det = detector()
+    events = run(det, samples)
+    assert final_gaps(events) == []
+    assert det.counters["retracted"] == 2  # the held one and the open one after the hole
+    last = [e for _, e in events if isinstance(e, StateChange)][-1]
+    assert last.state == "IDLE"
+
+
+def test_idle_after_a_hole_that_cut_busy_work_is_a_gap_from_the_first_reading_after_it() -> None:
+    samples = stream([(5, 95, 2e6)])
+    samples += stream([(3, 0, 1e6), (2, 95, 2e6)], start_s=8.0)  # no readings 6.0-8.1
+    (gap,) = final_gaps(run(detector(), samples))
+    assert gap.start_s == pytest.approx(T0_WALL + 8.1, abs=0.01)
+    assert gap.end_s == pytest.approx(T0_WALL + 11.0, abs=0.01)
+    assert gap.hole_after_s is None
+
+
+def test_live_the_cut_gap_is_retracted_at_the_hole_and_counted_once_when_work_resumes() -> None:
+    """Live nobody knows at the hole whether work will come back: the gap leaves the views
+    until it does, then is counted as any closing gap."""
+    det, ledger = detector(live=True), GapLedger()
+    changes: list[tuple[float, int, Change]] = []
+    for s in restart():
+        for out in det.feed_gpu(s):
+            if isinstance(out, Gap):
+                changes.append((s.t_mono_ns / 1e9, out.gap_id, ledger.add(out)))
+    first_id = changes[0][1]
+    mine = [(t, c) for t, gid, c in changes if gid == first_id]
+    retracted_at = next(t for t, c in mine if c is Change.RETRACTED)
+    closed_at = next(t for t, c in mine if c is Change.CLOSED)
+    assert retracted_at == pytest.approx(18.5)  # the first sample after the hole
+    assert closed_at == pytest.approx(48.5)  # the first busy sample after it
+    assert [c for _, c in mine].count(Change.CLOSED) == 1
+    assert sum(t.count for t in ledger.tally().values()) == 2
+
+
+def test_live_and_offline_find_the_same_gaps_over_holes() -> None:
+    def key(g: Gap) -> tuple[object, ...]:
+        return (g.gap_id, g.start_s, g.end_s, g.kind, g.hole_after_s, g.hint)
+
+    live = sorted(map(key, final_gaps(run(detector(live=True), restart()))))
+    offline = sorted(map(key, final_gaps(run(detector(live=False), restart()))))
+    assert live == offline and len(live) == 2
+
+
+def test_the_cut_gaps_evidence_is_what_was_logged_until_readings_resumed() -> None:
+    """The lines logged while NVML was blind (a restart's own lines are) reach the gap the
+    hole cut, as they reached it while it was open; a line after the readings resumed does
+    not (it is the next gap's)."""
+    det = detector(live=False)
+    out: list[Gap | StateChange] = []
+    lines = {12.0: "before the hole", 15.0: "in the hole", 20.0: "after the hole"}
+    for s in restart():
+        for at, raw in list(lines.items()):
+            if s.t_mono_ns / 1e9 >= at:
+                out += det.feed_log(LogEvent(t_wall_s=T0_WALL + at, time_source="line",
+                                             kind="tracing", name=raw, raw=raw))
+                del lines[at]
+        out += det.feed_gpu(s)
+    out += det.finish()
+    before, after = sorted(final_gaps([(0.0, e) for e in out]), key=lambda g: g.start_s)
+    assert [e.name for e in before.log_events] == ["before the hole", "in the hole"]
+    assert "after the hole" in [e.name for e in after.log_events]
+
+
+def test_a_gpu_holds_at_most_a_bounded_number_of_cut_gaps() -> None:
+    """Many holes in one idle stretch: the oldest pieces past the bound are retracted,
+    counted; the rest are gaps when work resumes."""
+    samples = stream([(5, 95, 2e6)])
+    t = 6.0
+    for _ in range(HELD_MAX + 1):
+        samples += stream([(1, 0, 1e6)], start_s=t)  # a second idle, then 1 s without readings
+        t += 2.0
+    samples += stream([(1, 0, 1e6), (2, 95, 2e6)], start_s=t)
+    det = detector()
+    gaps = final_gaps(run(det, samples))
+    assert len(gaps) == HELD_MAX + 1  # HELD_MAX held pieces and the last, after the last hole
+    assert det.counters["retracted"] == 1
+    assert det.counters["holes"] == HELD_MAX + 1

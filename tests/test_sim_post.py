@@ -18,7 +18,7 @@ from gapwatch.core.models import ProverEvent, ProverStatus
 from gapwatch.cuzk.status import StatusError
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
-from gapwatch.offline.detect import detect_records
+from gapwatch.offline.detect import Detected, detect_records
 from gapwatch.sources.cuzk_status import fetch_status
 from gapwatch.sources.cuzk_status_server import CuzkStatusServer
 from gapwatch.sources.sim import SimProver
@@ -26,6 +26,7 @@ from gapwatch.sources.sim_post import (
     CYCLE_S,
     DOWN_S,
     FIRST_POST_SRS_LOAD_S,
+    FREE_POOL_BLIND_S,
     KILL_AT_S,
     ON_TIME_AT_S,
 )
@@ -34,14 +35,36 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def events() -> list[ProverEvent]:
+def detected() -> Detected:
     sim = simulate("post", duration_s=CYCLE_S + 10, status_period_s=1.0)
     parser = LogParser(offline=True)
     logs = [e for stream, text in sim.log_lines for e in parser.parse_line(text, stream)]
     logs = sorted(logs + parser.flush(), key=lambda e: e.t_wall_s)
     found = detect_records(sim.header, sim.records, DetectorConfig(), logs, watch=CuzkWatch())
     assert any(isinstance(r, ProverStatus) for r in sim.records)
-    return list(found.prover_events)
+    return found
+
+
+@pytest.fixture(scope="module")
+def events(detected: Detected) -> list[ProverEvent]:
+    return list(detected.prover_events)
+
+
+def test_the_kill_blinds_nvml_and_the_restarts_idle_after_the_hole_is_its_gap(
+    detected: Detected,
+) -> None:
+    """Killing cuzk frees its pinned memory, and NVML answers nothing meanwhile (1.9 s for
+    24 GiB, measured on the H200): a hole in the GPU's readings right at the kill. The idle
+    after it, until the new run's first GPU work, is a gap, the restart's (the idle after a
+    hole used to wait for a busy period: the restart's idle was in no gap)."""
+    assert detected.detector_counters.get("holes", 0) >= 1
+    after_kill = [g for g in detected.gaps
+                  if KILL_AT_S <= g.start_s - SIM_EPOCH_WALL_S < KILL_AT_S + DOWN_S]
+    [gap] = after_kill
+    assert gap.start_s - SIM_EPOCH_WALL_S == pytest.approx(KILL_AT_S + FREE_POOL_BLIND_S,
+                                                           abs=0.15)
+    assert gap.prover_cause == "restart"
+    assert "the restart cost the GPU" in gap.hint
 
 
 def test_a_winningpost_arriving_while_both_workers_hold_partitions(

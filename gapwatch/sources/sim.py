@@ -376,6 +376,9 @@ class SimProver:
         self._t0_wall_s = 0.0
         self._last_t: float | None = None
         self._last_host_t: float | None = None
+        #: Simulated seconds until which NVML answers nothing (`nvml_blind_for`): no GPU
+        #: reading, as on a real box while the driver frees a killed run's pinned memory.
+        self._nvml_blind_until = 0.0
         self._psi_some_avg10 = 0.0
         self._job = 1000
         # One lock for the model: the sampler thread advances it, the status server reads it.
@@ -442,6 +445,10 @@ class SimProver:
             self._start(t_mono_ns, t_wall_s)
         t = (t_mono_ns - (self._t0_mono_ns or 0)) / 1e9
         self._advance(t)
+        if t < self._nvml_blind_until:
+            # NVML blocked: no reading. The next one covers the time since the last, as a real
+            # GPM reading after the stall does (its interval spans the hole).
+            return Tick()
         prev = self._last_t
         self._last_t = t
         if prev is None or t <= prev:
@@ -593,6 +600,10 @@ class SimProver:
     def add_copy(self, g: _Gpu, start: float, end: float, rate: float) -> None:
         """A host-to-device copy on `g` over [start, end] at `rate` bytes/s: PCIe RX then."""
         g.copies.append(_Span(start, end, rate))
+
+    def nvml_blind_for(self, seconds: float) -> None:
+        """From now on, for `seconds`, NVML answers no GPU reading (the sampler sees a hole)."""
+        self._nvml_blind_until = self._now + seconds
 
     def process_gone(self) -> None:
         """The process died (a kill): its status server with it, nothing answers `/status`."""

@@ -21,8 +21,10 @@ load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded s
   "out of memory" (Rust's default hook on stderr, untimestamped), cuzk's own ERROR line for
   it, its job failed;
 - `KILL_AT_S`: the daemon is killed without a line (systemd's SIGTERM), nothing runs and its
-  `/status` refuses connections for `DOWN_S`, then it starts again (its start lines, a new
-  TIMELINE epoch, its status server listening again after the engine's start as
+  `/status` refuses connections for `DOWN_S` (and NVML answers nothing for the first
+  `FREE_POOL_BLIND_S` of it, while the driver frees its pinned memory), then it starts again
+  (its start lines, a new TIMELINE epoch, its status server listening again after the engine's
+  start as
   main.rs:118-133 orders it, `/status` uptime from 0), loads its PoRep SRS again and
   synthesises a first wave before its first GPU work. The killed process's SRS went with it
   (`srs_in_memory` emptied): the next WinningPoSt loads `winning-32g` from disk again inside
@@ -84,6 +86,7 @@ class SimProver(Protocol):
     def _at(self, t: float, fn: Callable[[], None]) -> None: ...
     def _raw(self, text: str, stream: str = ...) -> None: ...
     def process_gone(self) -> None: ...
+    def nvml_blind_for(self, seconds: float) -> None: ...
     def status_server_starts(self) -> None: ...
     def _timeline(self, t: float, event: str, job: str, detail: str) -> None: ...
     def _trace(self, t: float, message: str, span: str = ..., target: str = ...,
@@ -100,6 +103,9 @@ LATE_AT_S = 35.0
 PANIC_AT_S = 80.0
 KILL_AT_S = 100.0
 DOWN_S = 10.0
+#: NVML answers nothing this long after the kill, while the driver frees the killed run's
+#: pinned host memory: 1.9 s for a 24 GiB pool on the H200 (docs/sampling.md, "Blind spots").
+FREE_POOL_BLIND_S = 1.9
 #: The WinningPoSt SRS loaded on demand inside its synthesis step (the late one), and the
 #: PoRep SRS each run loads for its first PoRep, before any synthesis.
 POST_SRS_LOAD_S = 31.0
@@ -332,6 +338,7 @@ class PostScript:
         sim = self.sim
         sim.down = True
         sim.process_gone()
+        sim.nvml_blind_for(FREE_POOL_BLIND_S)
         self.srs_in_memory.clear()
         sim._events = [e for e in sim._events if getattr(e[2], "keep", False)]
         heapq.heapify(sim._events)

@@ -42,6 +42,18 @@ def test_a_retracted_gap_is_neither_shown_nor_counted() -> None:
     assert ledger.gaps() == []
 
 
+def test_a_gap_retracted_at_a_hole_comes_back_closed_and_is_counted_once() -> None:
+    """A hole cut it (retracted live: not known to be a gap yet); the GPU worked again after
+    the hole: its closed version is a gap, counted then, once."""
+    ledger = GapLedger()
+    ledger.add(gap(1, 10.0, None))
+    assert ledger.add(replace(gap(1, 10.0, 10.9), retracted=True)) is Change.RETRACTED
+    assert ledger.add(gap(1, 10.0, 10.9)) is Change.CLOSED
+    assert ledger.add(gap(1, 10.0, 10.9, hint="late evidence")) is Change.REVISED
+    assert [g.gap_id for g in ledger.closed()] == [1]
+    assert ledger.tally()[(0, "pcie_starved")].count == 1
+
+
 def test_an_out_of_date_open_version_never_reopens_a_closed_gap() -> None:
     ledger = GapLedger()
     ledger.add(gap(1, 10.0, 11.0))

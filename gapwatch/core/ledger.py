@@ -2,9 +2,11 @@
 
 The detector publishes a gap several times under one `gap_id`: when it opens, while it grows,
 when it closes, and again when late log lines enrich a closed gap; a gap that was still open when
-the data ended (or hit a hole) is published once more as `retracted`: it was idle after the last
-busy period, not a gap. Every output that shows or counts gaps (the dashboard, the record and
-replay summaries, /metrics, snapshots, `report`, the Perfetto export) must apply the same rule:
+the data ended is published once more as `retracted`: it was idle after the last busy period, not
+a gap. One a hole in the data cut is published `retracted` at the hole and, if the GPU works
+again after it, closed then (a retracted id can come back closed: it is counted then, once).
+Every output that shows or counts gaps (the dashboard, the record and replay summaries,
+/metrics, snapshots, `report`, the Perfetto export) must apply the same rule:
 
 - keep the latest version of each gap id;
 - drop retracted gaps entirely (never shown, never counted);

@@ -24,8 +24,7 @@ load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded s
   `/status` refuses connections for `DOWN_S` (and NVML answers nothing for the first
   `FREE_POOL_BLIND_S` of it, while the driver frees its pinned memory), then it starts again
   (its start lines, a new TIMELINE epoch, its status server listening again after the engine's
-  start as
-  main.rs:118-133 orders it, `/status` uptime from 0), loads its PoRep SRS again and
+  start as main.rs:118-133 orders it, `/status` uptime from 0), loads its PoRep SRS again and
   synthesises a first wave before its first GPU work. The killed process's SRS went with it
   (`srs_in_memory` emptied): the next WinningPoSt loads `winning-32g` from disk again inside
   its synthesis step, as the first run's first did.

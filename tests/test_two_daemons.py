@@ -9,12 +9,14 @@ TIMELINE engine.rs:349-353), as tests/data/cuzk-upstream's scenario logs write t
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from cuzk_fakes import cuzk_doc
 from faults import until
 from followed_logs import following
 from parsed_logs import watched_events
@@ -26,6 +28,8 @@ from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, Prov
 from gapwatch.core.prover_watch import notice_of
 from gapwatch.cuzk.advice import CITED, advise
 from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.prover import CuzkGap
+from gapwatch.cuzk.status import parse_status
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.parse import LogParser
 from gapwatch.sinks.recorder import write_recording
@@ -812,6 +816,32 @@ def _new_work_advice(facts: PipelineFacts, *gaps: Gap) -> str:
     (a,) = advise(list(gaps), facts.view()).advice
     assert a.setting == "Curio [Cuzk] MaxPending"
     return " | ".join(a.evidence[1 + min(CITED, len(gaps[-1].prover_evidence)):])
+
+
+def test_a_snapshot_is_judged_paced_by_the_pacer_of_the_daemon_that_answered_it() -> None:
+    """The PoRep daemon (GPU 0, `/status` on 9821) paces its dispatch (`gpu_queue_target=4`),
+    the PoSt-only daemon beside it (GPU 1, on 9831) does not. The PoSt daemon's snapshot with
+    partitions pending and its workers and budget free is not `pacer_hold` (it was: the first
+    daemon's pacer judged every daemon's snapshots); the same answer from the PoRep daemon's
+    `/status` is, and with the pacers the other way round, the other way round."""
+    def listening(at: str, port: int) -> str:
+        return f"{T}{at}.040000Z  INFO cuzk_daemon: status HTTP server listening addr=0.0.0.0:{port}"
+
+    held = json.dumps(cuzk_doc(pending=8, total_gib=750)).encode()
+    for pacer_daemon, paced_port in ((0, 9821), (1, 9831)):
+        first = [*_start("00", "127.0.0.1:9820", 0), listening("00", 9821)]
+        second = [*_start("05", "127.0.0.1:9830", 1), listening("05", 9831)]
+        (first if pacer_daemon == 0 else second).append(
+            _PACER.replace("00.035", "00.035" if pacer_daemon == 0 else "05.035"))
+        facts = PipelineFacts()
+        for e in _events({"a.log": first, "b.log": second}):
+            facts.feed(e)
+        t0 = _t0()
+        for gpu, port in ((0, 9821), (1, 9831)):
+            gap = CuzkGap(gpu, t0 + 20.0, facts)
+            gap.add_status(parse_status(held, f"127.0.0.1:{port}", 0, t0 + 21.0, 1.0))
+            paced = gap.cause_counts.get("pacer_hold", 0) == 1
+            assert paced == (port == paced_port), (pacer_daemon, port, gap.cause_counts)
 
 
 def test_an_empty_pipelines_advice_says_the_pacer_of_its_own_gaps_daemon() -> None:

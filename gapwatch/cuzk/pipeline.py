@@ -1352,6 +1352,15 @@ class PipelineFacts(_Limits):
         home of each daemon's (its `GPU queue target dispatch pacer enabled` line)."""
         return self.daemon_runs[0].pacer_target
 
+    def pacer_on_for(self, status: ProverStatus) -> bool:
+        """Whether the dispatch pacer of the daemon that answered `status` is on: its own
+        `DaemonRun`'s (`Daemons.of_status`: the one whose `status HTTP server listening addr=`
+        has the polled port), the first daemon's where whose it is is not known. A PoSt-only
+        cuzk beside a PoRep one pacing its GPU paces nothing of its own GPU's."""
+        d = self._router.of_status(status)
+        runs = self.daemon_runs
+        return (runs[d] if d is not None and d < len(runs) else runs[0]).pacer_on
+
     def view(self) -> PipelineView:
         pool = self.pool
         return PipelineView(

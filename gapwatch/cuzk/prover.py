@@ -124,7 +124,7 @@ class CuzkGap:
         t = status.t_wall_s
         facts = self.facts
         capacity = facts.capacity(status)
-        cause = snapshot_cause(status, self.gpu, capacity, facts.pacer_on)
+        cause = snapshot_cause(status, self.gpu, capacity, facts.pacer_on_for(status))
         if t >= self.from_s:
             if cause is not None:
                 self.cause_counts[cause] = self.cause_counts.get(cause, 0) + 1

@@ -9,6 +9,8 @@ idle was in no gap at all."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from test_detect_unit import LINK, T0_WALL, final_gaps, run, stream
 
@@ -129,3 +131,34 @@ def test_a_gpu_holds_at_most_a_bounded_number_of_cut_gaps() -> None:
     assert len(gaps) == HELD_MAX + 1  # HELD_MAX held pieces and the last, after the last hole
     assert det.counters["retracted"] == 1
     assert det.counters["holes"] == HELD_MAX + 1
+
+
+def test_a_real_restart_on_the_h200_has_its_idle_in_gaps_and_its_blind_spots_in_none() -> None:
+    """The H200 recording of a stand-in prover's restart (tests/data/h200-restart, made by
+    bench/restart_hole_h200.py): NVML blind 1.9 s while the killed run's pinned pool was freed
+    and 0.4 s while the new run pinned its own. The 30.7 s from the old run's last work to the
+    new run's first were in no gap before; now every second read of it is, in three gaps, and
+    neither blind spot is inside one."""
+    from pathlib import Path
+
+    from gapwatch.config import Config
+    from gapwatch.offline.report import build_report
+
+    case = Path(__file__).parent / "data" / "h200-restart"
+    truth = json.loads((case / "truth.json").read_text())
+    idle_from, idle_to = truth["first"]["idle"], truth["second"]["busy"]
+    report = build_report(case / "restart.jsonl.gz", Config(), workers=1)
+    gaps = sorted((g for g in report.gaps if g.end_s is not None
+                   and g.end_s > idle_from - 1.0 and g.start_s < idle_to + 1.0),
+                  key=lambda g: g.start_s)
+    spots = [(b.t_wall_s, b.t_wall_s + b.duration_s) for b in report.blind_spots
+             if idle_from < b.t_wall_s < idle_to]  # (the others: each run's first pinning)
+    assert len(gaps) == 3 and len(spots) == 2
+    assert gaps[0].start_s == pytest.approx(idle_from, abs=0.2)
+    assert gaps[-1].end_s == pytest.approx(idle_to, abs=0.2)
+    in_gaps = sum(g.duration_s for g in gaps)
+    blind = sum(b - a for a, b in spots)
+    assert in_gaps + blind == pytest.approx(idle_to - idle_from, abs=0.5)
+    for g in gaps:
+        assert not any(g.start_s < a and b < (g.end_s or 0.0) for a, b in spots)
+    assert [g.hole_after_s is not None for g in gaps] == [True, True, False]

@@ -1,7 +1,7 @@
 """The simulator recorded and reported as a user runs them, for end-to-end tests of its
 scenarios: `gapwatch record --source sim:SCENARIO --speed 0` in a process of its own (its
-log parsed into the recording), then `gapwatch report` of that file, or `gapwatch compare` of
-two such. Who calls it: tests/test_sim_post_failures.py, tests/test_sim_batch_wait.py."""
+log parsed into the recording), then `gapwatch report` of that file. Who calls it:
+tests/test_sim_post_failures.py, tests/test_sim_batch_wait.py."""
 
 from __future__ import annotations
 
@@ -43,11 +43,6 @@ def record_sim(tmp_path: Path, scenario: str, duration_s: float, *flags: str,
 def report_of(tmp_path: Path, recording: Path, *flags: str) -> str:
     """`gapwatch report` of `recording` (`flags`: `--json`): its stdout."""
     return _stdout(tmp_path, "report", str(recording), *flags)
-
-
-def compare_of(tmp_path: Path, before: Path, after: Path, *flags: str) -> str:
-    """`gapwatch compare BEFORE AFTER` (`flags`: `--json`): its stdout."""
-    return _stdout(tmp_path, "compare", str(before), str(after), *flags)
 
 
 def _stdout(tmp_path: Path, *args: str) -> str:

@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sim_recordings import compare_of, record_sim, report_of
+from shared_files import made_once
+from sim_recordings import record_sim, report_of
 
 from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
+from gapwatch.cli import main
 from gapwatch.config import Config, ConfigError, load_config
 from gapwatch.engine.sim_wiring import open_sim
 from gapwatch.sources.sim import (
@@ -294,15 +296,27 @@ LOOP_S = 600.0
 
 @pytest.fixture(scope="module")
 def as_it_is(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The scenario recorded with its own settings (BEFORE of both advices)."""
-    folder = tmp_path_factory.mktemp("before")
-    return record_sim(folder, "batch-wait", LOOP_S, "--seed", str(SEED))[0]
+    """The scenario recorded with its own settings (BEFORE of both advices): once a run, not
+    in each worker that draws one of the two advices (~1.5 CPU-s a recording). Read only."""
+    return made_once(tmp_path_factory, "batch-wait-before",
+                     lambda folder: record_sim(folder, "batch-wait", LOOP_S, "--seed",
+                                               str(SEED))) / "batch-wait.jsonl"
+
+
+def _compare(before: Path, after: Path, capsys: pytest.CaptureFixture[str],
+             *flags: str) -> str:
+    """`gapwatch compare BEFORE AFTER` (`flags`: `--json`) run as the command line runs it, in
+    this process: its stdout. (The process around it adds nothing the loop below pins; each
+    one started costs ~0.4 CPU-s of interpreter and imports.)"""
+    assert main(["compare", str(before), str(after), *flags]) == 0
+    return capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("setting", "advised"), [("max_batch_wait_ms", 0),
                                                   ("max_batch_size", 1)])
 def test_the_advice_followed_on_the_simulator_is_judged_the_settings_gain(
-        tmp_path: Path, as_it_is: Path, setting: str, advised: int) -> None:
+        tmp_path: Path, as_it_is: Path, capsys: pytest.CaptureFixture[str], setting: str,
+        advised: int) -> None:
     """The loop an operator closes: `record` the scenario as it is, follow the report's
     advice in `[sim.batch_wait]`, `record` again, `gapwatch compare` the two (text and JSON).
     The setting changed is named (5000 -> 0, or 2 -> 1) and said changed under its advice; the
@@ -317,7 +331,7 @@ def test_the_advice_followed_on_the_simulator_is_judged_the_settings_gain(
     was = {"max_batch_wait_ms": "5000", "max_batch_size": "2"}[setting]
     name = f"[scheduler] {setting}"
 
-    text = compare_of(tmp_path, before, after)
+    text = _compare(before, after, capsys)
     rows = {line[:30].strip(): line for line in text.splitlines()}
     assert re.search(rf"^ \*\[scheduler\] {setting} +{was} +{advised}$", text, re.M)
     assert f"    changed: {name} {was} → {advised}" in text
@@ -329,7 +343,7 @@ def test_the_advice_followed_on_the_simulator_is_judged_the_settings_gain(
     assert "load: the same as far as /status tells" in text
     assert "different load" not in text and "of the predicted gain)" in text
 
-    doc = json.loads(compare_of(tmp_path, before, after, "--json"))
+    doc = json.loads(_compare(before, after, capsys, "--json"))
     assert doc["settings"]["changed"] == [{"setting": name, "before": was,
                                            "after": str(advised)}]
     assert [(a["setting"], a["changed"]) for a in doc["payoff"]["advice"]] == [

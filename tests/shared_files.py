@@ -1,5 +1,6 @@
 """Files that take seconds to make (a half-hour simulated recording, a compiled library), made
-once per test run and shared by its worker processes.
+once per test run and shared by its worker processes; and a clean simulated recording's bytes,
+made once per process (`sim_recording_bytes`).
 
 A module-scoped fixture runs once per worker that draws one of its tests: with three workers,
 up to three copies of the same slow file. Here the first worker to ask makes it, under a lock,
@@ -10,8 +11,10 @@ others wait for it and read the same path. Tests must not change what they are g
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,6 +78,25 @@ def sim_with_log_once(factory: pytest.TempPathFactory, *, seed: int, duration_s:
     assert _digest(folder) == (folder / "sha256").read_text(), (
         f"a test changed the shared {folder}: work on a copy")
     return folder / "sim.jsonl", folder / "cuzk.log"
+
+
+@functools.cache
+def sim_recording_bytes(seed: int, duration_s: float, gpus: int = 1,
+                        samples_only: bool = False) -> bytes:
+    """The bytes `write_recording` writes of the simulator's pageable case (`samples_only`:
+    its GPU and host samples alone), simulated once per process for these arguments: tests
+    that each take the same clean recording and damage a copy of it (a line, the header)
+    simulated it afresh for every case. The same bytes every call (the simulator is seeded,
+    the writer adds nothing of its own); bytes, so no test can change what the next is given."""
+    from evaluation.simulate import simulate
+    from gapwatch.sinks.recorder import write_recording
+
+    sim = simulate("pageable", seed=seed, duration_s=duration_s, gpus=gpus)
+    records = [r for r in sim.records if not samples_only or r.type in ("gpu", "host")]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "sim.jsonl"
+        write_recording(path, sim.header, records)
+        return path.read_bytes()
 
 
 def _digest(folder: Path) -> str:

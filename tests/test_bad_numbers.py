@@ -9,13 +9,13 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from shared_files import sim_recording_bytes
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import build_config
 from gapwatch.core.bounds import MAX_WALL_S
 from gapwatch.logs.parse import LogParser
-from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any
 
 DATA = Path(__file__).parent / "data"
@@ -206,10 +206,8 @@ def test_nan_and_inf_readings_in_a_csv_are_missing_readings(tmp_path: Path) -> N
 
 def _recording(tmp_path: Path, extra_lines: tuple[bytes, ...] = (),
                header: dict[str, object] | None = None, name: str = "r.jsonl") -> Path:
-    sim = simulate("pageable", seed=2, duration_s=60.0)
     path = tmp_path / name
-    write_recording(path, sim.header, sim.records)
-    lines = path.read_bytes().splitlines(keepends=True)
+    lines = sim_recording_bytes(seed=2, duration_s=60.0).splitlines(keepends=True)
     if header is not None:
         doc = msgspec.json.decode(lines[0])
         doc.update(header)

@@ -9,19 +9,17 @@ from typing import Any
 
 import msgspec
 import pytest
+from shared_files import sim_recording_bytes
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any
 
 
 def _recording(tmp_path: Path, name: str, header: dict[str, Any] | None = None,
                link: float | None = None) -> Path:
-    sim = simulate("pageable", seed=3, duration_s=60.0, gpus=2)
     path = tmp_path / name
-    write_recording(path, sim.header, sim.records)
-    lines = path.read_bytes().splitlines(keepends=True)
+    lines = sim_recording_bytes(seed=3, duration_s=60.0, gpus=2).splitlines(keepends=True)
     doc = msgspec.json.decode(lines[0])
     doc.update(header or {})
     if link is not None:

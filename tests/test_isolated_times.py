@@ -10,32 +10,28 @@ from typing import Any
 
 import msgspec
 import pytest
+from shared_files import sim_recording_bytes
 
-from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.offline.report import build_report
 from gapwatch.offline.report_parallel import detect_parallel
-from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources import isolated_times
 from gapwatch.sources.files import read_any
 
 HOUR_NS = 3600 * 10**9
 
 
-def _lines(tmp_path: Path, samples_only: bool = False) -> list[bytes]:
-    sim = simulate("pageable", seed=2, duration_s=120.0, gpus=2)
-    records = [r for r in sim.records if not samples_only or r.type in ("gpu", "host")]
-    path = tmp_path / "sim.jsonl"
-    write_recording(path, sim.header, records)
-    return path.read_bytes().splitlines(keepends=True)
+def _lines(samples_only: bool = False) -> list[bytes]:
+    return sim_recording_bytes(seed=2, duration_s=120.0, gpus=2,
+                               samples_only=samples_only).splitlines(keepends=True)
 
 
 def _with(tmp_path: Path, name: str, change: Callable[[dict[str, Any]], None] | None,
           nth: int = 100, samples_only: bool = False, every_after: bool = False) -> Path:
     """The simulated recording with the `nth` sample of GPU 0 changed by `change` (and every
     one of GPU 0's after it too when `every_after`)."""
-    lines = _lines(tmp_path, samples_only)
+    lines = _lines(samples_only)
     gpu0 = [i for i, line in enumerate(lines) if line.startswith(b'{"type":"gpu","gpu":0,')]
     for i in (gpu0[nth:] if every_after else gpu0[nth:nth + 1]):
         if change is not None:
@@ -104,7 +100,7 @@ def test_a_gpu_silent_after_an_absurd_time_holds_no_more_than_the_bound(
 ) -> None:
     """The next sample never comes: what was held is handed on as read, the step kept."""
     monkeypatch.setattr(isolated_times, "MAX_HELD", 50)
-    lines = _lines(tmp_path)
+    lines = _lines()
     gpu0 = [i for i, line in enumerate(lines) if line.startswith(b'{"type":"gpu","gpu":0,')]
     cut = gpu0[100]
     doc = msgspec.json.decode(lines[cut])

@@ -13,10 +13,9 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from shared_files import sim_recording_bytes
 
-from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources.files import read_any
 from gapwatch.sources.trace_csv import MAX_ROW_BYTES
 
@@ -32,9 +31,8 @@ COMMANDS = [
 def _exported(tmp_path: Path) -> Path:
     """A simulated minute of two GPUs, exported as a trace CSV (~1,900 lines, ~200 KB: more
     after any line than the csv module's 128 KiB field limit)."""
-    sim = simulate("pageable", seed=3, duration_s=60.0, gpus=2)
     recorded = tmp_path / "r.jsonl"
-    write_recording(recorded, sim.header, sim.records)
+    recorded.write_bytes(sim_recording_bytes(seed=3, duration_s=60.0, gpus=2))
     out = tmp_path / "clean.csv"
     assert main(["export", str(recorded), "--format", "csv", "--out", str(out)]) == 0
     return out

@@ -130,7 +130,7 @@ def test_recorded_and_reported_every_gap_is_a_batch_wait_the_simulator_made(
     `max_batch_wait_ms`. The truth (the same seed simulated here): the GPU idled exactly
     those times, each gap Curio's turnaround, a request held, then its first synthesis."""
     recording, _ = record_sim(tmp_path, "batch-wait", DURATION_S, "--seed", str(SEED))
-    report = json.loads(report_of(tmp_path, recording, "--json"))
+    report = json.loads(report_of(recording, "--json"))
     gaps = report["gaps"]
     assert gaps and {g["prover_cause"] for g in gaps} == {"batch_wait"}
     assert all(f"held {WAIT_S:.1f} s" in g["hint"] for g in gaps)
@@ -267,7 +267,7 @@ def test_with_no_hold_every_gap_is_an_empty_pipeline_not_a_synthesis_worker_shor
     config.write_text("[sim.batch_wait]\nmax_batch_wait_ms = 0\n")
     recording, _ = record_sim(tmp_path, "batch-wait", 120.0, "--seed", str(SEED),
                               "--config", str(config))
-    report = json.loads(report_of(tmp_path, recording, "--json"))
+    report = json.loads(report_of(recording, "--json"))
     gaps = report["gaps"]
     assert len(gaps) >= 8 and {g["prover_cause"] for g in gaps} == {"empty_pipeline"}
     assert all(f"work came {TURNAROUND_S:.1f} s in" in g["hint"] for g in gaps)

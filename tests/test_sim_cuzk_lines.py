@@ -77,7 +77,7 @@ def test_recorded_and_reported_full_batches_are_no_batch_wait_and_still_told_max
     gaps the batches' (`monolithic`), the advice `[scheduler] max_batch_size` = 1 from the
     batches the log shows."""
     recording, _ = record_sim(tmp_path, "batched", 30, "--seed", "1")
-    report = json.loads(report_of(tmp_path, recording, "--json"))
+    report = json.loads(report_of(recording, "--json"))
     gaps = report["gaps"]
     assert gaps and "batch_wait" not in {g["prover_cause"] for g in gaps}
     first = report["advice"][0]
@@ -114,7 +114,7 @@ def test_recorded_and_reported_the_first_winningpost_is_timed_with_its_srs_load(
     """End to end: the report of a `post` recording times the run's first WinningPoSt with its
     SRS's first load inside its synthesis phase, and it stays on time."""
     recording, _ = record_sim(tmp_path, "post", ON_TIME_AT_S + 10)
-    proofs = [e["proof"] for e in json.loads(report_of(tmp_path, recording, "--json"))
+    proofs = [e["proof"] for e in json.loads(report_of(recording, "--json"))
               ["prover_events"]["proof"] if e["proof"]["done"]]
     [first] = proofs
     assert first["verdict"] == "ok"

@@ -42,11 +42,11 @@ def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_err
     [failed] = [c for c in calls if c["GAPWATCH_EVENT"] == "post_failed"]
     assert failed["GAPWATCH_STATE"] == "failed"
     assert PROVE_START_ERROR in failed["GAPWATCH_CAUSE_WORDS"]
-    text = report_of(tmp_path, recording)
+    text = report_of(recording)
     assert "Prover events: 2 PoSt proof(s) (1 failed, 0 late, 0 at risk)" in text
     assert f"error: {PROVE_START_ERROR}" in text
     verdicts = [(p["verdict"], p["error"])
-                for p in _ended(report_of(tmp_path, recording, "--json"))]
+                for p in _ended(report_of(recording, "--json"))]
     assert verdicts == [("ok", None), ("failed", PROVE_START_ERROR)]
 
 
@@ -58,9 +58,9 @@ def test_with_the_pipeline_off_each_winningpost_is_timed_in_one_step_and_the_fai
     setting), failed with cuzk's `proof failed` error (engine.rs:3471)."""
     recording, err = record_sim(tmp_path, "post-pipeline-off", 110)
     assert "LATE" in err and f"proof failed: {PROVE_ERROR}" in err
-    text = report_of(tmp_path, recording)
+    text = report_of(recording)
     assert "Prover events: 3 PoSt proof(s) (1 failed, 1 late, 0 at risk)" in text
-    on_time, late, failed = _ended(report_of(tmp_path, recording, "--json"))
+    on_time, late, failed = _ended(report_of(recording, "--json"))
     assert all(p["one_step"] and p["synth_s"] is None and p["gpu_s"] is None
                for p in (on_time, late, failed))
     assert on_time["verdict"] == "ok"

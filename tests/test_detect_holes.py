@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_detect_unit import LINK, T0_WALL, final_gaps, run, stream
+from msgspec.structs import replace
+from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
 
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import HELD_MAX, GapDetector
@@ -162,3 +163,62 @@ def test_a_real_restart_on_the_h200_has_its_idle_in_gaps_and_its_blind_spots_in_
     for g in gaps:
         assert not any(g.start_s < a and b < (g.end_s or 0.0) for a, b in spots)
     assert [g.hole_after_s is not None for g in gaps] == [True, True, False]
+
+
+def _states(events: list[tuple[float, Gap | StateChange]]) -> list[tuple[float, str]]:
+    return [(round(t, 2), e.state) for t, e in events if isinstance(e, StateChange)]
+
+
+def test_one_starved_stall_with_a_missed_reading_is_one_gap_to_breakdown() -> None:
+    """One pcie_starved stall, one sample without an SM reading in it: two gaps (the hole is
+    in neither), but one stall for the chaining window: BREAKDOWN takes two starved gaps,
+    and one missed reading must not page anyone."""
+    samples = stream([(2, 95, 2e6), (0.6, 0, 2.5e9)])
+    samples += [sample(3.7, None)]
+    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=3.7)
+    events = run(detector(), samples)
+    assert len(final_gaps(events)) == 2
+    states = [s for _, s in _states(events)]
+    assert "BREAKDOWN" not in states and "GAPS" in states
+    gaps_said = [e.reason for _, e in events if isinstance(e, StateChange) and e.state == "GAPS"]
+    assert all(r.startswith("1 pcie_starved gap in the last 30 s") for r in gaps_said), gaps_said
+
+
+def test_two_starved_stalls_are_still_a_breakdown_when_one_has_a_missed_reading() -> None:
+    samples = stream([(2, 95, 2e6), (0.6, 0, 2.5e9)])
+    samples += [sample(3.7, None)]
+    samples += stream([(0.5, 0, 2.5e9), (1, 95, 2e6), (0.8, 0, 2.5e9), (2, 95, 2e6)],
+                      start_s=3.7)
+    assert "BREAKDOWN" in [s for _, s in _states(run(detector(), samples))]
+
+
+def test_idle_after_a_hole_long_after_the_last_work_is_idle_at_once() -> None:
+    """Busy until 6 s, idle, no data 31-40 s, idle on: the window after the hole holds no busy
+    sample, so the GPU is IDLE from the first reading after it (it read CHAINED "busy" there,
+    then GAPS, until the stretch after the hole was a whole window old)."""
+    samples = stream([(5, 95, 2e6), (25, 0, 1e6)])
+    samples += stream([(40, 0, 1e6)], start_s=40.0)
+    after = [(t, s) for t, s in _states(run(detector(), samples)) if 40.0 < t < 1e9]
+    assert after and after[0][1] == "IDLE" and all(s == "IDLE" for _, s in after)
+
+
+def test_a_gpu_waiting_across_a_blind_spot_reads_gaps_not_chained() -> None:
+    """The restart: idle, NVML blind, idle: a gap is pending over the hole, so the state
+    after it is GAPS, never "CHAINED: busy, no gaps in the window"."""
+    events = run(detector(), restart())
+    # GAPS from the gap's opening through the hole, IDLE once the window holds no busy
+    # sample (30 s after the last), GAPS when work comes back and the gaps are published.
+    assert _states(events) == [(1.1, "CHAINED"), (11.3, "GAPS"), (41.3, "IDLE"), (48.5, "GAPS")]
+
+
+def test_a_clock_step_with_no_reading_missed_is_no_hole_in_the_gap_it_cuts() -> None:
+    """The wall clock steps +3600 s inside an idle stretch while every reading comes: the
+    stretch is cut (wall times on each side do not line up) but nothing was missed, so the
+    gap before the step says no hole."""
+    samples = stream([(2, 95, 2e6), (1.0, 0, 1e6)])
+    stepped = stream([(1.0, 0, 1e6), (2, 95, 2e6)], start_s=4.0)
+    samples += [replace(s, t_wall_s=s.t_wall_s + 3600.0) for s in stepped]
+    det = detector()
+    gaps = sorted(final_gaps(run(det, samples)), key=lambda g: g.start_mono_ns)
+    assert det.counters["clock_jumps"] == 1 and len(gaps) == 2
+    assert gaps[0].hole_after_s is None and "no readings" not in gaps[0].hint

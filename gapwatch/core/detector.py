@@ -481,7 +481,7 @@ class GapDetector:
 
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
         """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
-        which ends the data segment (an open gap is retracted, never bridged)."""
+        which ends the data segment (an open gap is held, never bridged: `_hold`)."""
         self.counters["no_data"] += 1
         tr.last_t = t
         self._end_segment(tr, out)
@@ -509,7 +509,7 @@ class GapDetector:
         """Data time moved on to `now_ns` (a sample of the host, or of a GPU while there are
         none of the host): every GPU with no sample for more than `nodata_after_periods` of its
         spacing is NO_DATA from its last sample on, said with a reason (its open gap, idle
-        before the silence, is retracted).
+        before the silence, is held: `_hold`).
 
         Only an input that was not silent itself shows that the others went on without a GPU:
         after a hole in all the data (the recorder stalled, lines were cut) each GPU sees its
@@ -554,7 +554,9 @@ class GapDetector:
             d = spacing if spacing > 0 else expected
         if spacing > 0:
             self.counters["holes"] += 1
-        self._end_segment(tr, out)
+        # A clock jump with no reading missed cuts the stretch all the same (wall times on
+        # each side of it do not line up) but leaves no hole to speak of.
+        self._end_segment(tr, out, missed=not jump_s or spacing > self._nodata * expected)
         if last is not None and (jump_s or spacing > self._window_ns):
             # The data before and after have nothing to do with each other (the clock
             # jumped, or the hole outlasts the chaining window): the state held until the
@@ -580,6 +582,8 @@ class GapDetector:
             tr.first_busy_s = covered_from / _NS + offset
         tr.phase = _BUSY
         tr.busy_peak = level
+        # Busy ends the idle stretch (whatever holes cut it into): the next one is new.
+        tr.stretch_counted = tr.stretch_after_hole = False
 
     def _start_idle(self, tr: Track, low: bool) -> None:
         """Busy -> idle: the stretch starts inside the last busy sample, at the share of it that
@@ -596,6 +600,7 @@ class GapDetector:
         for held in tr.held:
             if held.resumed_ns is None:
                 held.resumed_ns = start
+        tr.stretch_after_hole = True  # the same stretch as the held gaps', if any
         self._begin_stretch(tr, start, offset, low)
 
     def _begin_stretch(self, tr: Track, start: int, offset: float, low: bool) -> None:
@@ -610,7 +615,8 @@ class GapDetector:
 
     def finish(self) -> list[Gap | StateChange]:
         """End of data: a GPU whose data stopped while the others went on is NO_DATA; an open
-        gap is idle after the last busy period, so it is retracted."""
+        gap is idle after the last busy period, so it is retracted, and so are the gaps held over
+        holes that no busy sample followed (live, each was retracted at its hole already)."""
         self._prune_due = True
         out: list[Gap | StateChange] = self._pending
         self._pending = []
@@ -705,11 +711,7 @@ class GapDetector:
         if tr.evidence is not None:
             tr.evidence.published = gap
             self._ev.close_gap(tr.evidence, end_s)
-        tr.window_gaps.append((end, tr.idle_start_ns, tr.kind))
-        if tr.kind == "pcie_starved":
-            tr.window_starved += 1
-            if traced_pageable(gap.copies):
-                insort(tr.pageable_ends, end)
+        self._window_add(tr, end, tr.idle_start_ns, gap)
         tr.gap_id = None
         tr.evidence = None
 
@@ -721,11 +723,12 @@ class GapDetector:
         if self.on_gap_id is not None:
             self.on_gap_id(gid)
 
-    def _end_segment(self, tr: Track, out: list[Gap | StateChange]) -> None:
-        """A hole in the data (or a GPU gone silent, or a sample with no reading) ends the data
-        segment: an open gap is held until the GPU works again (`_hold`)."""
+    def _end_segment(self, tr: Track, out: list[Gap | StateChange], missed: bool = True) -> None:
+        """A hole in the data (or a GPU gone silent, a sample with no reading, a clock jump:
+        `missed` False where no reading was missed) ends the data segment: an open gap is held
+        until the GPU works again (`_hold`)."""
         if tr.phase == _IDLE and tr.gap_id is not None:
-            self._hold(tr, out)
+            self._hold(tr, out, missed)
         tr.phase = _PRE
         tr.busy_peak = 0.0
 
@@ -741,7 +744,7 @@ class GapDetector:
         tr.gap_id = None
         tr.evidence = None
 
-    def _hold(self, tr: Track, out: list[Gap | StateChange]) -> None:
+    def _hold(self, tr: Track, out: list[Gap | StateChange], missed: bool = True) -> None:
         """A hole cut the open gap: it ends at its last idle reading, and it is a gap only if
         the GPU works again after the hole (busy bounds it on both sides then, whatever the
         hole held). Held until then (`Track.held`): built now from what was read up to the
@@ -760,7 +763,7 @@ class GapDetector:
             held.pop(0)
             self.counters["retracted"] += 1
         partial = last - tr.idle_start_ns - tr.idle_covered_ns
-        held.append(HeldGap(gap, acc, partial if partial > 0 else 0))
+        held.append(HeldGap(gap, acc, partial if partial > 0 else 0, missed=missed))
         tr.gap_id = None
         tr.evidence = None
 
@@ -776,7 +779,8 @@ class GapDetector:
             old = held.gap
             end = old.end_mono_ns if old.end_mono_ns is not None else old.start_mono_ns
             resumed = held.resumed_ns if held.resumed_ns is not None else t
-            old = replace(old, hole_after_s=max(0, resumed - end) / _NS)
+            if held.missed:
+                old = replace(old, hole_after_s=max(0, resumed - end) / _NS)
             acc = held.evidence
             gap = self._rebuilt(acc, old) if acc is not None else old
             if acc is not None:
@@ -784,22 +788,43 @@ class GapDetector:
             out.append(gap)
             tr.busy_ns -= held.partial_busy_ns
             if end >= lo:
-                self._into_window(tr, end, old.start_mono_ns, gap)
+                self._window_add(tr, end, old.start_mono_ns, gap)
         tr.held.clear()
         tr.recheck_ns = 0
 
-    def _into_window(self, tr: Track, end: int, start: int, gap: Gap) -> None:
-        """A gap published after later ones (held over a hole) into the chaining window, in
-        end order as `_slide_window` reads it."""
+    def _window_add(self, tr: Track, end: int, start: int, gap: Gap) -> None:
+        """A closed gap into the chaining window, in end order as `_slide_window` reads it (a
+        gap held over a hole is published after later ones). The pieces holes cut from one
+        idle stretch are one gap there: only the stretch's first piece in the window counts
+        (`Track.stretch_counted`), under its kind, so that one starved stall with a missed
+        reading is not the two starved gaps BREAKDOWN takes; every piece's idle time counts
+        for the idle rule, and a piece whose copies were pageable is a witness."""
+        counted = not tr.stretch_counted
+        tr.stretch_counted = True
         window = tr.window_gaps
         i = len(window)
         while i and window[i - 1][0] > end:
             i -= 1
-        window.insert(i, (end, start, gap.kind))
+        entry = (end, start, gap.kind, counted)
+        if i == len(window):
+            window.append(entry)
+        else:
+            window.insert(i, entry)
         if gap.kind == "pcie_starved":
-            tr.window_starved += 1
+            if counted:
+                tr.window_starved += 1
             if traced_pageable(gap.copies):
                 insort(tr.pageable_ends, end)
+
+    def _stretch_kind(self, tr: Track) -> GapKind | None:
+        """The kind the idle stretch going on now counts under in the window, where none of
+        its pieces is in it yet: its first piece's (held over a hole, else the open gap);
+        None: not a gap (yet), or a piece of it already counts."""
+        if tr.stretch_counted:
+            return None
+        if tr.held:
+            return tr.held[0].gap.kind
+        return tr.kind if tr.gap_id is not None else None
 
     @staticmethod
     def _kind(tr: Track) -> GapKind:
@@ -916,7 +941,8 @@ class GapDetector:
         lo = t - self._window_ns
         window = tr.window_gaps
         while window and window[0][0] < lo:
-            if window.popleft()[2] == "pcie_starved":
+            _, _, kind, counted = window.popleft()
+            if counted and kind == "pcie_starved":
                 tr.window_starved -= 1
         recheck = window[0][0] + self._window_ns + 1 if window else _NEVER
         if tr.phase == _IDLE and tr.idle_start_ns + self._window_ns < recheck:
@@ -931,7 +957,7 @@ class GapDetector:
         for the idle rule, the pageable witness): the state is evaluated on most samples of a
         BREAKDOWN, its words are needed only when it is entered."""
         open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
-        n = tr.window_starved + (1 if open_starved else 0)
+        n = tr.window_starved + (1 if self._stretch_kind(tr) == "pcie_starved" else 0)
         if not n:
             return None
         cfg = self.config
@@ -951,8 +977,8 @@ class GapDetector:
         window = tr.window_gaps
         if window and window[0][1] + self._window_ns < tr.recheck_ns:
             tr.recheck_ns = window[0][1] + self._window_ns
-        starved_ns = 0
-        for end, start, kind in window:
+        starved_ns = self._held_starved_ns(tr, lo)
+        for end, start, kind, _ in window:
             if kind == "pcie_starved":
                 starved_ns += end - (start if start > lo else lo)
         if open_starved:
@@ -962,6 +988,18 @@ class GapDetector:
             # The open gap meets the idle rule at this data time, if it lasts.
             tr.recheck_ns = int(t + threshold_ns - starved_ns)
         return starved_ns / _NS if starved_ns >= threshold_ns else None
+
+    @staticmethod
+    def _held_starved_ns(tr: Track, lo: int) -> int:
+        """Idle ns since `lo` of the pcie_starved gaps held over holes (not in the window
+        until the GPU works again; their idle was read all the same)."""
+        total = 0
+        for held in tr.held:
+            g = held.gap
+            end = g.end_mono_ns
+            if g.kind == "pcie_starved" and end is not None and end > lo:
+                total += end - (g.start_mono_ns if g.start_mono_ns > lo else lo)
+        return total
 
     def _pageable_witnesses(self, tr: Track, t: int, lo: int) -> int:
         """The pcie_starved gaps in the window whose copies the copy trace saw come from
@@ -988,21 +1026,29 @@ class GapDetector:
             # Idle with no busy period since the data (re)started: not gaps, just idle.
             return "IDLE", "idle, no busy period since the data started"
         if (
-            # A gap candidate younger than the window has busy time in it by construction.
+            # A gap candidate younger than the window has busy time in it by construction,
+            # unless it began after a hole (its busy period may be long gone).
             idle
-            and t - tr.idle_start_ns >= self._window_ns
+            and (t - tr.idle_start_ns >= self._window_ns or tr.stretch_after_hole)
             and self._window_busy(tr, t)[0] == 0
         ):
             return "IDLE", f"no busy sample in the last {cfg.window_s:g} s"
-        window = tr.window_gaps
-        if window or tr.gap_id is not None:
-            kinds: dict[str, int] = {}
-            for _, _, kind in window:
-                kinds[kind] = kinds.get(kind, 0) + 1
-            if tr.gap_id is not None:
-                kinds[tr.kind] = kinds.get(tr.kind, 0) + 1
+        kinds = self._window_kinds(tr)
+        if kinds:
             return "GAPS", gaps_reason(kinds, cfg)
         return "CHAINED", "busy, no gaps in the window"
+
+    def _window_kinds(self, tr: Track) -> dict[str, int]:
+        """The gaps in the window by kind, each idle stretch once (`_window_add`), the one
+        going on now included (open, or held over a hole: a gap the GPU waits in)."""
+        kinds: dict[str, int] = {}
+        for _, _, kind, counted in tr.window_gaps:
+            if counted:
+                kinds[kind] = kinds.get(kind, 0) + 1
+        now = self._stretch_kind(tr)
+        if now is not None:
+            kinds[now] = kinds.get(now, 0) + 1
+        return kinds
 
     def window_now(self, gpu: int) -> WindowNow | None:
         """The chaining window of `gpu` as of its latest sample: gaps in it by kind, the starved
@@ -1015,18 +1061,20 @@ class GapDetector:
         t = tr.last_t
         lo = t - self._window_ns
         kinds: dict[str, int] = {}
-        starved_ns = 0
-        for end, start, kind in tr.window_gaps:
+        starved_ns = self._held_starved_ns(tr, lo)
+        for end, start, kind, counted in tr.window_gaps:
             if end < lo:
                 continue  # slid out; pruned at the next state evaluation
-            kinds[kind] = kinds.get(kind, 0) + 1
+            if counted:
+                kinds[kind] = kinds.get(kind, 0) + 1
             if kind == "pcie_starved":
                 starved_ns += end - (start if start > lo else lo)
+        now = self._stretch_kind(tr)
+        if now is not None:
+            kinds[now] = kinds.get(now, 0) + 1
         open_kind = tr.kind if tr.gap_id is not None else None
-        if open_kind is not None:
-            kinds[open_kind] = kinds.get(open_kind, 0) + 1
-            if open_kind == "pcie_starved":
-                starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
+        if open_kind == "pcie_starved":
+            starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
         busy, cover = self._window_busy(tr, t)
         return WindowNow(
             gpu=gpu, t_mono_ns=t, end_wall_s=tr.last_wall, window_s=self.config.window_s,

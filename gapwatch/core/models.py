@@ -174,9 +174,9 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     """An idle stretch of one GPU between busy periods, with its cause and evidence.
 
     A gap is published while open (`end_s` None, `duration_s` growing) and again when closed;
-    `gap_id` ties the versions together. A gap that was open when the data ended (end of the
-    recording, a hole in the data) turned out to be idle after the last busy period, not a gap:
-    its last version has `retracted` True (and `end_s` = the last idle reading). A gap a hole cut
+    `gap_id` ties the versions together. A gap that was open when the data ended turned out to
+    be idle after the last busy period, not a gap: its last version has `retracted` True (and
+    `end_s` = the last idle reading). A gap a hole cut
     while open is retracted live at the hole and published closed, with `hole_after_s`, once
     the GPU works again after it. Consumers keep the latest version per `gap_id` and must not
     count or show retracted gaps as gaps.

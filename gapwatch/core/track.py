@@ -43,7 +43,7 @@ class Track:
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
-        "window_gaps", "window_starved",
+        "window_gaps", "window_starved", "stretch_counted", "stretch_after_hole",
         "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
@@ -100,7 +100,7 @@ class Track:
         self.evidence: GapEvidence | None = None
         self.last_publish_t = 0
         # The chaining window: one-second buckets of (busy ns, covered ns), closed gaps still
-        # inside it as (end_ns, start_ns, kind), how many of those are pcie_starved.
+        # inside it as (end_ns, start_ns, kind, counts), how many of those are pcie_starved.
         self.bucket_ids = [-1] * n_buckets
         self.bucket_busy_ns = [0] * n_buckets
         self.bucket_cover_ns = [0] * n_buckets
@@ -110,8 +110,15 @@ class Track:
         self.cur_k = NO_BUCKET
         self.cur_busy_ns = 0
         self.cur_cover_ns = 0
-        self.window_gaps: deque[tuple[int, int, GapKind]] = deque()
+        #: A window gap counts unless an earlier piece of its idle stretch (holes cut it into
+        #: several gaps) is in the window (`GapDetector._window_add`); `window_starved` counts
+        #: the starved ones that count.
+        self.window_gaps: deque[tuple[int, int, GapKind, bool]] = deque()
         self.window_starved = 0
+        #: A piece of the idle stretch going on now (or that last went on) counts in the
+        #: window already; and that stretch began after a hole (its busy may be long gone).
+        self.stretch_counted = False
+        self.stretch_after_hole = False
         #: End times (data ns, sorted) of the closed pcie_starved gaps in the window whose
         #: copies the copy trace saw come from pageable memory (the BREAKDOWN witness).
         self.pageable_ends: list[int] = []
@@ -156,6 +163,9 @@ class HeldGap:
     #: Data time (ns) of the GPU's first reading after the hole (the first with a level);
     #: None until then.
     resumed_ns: int | None = None
+    #: Readings were missed after it (False: only the wall clock stepped, every reading was
+    #: there): its `hole_after_s` is then None, there being no hole.
+    missed: bool = True
 
 
 @dataclass(frozen=True, slots=True)

@@ -152,7 +152,9 @@ class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
     new_work_at_once: bool = False
     new_work_pacer_target: Count | None = None
     #: The index in `prover_evidence` of the line that says whether the pinned pool churned
-    #: before its failures (its churn, or that it is not known); None: no such line.
+    #: before its failures (its churn, or that it is not known); None: no such line. An index
+    #: into that list as the prover package made it: nothing may reorder or cut the list
+    #: after (nothing does: `Gap.prover_evidence` is passed on whole).
     pool_churn_line: Count | None = None
 
 

@@ -21,9 +21,9 @@ from test_paths_advice import (
     _gap,
     _next_job,
     _wall,
+    held_by_the_collector_1_s,
     line,
     read,
-    timeline,
 )
 
 from gapwatch.config import Config
@@ -100,15 +100,7 @@ def test_a_request_the_batch_collector_held_is_a_typed_fact_of_its_gap() -> None
     synth_timeout_flush) is decided where its words are written, and advised on as before."""
     job = "porep-1000-8"
     t0 = _wall("14:00:00")
-    held = [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
-                 max_batch_wait_ms=1000),
-            *LAST_OF_JOB_7,
-            line("job enqueued", 10.3, job_id=job, proof_kind="porep-c2"),
-            line("processing batch", 11.3, batch_size=1).replace(
-                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
-            timeline(11300, "SYNTH_START", job, "partition=0"),
-            timeline(13300, "SYNTH_END", job, "partition=0,synth_ms=2000"),
-            timeline(13300, "GPU_QUEUE", job, "partition=0")]
+    held = held_by_the_collector_1_s(job)
     gaps, prover = _detected(events_of_lines([ENGINE, FOUR_WORKERS, *held]), t0 + 5.0,
                              t0 + 16.0, (t0 + 10.0, t0 + 13.4))
     [gap] = gaps

@@ -396,6 +396,21 @@ def _next_job(job: str, at_s: float) -> list[str]:
             timeline(ms + 2000, "GPU_QUEUE", job, "partition=0")]
 
 
+def held_by_the_collector_1_s(job: str) -> list[str]:
+    """After job 7's last partition, `job` enqueued at 14:00:10.3 and held 1.0 s by cuzk's
+    batch collector (`max_batch_wait_ms=1000`, flushed by its timeout with one request:
+    `synth_timeout_flush{batch_size=1}`), its partition 0 synthesised 2.0 s, then queued."""
+    return [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
+                 max_batch_wait_ms=1000),
+            *LAST_OF_JOB_7,
+            line("job enqueued", 10.3, job_id=job, proof_kind="porep-c2"),
+            line("processing batch", 11.3, batch_size=1).replace(
+                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
+            timeline(11300, "SYNTH_START", job, "partition=0"),
+            timeline(13300, "SYNTH_END", job, "partition=0,synth_ms=2000"),
+            timeline(13300, "GPU_QUEUE", job, "partition=0")]
+
+
 #: The next request, sent 0.3 s after the gap's start.
 NEXT_JOB_8 = _next_job("porep-1000-8", 10.3)
 #: /status while the new request's partitions synthesise: every worker busy on them.
@@ -1006,15 +1021,7 @@ def test_a_short_batch_hold_is_said_apart_from_the_synthesis_and_names_max_batch
     empty pipeline, but the hold was not one synthesis's latency (it read 3.0 s, 'no batch
     held') and the advice named Curio's MaxPending alone, never the wait cuzk added."""
     job = "porep-1000-8"
-    held = [line("synthesis dispatcher started (budget-gated)", 0.1, max_batch_size=2,
-                 max_batch_wait_ms=1000),
-            *LAST_OF_JOB_7,
-            line("job enqueued", 10.3, job_id=job, proof_kind="porep-c2"),
-            line("processing batch", 11.3, batch_size=1).replace(
-                " INFO cuzk_core", " INFO synth_timeout_flush{batch_size=1}: cuzk_core"),
-            timeline(11300, "SYNTH_START", job, "partition=0"),
-            timeline(13300, "SYNTH_END", job, "partition=0,synth_ms=2000"),
-            timeline(13300, "GPU_QUEUE", job, "partition=0")]
+    held = held_by_the_collector_1_s(job)
     cause, evidence, gap_facts = _empty_gap_view(held)
     assert cause == "empty_pipeline"
     said = " | ".join(evidence)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation.checkout_env import env_with  # noqa: E402 - the checkout's root, on the path above
+from evaluation.nvml_recording import cuda_missing, start_record  # noqa: E402
 
 #: The child: pin SIZE GiB, make a CUDA context with a small device tensor (so NVML lists it),
 #: say "ready", wait for a line on stdin, then exit (the driver frees the pool at exit).
@@ -99,23 +99,17 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no CUDA device")
-    except Exception as exc:  # noqa: BLE001 - any failure here means "cannot run"
-        print(f"blind_spot_h200: {exc}", file=sys.stderr)
+    missing = cuda_missing()
+    if missing is not None:
+        print(f"blind_spot_h200: {missing}", file=sys.stderr)
         return 2
+    import torch
+
     work = Path(tempfile.mkdtemp(prefix="gapwatch-blind-"))
     rec = work / "blind.jsonl.gz"
     # The repository first, then whatever the caller set (carried wheels, say).
     env = env_with(ROOT)
-    # gapwatch's output goes to a file: a pipe nobody reads would stop it once full.
-    gw_log = open(work / "record.stderr", "w+")  # noqa: SIM115 - closed after communicate
-    gw = subprocess.Popen(_gapwatch("record", "--source", "nvml", "--gpus", str(args.gpu),
-                                    "--out", str(rec)),
-                          stdout=gw_log, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    gw = start_record(ROOT, args.gpu, rec, work)
     time.sleep(3.0)
     children: list[dict[str, Any]] = []
     for gib in (float(s) for s in args.sizes_gib.split(",") if s.strip()):
@@ -123,11 +117,7 @@ def main() -> int:
         children.append(run_child(gib, args.hold_s))
         print(f"  {children[-1]}", flush=True)
         time.sleep(args.gap_s)
-    gw.send_signal(signal.SIGTERM)
-    gw.wait(timeout=60)
-    gw_log.seek(0)
-    gw_err = gw_log.read()
-    gw_log.close()
+    gw_err = gw.stop()
     rep = subprocess.run(_gapwatch("report", str(rec), "--json"), capture_output=True,
                          text=True, env=env, cwd=ROOT, timeout=120)
     report = json.loads(rep.stdout) if rep.returncode == 0 else {}
@@ -146,7 +136,7 @@ def main() -> int:
               + (f"\n  words: {spot.get('words')}" if spot else ""), flush=True)
     closing = [ln for ln in gw_err.splitlines() if "blind" in ln.lower() or "NVML" in ln]
     print("record's closing lines about it:", *closing, sep="\n  ")
-    summary = {"children": children, "blind_spots": spots, "record_rc": gw.returncode,
+    summary = {"children": children, "blind_spots": spots, "record_rc": gw.process.returncode,
                "report_rc": rep.returncode, "record_stderr_tail": gw_err[-3000:],
                "record_closing": closing, "ok": ok,
                "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),

@@ -31,12 +31,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from evaluation.checkout_env import env_with  # noqa: E402 - the checkout's root, on the path above
+from evaluation.nvml_recording import cuda_missing, start_record  # noqa: E402
 
 #: One run of the stand-in prover: pin GIB, idle LOAD_S (its SRS load), busy BUSY_S, idle
 #: IDLE_S, then wait for a line on stdin (or a kill). Each phase's wall time on stdout.
@@ -107,21 +108,14 @@ def main() -> int:
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    try:
-        import torch
-
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no CUDA device")
-    except Exception as exc:  # noqa: BLE001 - any failure here means "cannot run"
-        print(f"restart_hole_h200: {exc}", file=sys.stderr)
+    missing = cuda_missing()
+    if missing is not None:
+        print(f"restart_hole_h200: {missing}", file=sys.stderr)
         return 2
     work = Path(tempfile.mkdtemp(prefix="gapwatch-restart-"))
     rec = work / "restart.jsonl.gz"
     env = env_with(ROOT)
-    gw_log: IO[str] = open(work / "record.stderr", "w+")  # noqa: SIM115 - closed below
-    gw = subprocess.Popen(_gapwatch("record", "--source", "nvml", "--gpus", str(args.gpu),
-                                    "--out", str(rec)),
-                          stdout=gw_log, stderr=subprocess.STDOUT, text=True, env=env, cwd=ROOT)
+    gw = start_record(ROOT, args.gpu, rec, work)
     time.sleep(3.0)
     first = start_run(args)
     truth: dict[str, Any] = {"first": phases_until_waiting(first)}
@@ -136,11 +130,7 @@ def main() -> int:
     second.stdin.flush()
     second.wait()
     time.sleep(3.0)
-    gw.send_signal(signal.SIGTERM)
-    gw.wait(timeout=60)
-    gw_log.seek(0)
-    gw_err = gw_log.read()
-    gw_log.close()
+    gw_err = gw.stop()
     rep = subprocess.run(_gapwatch("report", str(rec), "--json"), capture_output=True,
                          text=True, env=env, cwd=ROOT, timeout=180)
     report = json.loads(rep.stdout) if rep.returncode == 0 else {}
@@ -156,7 +146,7 @@ def main() -> int:
     spots = [s for s in report.get("blind_spots", []) if lo - 1.0 <= s["start_s"] <= hi + 1.0]
     for s in spots:
         print(f"  blind spot {s['start_s'] - lo:+.2f} s, {s['duration_s']:.2f} s: {s['words']}")
-    print(f"idle in gaps: {in_gaps:.1f} s of {hi - lo:.1f} s; record rc {gw.returncode}, "
+    print(f"idle in gaps: {in_gaps:.1f} s of {hi - lo:.1f} s; record rc {gw.process.returncode}, "
           f"report rc {rep.returncode}")
     (out / "truth.json").write_text(json.dumps(truth, indent=2))
     (out / "report.json").write_text(json.dumps(report, indent=2))

@@ -18,7 +18,7 @@ from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import HELD_MAX, GapDetector
 from gapwatch.core.ledger import Change, GapLedger
-from gapwatch.core.models import Gap, GpuInfo, LogEvent, StateChange
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent, StateChange
 
 
 def detector(live: bool = True) -> GapDetector:
@@ -207,8 +207,8 @@ def test_a_gpu_waiting_across_a_blind_spot_reads_gaps_not_chained() -> None:
     after it is GAPS, never "CHAINED: busy, no gaps in the window"."""
     events = run(detector(), restart())
     # GAPS from the gap's opening through the hole, IDLE once the window holds no busy
-    # sample (30 s after the last), GAPS when work comes back and the gaps are published.
-    assert _states(events) == [(1.1, "CHAINED"), (11.3, "GAPS"), (41.3, "IDLE"), (48.5, "GAPS")]
+    # sample (the second of the last leaves it at 41.0 s), GAPS when work comes back.
+    assert _states(events) == [(1.1, "CHAINED"), (11.3, "GAPS"), (41.0, "IDLE"), (48.5, "GAPS")]
 
 
 def test_a_clock_step_with_no_reading_missed_is_no_hole_in_the_gap_it_cuts() -> None:
@@ -222,3 +222,56 @@ def test_a_clock_step_with_no_reading_missed_is_no_hole_in_the_gap_it_cuts() -> 
     gaps = sorted(final_gaps(run(det, samples)), key=lambda g: g.start_mono_ns)
     assert det.counters["clock_jumps"] == 1 and len(gaps) == 2
     assert gaps[0].hole_after_s is None and "no readings" not in gaps[0].hint
+
+
+def test_a_stall_cut_by_a_missed_reading_stays_in_the_window_while_any_piece_of_it_is() -> None:
+    """A starved stall 3-6 s with a missed reading at 3.6, busy, a second starved stall at
+    33.7: both stalls are in the window then (the stall's later piece is), so BREAKDOWN takes
+    them at 33.9 as it does without the missed reading (the stall stopped counting when its
+    first piece slid out, and no BREAKDOWN was raised)."""
+    def stalls(missed: bool) -> list[GpuSample]:
+        out = stream([(2, 95, 2e6), (0.5, 0, 2.5e9)])
+        out += [sample(3.6, None if missed else 0, rx=2.5e9)]
+        return out + stream([(2.4, 0, 2.5e9), (27.6, 95, 2e6), (0.8, 0, 2.5e9), (3, 95, 2e6)],
+                            start_s=3.6)
+
+    for missed in (False, True):
+        entered = [t for t, s in _states(run(detector(), stalls(missed))) if s == "BREAKDOWN"]
+        assert 33.9 in entered, (missed, entered)
+
+
+def test_a_stretch_counts_under_the_kind_of_all_its_pieces_not_its_first() -> None:
+    """Quiet PCIe 1 s, then starved 6 s, with one missed reading in the starved part: the
+    stretch is starved as a whole (its first piece alone is a host stall), so the idle rule
+    raises BREAKDOWN as it does without the missed reading (it never did)."""
+    samples = stream([(2, 95, 2e6), (1.0, 0, 1e6), (0.5, 0, 2.5e9)])
+    samples += [sample(4.6, None, rx=2.5e9)]
+    samples += stream([(6, 0, 2.5e9), (3, 95, 2e6)], start_s=4.6)
+    events = run(detector(), samples)
+    assert [g.kind for g in sorted(final_gaps(events), key=lambda g: g.start_s)] == [
+        "host_stall", "pcie_starved"]
+    assert "BREAKDOWN" in [s for _, s in _states(events)]
+
+
+def test_a_pageable_copy_of_a_stall_that_is_no_starved_stall_witnesses_nothing() -> None:
+    """Stretch X: quiet PCIe, a missed reading, then starved with a pageable copy: a host stall
+    as a whole. Stretch Y: starved, no copy. X's pageable copy is no witness for Y's
+    BREAKDOWN (it was: one starved gap "with its copies from pageable memory")."""
+    from test_breakdown_witness import _copy, _sample
+
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK,
+                                                 sm_source="sim")], period_s=0.1)
+    states = []
+    t = 0.1
+    while t <= 12.0 + 1e-9:
+        idle = 2.0 <= t < 4.0 or 7.0 <= t < 7.6
+        rx = 1e6 if 2.0 <= t < 3.05 else (3e9 if idle else 2e6)
+        s = _sample(t, 0.0 if idle else 95.0, rx)
+        if abs(t - 3.0) < 1e-6:
+            s = replace(s, sm_active_pct=None, sm_source=None)
+        states += [e.state for e in det.feed(s) if isinstance(e, StateChange)]
+        if abs(t - 3.9) < 1e-6:
+            states += [e.state for e in det.feed(_copy(3.15, 3.85, "pageable"))
+                       if isinstance(e, StateChange)]
+        t = round(t + 0.1, 6)
+    assert det.counters["no_data"] == 1 and "BREAKDOWN" not in states

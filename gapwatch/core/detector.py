@@ -78,7 +78,9 @@ from gapwatch.core.track import (
     SPACINGS_KEPT,
     GpuTotals,
     HeldGap,
+    IdlePiece,
     Track,
+    WindowGap,
     median_int,
 )
 from gapwatch.core.track import PRE as _PRE
@@ -467,6 +469,8 @@ class GapDetector:
         tr.idle_last_wall_offset = offset
         if t - tr.idle_start_ns >= self._min_gap_ns:
             self._gap_long_enough(tr, t, out)
+        if tr.held:
+            tr.recheck_ns = 0  # the stretch's kind sums its pieces: this sample may change it
         return False
 
     # -- the rare steps of one GPU sample -----------------------------------------------------
@@ -573,17 +577,19 @@ class GapDetector:
         """A busy sample after idle (it closes the stretch: a gap if long enough) or the first
         busy sample of the data segment (the run's working span starts). The gaps that holes
         cut before it are gaps now (`_publish_held`), published first (they are older)."""
-        if tr.held:
-            self._publish_held(tr, t, out)
+        pieces = self._publish_held(tr, t, out) if tr.held else []
         if phase == _IDLE:
-            self._close(tr, t, cover, level, offset, low, out)
+            closed = self._close(tr, t, cover, level, offset, low, out)
+            if closed is not None:
+                pieces.append(closed)
         elif tr.data_ns_at_first_busy is None:
             tr.data_ns_at_first_busy = tr.data_ns - cover
             tr.first_busy_s = covered_from / _NS + offset
+        if pieces:
+            self._window_add(tr, pieces)
         tr.phase = _BUSY
         tr.busy_peak = level
-        # Busy ends the idle stretch (whatever holes cut it into): the next one is new.
-        tr.stretch_counted = tr.stretch_after_hole = False
+        tr.stretch_after_hole = False  # busy ends the idle stretch, whatever holes cut it
 
     def _start_idle(self, tr: Track, low: bool) -> None:
         """Busy -> idle: the stretch starts inside the last busy sample, at the share of it that
@@ -687,8 +693,9 @@ class GapDetector:
     def _close(
         self, tr: Track, t: int, cover: int, level: float, offset: float, low: bool,
         out: list[Gap | StateChange],
-    ) -> None:
-        """Idle -> busy: place the end edge inside this sample; publish if long enough."""
+    ) -> IdlePiece | None:
+        """Idle -> busy: place the end edge inside this sample; publish if long enough (the
+        gap, as a piece of its idle stretch for the chaining window; None: not a gap)."""
         ref = tr.busy_peak if tr.busy_peak > level else level
         end = t - int(cover * (level / ref if ref > 0 else 1.0))
         if end < tr.idle_last_t:
@@ -699,7 +706,7 @@ class GapDetector:
         if partial > 0:
             tr.busy_ns -= partial
         if end - tr.idle_start_ns < self._min_gap_ns:
-            return
+            return None
         if low:
             tr.idle_low_confidence = True
         tr.kind = self._kind(tr)
@@ -711,9 +718,10 @@ class GapDetector:
         if tr.evidence is not None:
             tr.evidence.published = gap
             self._ev.close_gap(tr.evidence, end_s)
-        self._window_add(tr, end, tr.idle_start_ns, gap)
         tr.gap_id = None
         tr.evidence = None
+        return IdlePiece(tr.idle_start_ns, end, tr.quiet_ns, tr.starved_ns, tr.fast_ns,
+                         traced_pageable(gap.copies))
 
     def _open_gap(self, tr: Track) -> None:
         """The idle stretch just became a gap: give it the next id and start its evidence."""
@@ -763,18 +771,18 @@ class GapDetector:
             held.pop(0)
             self.counters["retracted"] += 1
         partial = last - tr.idle_start_ns - tr.idle_covered_ns
-        held.append(HeldGap(gap, acc, partial if partial > 0 else 0, missed=missed))
+        held.append(HeldGap(gap, acc, partial if partial > 0 else 0, missed=missed,
+                            classes_ns=(tr.quiet_ns, tr.starved_ns, tr.fast_ns)))
         tr.gap_id = None
         tr.evidence = None
 
-    def _publish_held(self, tr: Track, t: int, out: list[Gap | StateChange]) -> None:
+    def _publish_held(self, tr: Track, t: int, out: list[Gap | StateChange]) -> list[IdlePiece]:
         """The GPU works again after holes (at data time `t`): the gaps they cut are gaps
         (oldest first), each with the hole after it (`hole_after_s`, from its last idle
-        reading to the first reading after the hole) and
-        the evidence that reached it since; counted as `_close` counts a gap: its start
-        edge's idle part taken back from the busy total, in the chaining window if still in
-        it."""
-        lo = t - self._window_ns
+        reading to the first reading after the hole) and the evidence that reached it since;
+        counted as `_close` counts a gap (its start edge's idle part taken back from the busy
+        total). Returned as pieces of their idle stretch, for the chaining window."""
+        pieces = []
         for held in tr.held:
             old = held.gap
             end = old.end_mono_ns if old.end_mono_ns is not None else old.start_mono_ns
@@ -787,49 +795,55 @@ class GapDetector:
                 acc.published = gap
             out.append(gap)
             tr.busy_ns -= held.partial_busy_ns
-            if end >= lo:
-                self._window_add(tr, end, old.start_mono_ns, gap)
+            pieces.append(IdlePiece(old.start_mono_ns, end, *held.classes_ns,
+                                    traced_pageable(gap.copies)))
         tr.held.clear()
         tr.recheck_ns = 0
+        return pieces
 
-    def _window_add(self, tr: Track, end: int, start: int, gap: Gap) -> None:
-        """A closed gap into the chaining window, in end order as `_slide_window` reads it (a
-        gap held over a hole is published after later ones). The pieces holes cut from one
-        idle stretch are one gap there: only the stretch's first piece in the window counts
-        (`Track.stretch_counted`), under its kind, so that one starved stall with a missed
-        reading is not the two starved gaps BREAKDOWN takes; every piece's idle time counts
-        for the idle rule, and a piece whose copies were pageable is a witness."""
-        counted = not tr.stretch_counted
-        tr.stretch_counted = True
-        window = tr.window_gaps
-        i = len(window)
-        while i and window[i - 1][0] > end:
-            i -= 1
-        entry = (end, start, gap.kind, counted)
-        if i == len(window):
-            window.append(entry)
+    def _window_add(self, tr: Track, pieces: list[IdlePiece]) -> None:
+        """A closed idle stretch into the chaining window: one gap there, whatever holes cut it
+        into (so that one starved stall with a missed reading is not the two starved gaps
+        BREAKDOWN takes), of the kind its pieces' PCIe classes give together (as one
+        hole-free gap's do), ending with its last piece, its idle the pieces' (never the
+        holes'), and a BREAKDOWN witness if it is starved and any piece's copies were pageable.
+        Stretches end in time order, so the window stays in end order."""
+        first, last = pieces[0], pieces[-1]
+        if len(pieces) == 1:
+            kind, spans = self._kind_of(first.quiet_ns, first.starved_ns, first.fast_ns), None
         else:
-            window.insert(i, entry)
-        if gap.kind == "pcie_starved":
-            if counted:
-                tr.window_starved += 1
-            if traced_pageable(gap.copies):
-                insort(tr.pageable_ends, end)
+            kind = self._kind_of(sum(p.quiet_ns for p in pieces),
+                                 sum(p.starved_ns for p in pieces),
+                                 sum(p.fast_ns for p in pieces))
+            spans = tuple((p.start_ns, p.end_ns) for p in pieces)
+        tr.window_gaps.append(WindowGap(last.end_ns, first.start_ns, kind, spans))
+        if kind == "pcie_starved":
+            tr.window_starved += 1
+            if any(p.pageable for p in pieces):
+                insort(tr.pageable_ends, last.end_ns)
 
-    def _stretch_kind(self, tr: Track) -> GapKind | None:
-        """The kind the idle stretch going on now counts under in the window, where none of
-        its pieces is in it yet: its first piece's (held over a hole, else the open gap);
-        None: not a gap (yet), or a piece of it already counts."""
-        if tr.stretch_counted:
-            return None
-        if tr.held:
-            return tr.held[0].gap.kind
-        return tr.kind if tr.gap_id is not None else None
+    def _current_kind(self, tr: Track) -> GapKind | None:
+        """The kind of the idle stretch going on now, as the chaining window will count it
+        (`_window_add`): the open gap's; with gaps held over holes, that of its pieces (the
+        held ones and the idle since the last hole) together. None: no gap going on."""
+        if not tr.held:
+            return tr.kind if tr.gap_id is not None else None
+        q = sum(h.classes_ns[0] for h in tr.held)
+        st = sum(h.classes_ns[1] for h in tr.held)
+        f = sum(h.classes_ns[2] for h in tr.held)
+        if tr.phase == _IDLE:
+            q, st, f = q + tr.quiet_ns, st + tr.starved_ns, f + tr.fast_ns
+        return self._kind_of(q, st, f)
+
+    @classmethod
+    def _kind(cls, tr: Track) -> GapKind:
+        """The open idle stretch's kind (`_kind_of` its PCIe classes)."""
+        return cls._kind_of(tr.quiet_ns, tr.starved_ns, tr.fast_ns)
 
     @staticmethod
-    def _kind(tr: Track) -> GapKind:
-        """The PCIe class that covers most of the idle time (ties: starved, then transfer)."""
-        q, st, f = tr.quiet_ns, tr.starved_ns, tr.fast_ns
+    def _kind_of(q: int, st: int, f: int) -> GapKind:
+        """The PCIe class that covers most of the idle time, of its quiet, starved and fast ns
+        (ties: starved, then transfer)."""
         if q == st == f == 0:
             return "unknown"
         if st >= f and st >= q:
@@ -940,13 +954,18 @@ class GapDetector:
         long as the window."""
         lo = t - self._window_ns
         window = tr.window_gaps
-        while window and window[0][0] < lo:
-            _, _, kind, counted = window.popleft()
-            if counted and kind == "pcie_starved":
+        while window and window[0].end_ns < lo:
+            if window.popleft().kind == "pcie_starved":
                 tr.window_starved -= 1
-        recheck = window[0][0] + self._window_ns + 1 if window else _NEVER
+        recheck = window[0].end_ns + self._window_ns + 1 if window else _NEVER
         if tr.phase == _IDLE and tr.idle_start_ns + self._window_ns < recheck:
             recheck = tr.idle_start_ns + self._window_ns
+        if tr.phase == _IDLE and tr.stretch_after_hole:
+            # After a hole the stretch may have no busy time in the window long before it is
+            # a window old: when the last busy sample's second leaves the window (`_calm_state`).
+            gone = (tr.last_busy_t // _NS + self._n_buckets) * _NS
+            if t < gone < recheck:
+                recheck = gone
         tr.recheck_ns = recheck
         return lo
 
@@ -956,8 +975,8 @@ class GapDetector:
         why is `verdict.breakdown_entry_words`' arguments (the starved gaps, their idle seconds
         for the idle rule, the pageable witness): the state is evaluated on most samples of a
         BREAKDOWN, its words are needed only when it is entered."""
-        open_starved = tr.gap_id is not None and tr.kind == "pcie_starved"
-        n = tr.window_starved + (1 if self._stretch_kind(tr) == "pcie_starved" else 0)
+        open_starved = self._current_kind(tr) == "pcie_starved"
+        n = tr.window_starved + (1 if open_starved else 0)
         if not n:
             return None
         cfg = self.config
@@ -975,30 +994,33 @@ class GapDetector:
         the open gap reaching the threshold if it lasts."""
         cfg = self.config
         window = tr.window_gaps
-        if window and window[0][1] + self._window_ns < tr.recheck_ns:
-            tr.recheck_ns = window[0][1] + self._window_ns
-        starved_ns = self._held_starved_ns(tr, lo)
-        for end, start, kind, _ in window:
-            if kind == "pcie_starved":
-                starved_ns += end - (start if start > lo else lo)
-        if open_starved:
-            starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
+        if window and window[0].start_ns + self._window_ns < tr.recheck_ns:
+            tr.recheck_ns = window[0].start_ns + self._window_ns
+        starved_ns = self._starved_ns(tr, t, lo, open_starved)
         threshold_ns = cfg.breakdown_idle_frac * self._window_ns
         if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
             # The open gap meets the idle rule at this data time, if it lasts.
             tr.recheck_ns = int(t + threshold_ns - starved_ns)
         return starved_ns / _NS if starved_ns >= threshold_ns else None
 
-    @staticmethod
-    def _held_starved_ns(tr: Track, lo: int) -> int:
-        """Idle ns since `lo` of the pcie_starved gaps held over holes (not in the window
-        until the GPU works again; their idle was read all the same)."""
+    def _starved_ns(self, tr: Track, t: int, lo: int, now_starved: bool) -> int:
+        """Idle ns since `lo` in pcie_starved gaps: the window's (each piece of a stretch that
+        holes cut, never the holes) and, where `now_starved`, the stretch going on now (its
+        pieces held over holes and the idle since the last one)."""
         total = 0
-        for held in tr.held:
-            g = held.gap
-            end = g.end_mono_ns
-            if g.kind == "pcie_starved" and end is not None and end > lo:
-                total += end - (g.start_mono_ns if g.start_mono_ns > lo else lo)
+        for g in tr.window_gaps:
+            if g.kind != "pcie_starved" or g.end_ns < lo:
+                continue
+            for start, end in g.spans or ((g.start_ns, g.end_ns),):
+                if end > lo:
+                    total += end - (start if start > lo else lo)
+        if now_starved:
+            for held in tr.held:
+                h_start, h_end = held.gap.start_mono_ns, held.gap.end_mono_ns
+                if h_end is not None and h_end > lo:
+                    total += h_end - (h_start if h_start > lo else lo)
+            if tr.phase == _IDLE:
+                total += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
         return total
 
     def _pageable_witnesses(self, tr: Track, t: int, lo: int) -> int:
@@ -1010,8 +1032,8 @@ class GapDetector:
             ends.pop(0)
         n = len(ends)
         acc = tr.evidence
-        if tr.gap_id is not None and tr.kind == "pcie_starved" and acc is not None \
-                and acc.copies:
+        if tr.gap_id is not None and acc is not None and acc.copies \
+                and self._current_kind(tr) == "pcie_starved":
             lo_s = tr.idle_start_s - self.config.evidence_before_s
             now_s = t / _NS + tr.idle_last_wall_offset
             if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s,
@@ -1042,10 +1064,11 @@ class GapDetector:
         """The gaps in the window by kind, each idle stretch once (`_window_add`), the one
         going on now included (open, or held over a hole: a gap the GPU waits in)."""
         kinds: dict[str, int] = {}
-        for _, _, kind, counted in tr.window_gaps:
-            if counted:
-                kinds[kind] = kinds.get(kind, 0) + 1
-        now = self._stretch_kind(tr)
+        lo = (tr.last_t or 0) - self._window_ns
+        for g in tr.window_gaps:
+            if g.end_ns >= lo:  # (one slid out is pruned at the next state evaluation)
+                kinds[g.kind] = kinds.get(g.kind, 0) + 1
+        now = self._current_kind(tr)
         if now is not None:
             kinds[now] = kinds.get(now, 0) + 1
         return kinds
@@ -1060,21 +1083,9 @@ class GapDetector:
             return None
         t = tr.last_t
         lo = t - self._window_ns
-        kinds: dict[str, int] = {}
-        starved_ns = self._held_starved_ns(tr, lo)
-        for end, start, kind, counted in tr.window_gaps:
-            if end < lo:
-                continue  # slid out; pruned at the next state evaluation
-            if counted:
-                kinds[kind] = kinds.get(kind, 0) + 1
-            if kind == "pcie_starved":
-                starved_ns += end - (start if start > lo else lo)
-        now = self._stretch_kind(tr)
-        if now is not None:
-            kinds[now] = kinds.get(now, 0) + 1
+        kinds = self._window_kinds(tr)
+        starved_ns = self._starved_ns(tr, t, lo, self._current_kind(tr) == "pcie_starved")
         open_kind = tr.kind if tr.gap_id is not None else None
-        if open_kind == "pcie_starved":
-            starved_ns += t - (tr.idle_start_ns if tr.idle_start_ns > lo else lo)
         busy, cover = self._window_busy(tr, t)
         return WindowNow(
             gpu=gpu, t_mono_ns=t, end_wall_s=tr.last_wall, window_s=self.config.window_s,

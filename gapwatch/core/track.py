@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, NamedTuple
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
@@ -43,7 +43,7 @@ class Track:
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
-        "window_gaps", "window_starved", "stretch_counted", "stretch_after_hole",
+        "window_gaps", "window_starved", "stretch_after_hole",
         "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
@@ -99,8 +99,8 @@ class Track:
         self.kind: GapKind = "unknown"
         self.evidence: GapEvidence | None = None
         self.last_publish_t = 0
-        # The chaining window: one-second buckets of (busy ns, covered ns), closed gaps still
-        # inside it as (end_ns, start_ns, kind, counts), how many of those are pcie_starved.
+        # The chaining window: one-second buckets of (busy ns, covered ns), closed idle
+        # stretches still inside it (`WindowGap`), how many of those are pcie_starved.
         self.bucket_ids = [-1] * n_buckets
         self.bucket_busy_ns = [0] * n_buckets
         self.bucket_cover_ns = [0] * n_buckets
@@ -110,14 +110,9 @@ class Track:
         self.cur_k = NO_BUCKET
         self.cur_busy_ns = 0
         self.cur_cover_ns = 0
-        #: A window gap counts unless an earlier piece of its idle stretch (holes cut it into
-        #: several gaps) is in the window (`GapDetector._window_add`); `window_starved` counts
-        #: the starved ones that count.
-        self.window_gaps: deque[tuple[int, int, GapKind, bool]] = deque()
+        self.window_gaps: deque[WindowGap] = deque()
         self.window_starved = 0
-        #: A piece of the idle stretch going on now (or that last went on) counts in the
-        #: window already; and that stretch began after a hole (its busy may be long gone).
-        self.stretch_counted = False
+        #: The idle stretch going on now began after a hole (its busy may be long gone).
         self.stretch_after_hole = False
         #: End times (data ns, sorted) of the closed pcie_starved gaps in the window whose
         #: copies the copy trace saw come from pageable memory (the BREAKDOWN witness).
@@ -144,6 +139,32 @@ class Track:
         self.held: list[HeldGap] = []
 
 
+class IdlePiece(NamedTuple):
+    """A gap as a piece of its idle stretch, for the chaining window (`GapDetector._window_add`):
+    holes can cut one stretch into several gaps, which the window counts as one."""
+
+    start_ns: int
+    end_ns: int
+    #: Its idle ns by PCIe class (the stretch's kind sums its pieces').
+    quiet_ns: int
+    starved_ns: int
+    fast_ns: int
+    #: The copy trace saw its copies come from pageable memory (a BREAKDOWN witness).
+    pageable: bool
+
+
+class WindowGap(NamedTuple):
+    """A closed idle stretch in the chaining window: one gap, or the gaps holes cut it into."""
+
+    end_ns: int
+    start_ns: int
+    #: The kind of its pieces' PCIe classes together.
+    kind: GapKind
+    #: (start, end) of each piece where holes cut it (their idle, never the holes'); None:
+    #: one gap, [start_ns, end_ns].
+    spans: tuple[tuple[int, int], ...] | None
+
+
 @dataclass(slots=True)
 class HeldGap:
     """A gap that a hole in the data cut while it was open, waiting for the GPU to work again.
@@ -166,6 +187,8 @@ class HeldGap:
     #: Readings were missed after it (False: only the wall clock stepped, every reading was
     #: there): its `hole_after_s` is then None, there being no hole.
     missed: bool = True
+    #: Its idle ns by PCIe class (quiet, starved, fast): the stretch's kind sums its pieces'.
+    classes_ns: tuple[int, int, int] = (0, 0, 0)
 
 
 @dataclass(frozen=True, slots=True)

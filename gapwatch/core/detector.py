@@ -484,23 +484,10 @@ class GapDetector:
         return out
 
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
-        """No usable reading (a GPU with SM activity missed one, or nothing at all), counted.
-        One missed between readings is passed over, as a stale GPM reading is (the next
-        reading covers its own interval, not this one's; the state and an idle stretch go
-        on): NVML's GPM calls fail now and then, and each lone miss was a NO_DATA that ended a
-        BREAKDOWN and entered it again (a page each) and cut a gap in two. Readings missing
-        for longer than a hole (`nodata_after_periods` of the expected spacing since the last
-        one) are no data: that ends the data segment (an open gap is held, never bridged:
-        `_hold`)."""
+        """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
+        which ends the data segment (an open gap is held, never bridged: `_hold`)."""
         self.counters["no_data"] += 1
-        last = tr.last_t
-        if tr.last_miss_t != last:  # a reading came since the last miss: a new run of misses
-            tr.miss_from = last
-        tr.last_miss_t = tr.last_t = t
-        since = tr.miss_from
-        if since is not None and tr.state != "NO_DATA" \
-                and t - since <= self._nodata * tr.expected_ns:
-            return
+        tr.last_t = t
         self._end_segment(tr, out)
         self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
 

@@ -48,7 +48,6 @@ class Track:
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
-        "last_miss_t", "miss_from",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -135,10 +134,6 @@ class Track:
         self.wall_offset_s: float | None = None
         #: Samples taken in time order (the report says what share was out of order).
         self.samples = 0
-        #: The latest sample with no reading, and the time of the last sample before its run
-        #: of such samples (None: the track began with them): `GapDetector._no_reading`.
-        self.last_miss_t: int | None = None
-        self.miss_from: int | None = None
         #: Gaps cut by a hole in the data, oldest first, waiting for this GPU's next busy
         #: sample (`GapDetector._hold`): published closed then, retracted if it never comes.
         self.held: list[HeldGap] = []

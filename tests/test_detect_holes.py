@@ -275,3 +275,37 @@ def test_a_pageable_copy_of_a_stall_that_is_no_starved_stall_witnesses_nothing()
                        if isinstance(e, StateChange)]
         t = round(t + 0.1, 6)
     assert det.counters["no_data"] == 1 and "BREAKDOWN" not in states
+
+
+def test_the_idle_after_a_hole_too_short_for_a_gap_stays_in_its_stretchs_kind() -> None:
+    """A starved stall 3-4 s; then quiet 0.4 s and starved 0.3 s, a 0.5 s hole, starved 0.2 s
+    (too short for a gap of its own), busy: the second stall is starved as a whole, as it was
+    while it went on, so BREAKDOWN stays (the short piece was left out of the stall once it
+    closed: a host stall, and BREAKDOWN taken back at once)."""
+    samples = stream([(2, 95, 2e6), (1.0, 0, 2.5e9), (2, 95, 2e6), (0.4, 0, 1e6), (0.3, 0, 2.5e9)])
+    samples += stream([(0.2, 0, 2.5e9), (3, 95, 2e6)], start_s=7.2)
+    states = _states(run(detector(), samples))
+    after = [s for t, s in states if t >= 7.3]
+    assert after and after[0] == "BREAKDOWN" and "GAPS" not in after[:2], states
+
+
+def test_a_held_pieces_pageable_copies_witness_the_stall_still_going_on() -> None:
+    """One starved stall 2.0-6.5 s whose pageable copy (2.0-2.6 s) the copy trace gave at
+    2.7 s, then no readings 2.9-5.0 s: BREAKDOWN at 2.8 holds through the hole (the witness
+    was only the open piece's: it fell to GAPS after the hole and rose again at the stall's
+    end, two pages for one stall)."""
+    from test_breakdown_witness import _copy, _sample
+
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK,
+                                                 sm_source="sim")], period_s=0.1)
+    states: list[tuple[float, str]] = []
+    t = 0.1
+    while t <= 12.0 + 1e-9:
+        idle = 2.0 <= t < 6.5
+        s = _sample(t, 0.0 if idle else 95.0, 3e9 if idle else 2e6)
+        if not 2.9 - 1e-6 <= t <= 5.0 + 1e-6:
+            states += [(round(t, 1), e.state) for e in det.feed(s) if isinstance(e, StateChange)]
+        if abs(t - 2.7) < 1e-6:
+            det.feed(_copy(2.0, 2.6, "pageable"))
+        t = round(t + 0.1, 6)
+    assert [s for _, s in states].count("BREAKDOWN") == 1 and (2.8, "BREAKDOWN") in states, states

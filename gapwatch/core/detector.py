@@ -582,6 +582,12 @@ class GapDetector:
             closed = self._close(tr, t, cover, level, offset, low, out)
             if closed is not None:
                 pieces.append(closed)
+            elif pieces:
+                # The idle since the last hole, too short to be a gap of its own, is still
+                # part of the stretch the held gaps were: it counted in its kind and idle
+                # while the stretch went on (`_current_kind`), and so it does in the window.
+                pieces.append(IdlePiece(tr.idle_start_ns, tr.idle_last_t, tr.quiet_ns,
+                                        tr.starved_ns, tr.fast_ns, False))
         elif tr.data_ns_at_first_busy is None:
             tr.data_ns_at_first_busy = tr.data_ns - cover
             tr.first_busy_s = covered_from / _NS + offset
@@ -1031,14 +1037,22 @@ class GapDetector:
         while ends and ends[0] < lo:
             ends.pop(0)
         n = len(ends)
+        if self._current_kind(tr) != "pcie_starved":
+            return n
         acc = tr.evidence
-        if tr.gap_id is not None and acc is not None and acc.copies \
-                and self._current_kind(tr) == "pcie_starved":
+        if tr.gap_id is not None and acc is not None and acc.copies:
             lo_s = tr.idle_start_s - self.config.evidence_before_s
             now_s = t / _NS + tr.idle_last_wall_offset
             if summarise_copies(acc.copies, lo_s, now_s, tr.idle_start_s,
                                 now_s).memory_kind == "pageable":
-                n += 1
+                return n + 1
+        # The stretch going on now is one gap: a piece held over a hole witnesses it too.
+        for held in tr.held:
+            h_acc, g = held.evidence, held.gap
+            if h_acc is not None and h_acc.copies and g.end_s is not None and summarise_copies(
+                    h_acc.copies, g.start_s - self.config.evidence_before_s, g.end_s,
+                    g.start_s, g.end_s).memory_kind == "pageable":
+                return n + 1
         return n
 
     def _calm_state(self, tr: Track, t: int, idle: bool) -> tuple[ChainState, str]:

@@ -960,10 +960,11 @@ class GapDetector:
         long as the window."""
         lo = t - self._window_ns
         window = tr.window_gaps
-        while window and window[0].end_ns < lo:
-            if window.popleft().kind == "pcie_starved":
+        # Entries by index, not by name: this runs on most samples of a GPU with gaps.
+        while window and window[0][0] < lo:
+            if window.popleft()[2] == "pcie_starved":
                 tr.window_starved -= 1
-        recheck = window[0].end_ns + self._window_ns + 1 if window else _NEVER
+        recheck = window[0][0] + self._window_ns + 1 if window else _NEVER
         if tr.phase == _IDLE and tr.idle_start_ns + self._window_ns < recheck:
             recheck = tr.idle_start_ns + self._window_ns
         if tr.phase == _IDLE and tr.stretch_after_hole:
@@ -981,7 +982,9 @@ class GapDetector:
         why is `verdict.breakdown_entry_words`' arguments (the starved gaps, their idle seconds
         for the idle rule, the pageable witness): the state is evaluated on most samples of a
         BREAKDOWN, its words are needed only when it is entered."""
-        open_starved = self._current_kind(tr) == "pcie_starved"
+        # `_current_kind`, its common case inline (most samples of a BREAKDOWN come here).
+        open_starved = (self._current_kind(tr) if tr.held else tr.kind if tr.gap_id is not None
+                        else None) == "pcie_starved"
         n = tr.window_starved + (1 if open_starved else 0)
         if not n:
             return None
@@ -1000,8 +1003,8 @@ class GapDetector:
         the open gap reaching the threshold if it lasts."""
         cfg = self.config
         window = tr.window_gaps
-        if window and window[0].start_ns + self._window_ns < tr.recheck_ns:
-            tr.recheck_ns = window[0].start_ns + self._window_ns
+        if window and window[0][1] + self._window_ns < tr.recheck_ns:
+            tr.recheck_ns = window[0][1] + self._window_ns
         starved_ns = self._starved_ns(tr, t, lo, open_starved)
         threshold_ns = cfg.breakdown_idle_frac * self._window_ns
         if open_starved and t + threshold_ns - starved_ns < tr.recheck_ns:
@@ -1014,10 +1017,13 @@ class GapDetector:
         holes cut, never the holes) and, where `now_starved`, the stretch going on now (its
         pieces held over holes and the idle since the last one)."""
         total = 0
-        for g in tr.window_gaps:
-            if g.kind != "pcie_starved" or g.end_ns < lo:
+        for g_end, g_start, kind, spans in tr.window_gaps:
+            if kind != "pcie_starved" or g_end < lo:
                 continue
-            for start, end in g.spans or ((g.start_ns, g.end_ns),):
+            if spans is None:
+                total += g_end - (g_start if g_start > lo else lo)
+                continue
+            for start, end in spans:
                 if end > lo:
                     total += end - (start if start > lo else lo)
         if now_starved:
@@ -1079,9 +1085,9 @@ class GapDetector:
         going on now included (open, or held over a hole: a gap the GPU waits in)."""
         kinds: dict[str, int] = {}
         lo = (tr.last_t or 0) - self._window_ns
-        for g in tr.window_gaps:
-            if g.end_ns >= lo:  # (one slid out is pruned at the next state evaluation)
-                kinds[g.kind] = kinds.get(g.kind, 0) + 1
+        for end, _, kind, _ in tr.window_gaps:
+            if end >= lo:  # (one slid out is pruned at the next state evaluation)
+                kinds[kind] = kinds.get(kind, 0) + 1
         now = self._current_kind(tr)
         if now is not None:
             kinds[now] = kinds.get(now, 0) + 1

@@ -562,6 +562,22 @@ def test_a_request_to_the_post_daemon_is_not_the_one_the_porep_daemons_empty_pip
 
 #: The PoRep daemon's last partition proved by 16:00:15, its next request enqueued at 16:00:20
 #: and its first partition synthesised by 16:00:22 (the lines after its start).
+def _pacer(at: str, target: int) -> str:
+    """A daemon's dispatch pacer enabled (engine.rs), 35 ms into its start at second `at`."""
+    return (f"{T}{at}.035000Z  INFO cuzk_core::engine: GPU queue target dispatch pacer enabled "
+            f"gpu_queue_target={target}")
+
+
+#: The second daemon's request (GPU 1), enqueued at 16:00:15.5, its partition 0 synthesised
+#: 7 s on its run's clock (started at 16:00:05) and queued.
+_SECOND_REQUEST_AT_15_5 = [
+    f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
+    "proof_kind=porep-c2 priority=Normal queue_position=0",
+    "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
+    "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
+    "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+
+
 _POREP_EMPTY_AT_15 = [
     "TIMELINE,10000,SYNTH_START,porep-1000-77,partition=0",
     "TIMELINE,12000,SYNTH_END,porep-1000-77,partition=0,synth_ms=2000",
@@ -756,15 +772,9 @@ def test_an_empty_pipelines_new_work_is_said_paced_only_by_its_own_daemons_pacer
     (GPU 1) none: GPU 0's empty pipeline says its new work was paced, one partition a tick;
     GPU 1's that its free workers started it at once (it was said paced by the first's pacer;
     and with only the second's pacer on, GPU 0's said at once and GPU 1's the same)."""
-    pacer = (f"{T}00.035000Z  INFO cuzk_core::engine: GPU queue target dispatch pacer enabled "
-             "gpu_queue_target=4")
-    first = [*_start("00", "127.0.0.1:9820", 0), pacer, *_POREP_EMPTY_AT_15]
+    first = [*_start("00", "127.0.0.1:9820", 0), _pacer("00", 4), *_POREP_EMPTY_AT_15]
     second = [*_start("05", "127.0.0.1:9830", 1),
-              f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
-              "proof_kind=porep-c2 priority=Normal queue_position=0",
-              "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
-              "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
-              "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+              *_SECOND_REQUEST_AT_15_5]
     facts = PipelineFacts()
     for e in _events({"a.log": first, "b.log": second}):
         facts.feed(e)
@@ -775,25 +785,16 @@ def test_an_empty_pipelines_new_work_is_said_paced_only_by_its_own_daemons_pacer
     assert "the free ones all start the new work's partitions at once" in gpu1
 
 
-_PACER = (f"{T}00.035000Z  INFO cuzk_core::engine: GPU queue target dispatch pacer enabled "
-          "gpu_queue_target=4")
-
-
 def _empty_pipeline_gaps(first_pacer: bool, second_pacer: bool
                          ) -> tuple[PipelineFacts, Gap, Gap]:
     """The daemons of the test above, each with its pacer on or off (the second's target 8):
     GPU 0's empty pipeline from 16:00:18 to 22.1 (its new work came 2.0 s in) and GPU 1's from
     16:00:15 to 22.6, as gaps with the cause and evidence their log views give."""
-    first = [*_start("00", "127.0.0.1:9820", 0), *([_PACER] if first_pacer else []),
+    first = [*_start("00", "127.0.0.1:9820", 0), *([_pacer("00", 4)] if first_pacer else []),
              *_POREP_EMPTY_AT_15]
     second = [*_start("05", "127.0.0.1:9830", 1),
-              *([_PACER.replace("target=4", "target=8").replace("00.035", "05.035")]
-                if second_pacer else []),
-              f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
-              "proof_kind=porep-c2 priority=Normal queue_position=0",
-              "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
-              "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
-              "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+              *([_pacer("05", 8)] if second_pacer else []),
+              *_SECOND_REQUEST_AT_15_5]
     facts = PipelineFacts()
     for e in _events({"a.log": first, "b.log": second}):
         facts.feed(e)
@@ -832,7 +833,7 @@ def test_a_snapshot_is_judged_paced_by_the_pacer_of_the_daemon_that_answered_it(
         first = [*_start("00", "127.0.0.1:9820", 0), listening("00", 9821)]
         second = [*_start("05", "127.0.0.1:9830", 1), listening("05", 9831)]
         (first if pacer_daemon == 0 else second).append(
-            _PACER.replace("00.035", "00.035" if pacer_daemon == 0 else "05.035"))
+            _pacer("00", 4) if pacer_daemon == 0 else _pacer("05", 4))
         facts = PipelineFacts()
         for e in _events({"a.log": first, "b.log": second}):
             facts.feed(e)
@@ -942,11 +943,7 @@ def test_another_daemons_partitions_queued_for_its_own_gpu_are_neither_this_gpus
               "TIMELINE,9000,SYNTH_END,porep-2000-1,partition=0,synth_ms=1000",
               "TIMELINE,9000,GPU_QUEUE,porep-2000-1,partition=0"]
     start = _start("05", "127.0.0.1:9830", 1)
-    work = [f"{T}15.500000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-2000-5 "
-            "proof_kind=porep-c2 priority=Normal queue_position=0",
-            "TIMELINE,10500,SYNTH_START,porep-2000-5,partition=0",
-            "TIMELINE,17500,SYNTH_END,porep-2000-5,partition=0,synth_ms=7000",
-            "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
+    work = _SECOND_REQUEST_AT_15_5
     with_queued = {"a.log": porep, "b.log": [*start, *queued, *work]}
     assert _gap_0_15_to_22(with_queued) == _gap_0_15_to_22({"a.log": porep})
     facts = PipelineFacts()

@@ -236,9 +236,7 @@ def test_the_first_daemons_settings_are_not_the_post_daemons() -> None:
 
 
 def test_a_gap_over_the_second_daemons_start_is_not_a_restarts() -> None:
-    facts = PipelineFacts()
-    for e in _events({"porep.log": POREP, "post.log": POST}):
-        facts.feed(e)
+    facts = _fed({"porep.log": POREP, "post.log": POST})
     assert facts.runs == 1  # the first daemon's work in flight kept
     assert facts.log_view(0, _t0() + 14.0, _t0() + 24.0, "starved").cause != "restart"
 
@@ -485,9 +483,7 @@ def test_the_porep_daemons_first_wave_goes_on_past_the_post_daemons_start() -> N
              f"{T}01.000000Z  {unhinted}", f"{T}02.000000Z  {unhinted}",
              f"{T}40.000000Z  INFO cuzk_core::pipeline: cached synthesis capacity hint "
              "circuit_id=porep-32g num_constraints=3 num_aux=3 num_inputs=3"]
-    facts = PipelineFacts()
-    for e in _events({"porep.log": porep, "post.log": POST[:N_START]}):
-        facts.feed(e)
+    facts = _fed({"porep.log": porep, "post.log": POST[:N_START]})
     [wave] = facts.view().first_waves
     assert (wave.start_s - _t0(), wave.end_s is not None and wave.end_s - _t0()) == (1.0, 40.0)
     assert wave.syntheses == 2
@@ -537,12 +533,7 @@ def test_a_request_to_the_post_daemon_is_not_the_one_the_porep_daemons_empty_pip
     The PoSt-only daemon's request at 16:00:16 (its stdout followed) is not that request: the
     gap read as an empty pipeline whose work came 1 s in, the PoSt job named as its request."""
     porep = [*_start("00", "127.0.0.1:9820", 0),
-             "TIMELINE,10000,SYNTH_START,porep-1000-77,partition=0",
-             "TIMELINE,12000,SYNTH_END,porep-1000-77,partition=0,synth_ms=2000",
-             "TIMELINE,12000,GPU_QUEUE,porep-1000-77,partition=0",
-             "TIMELINE,12010,GPU_PICKUP,porep-1000-77,worker=0,partition=0",
-             "TIMELINE,12010,GPU_START,porep-1000-77,worker=0,partition=0",
-             "TIMELINE,15000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=2990",
+             *_POREP_PROVED_TO_15,
              f"{T}27.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
              "proof_kind=porep-c2 priority=Normal queue_position=0",
              "TIMELINE,27000,SYNTH_START,porep-1000-78,partition=0",
@@ -551,9 +542,7 @@ def test_a_request_to_the_post_daemon_is_not_the_one_the_porep_daemons_empty_pip
     post = [*_start("05", "127.0.0.1:9830", 1),
             f"{T}16.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=winpost-1001-aa "
             "proof_kind=winning-post priority=Critical queue_position=0"]
-    facts = PipelineFacts()
-    for e in _events({"porep.log": porep, "post.log": post}):
-        facts.feed(e)
+    facts = _fed({"porep.log": porep, "post.log": post})
     t0 = _t0()
     view = facts.log_view(0, t0 + 15.0, t0 + 29.1, "host_stall")
     assert view.cause == "no_work"
@@ -562,6 +551,14 @@ def test_a_request_to_the_post_daemon_is_not_the_one_the_porep_daemons_empty_pip
 
 #: The PoRep daemon's last partition proved by 16:00:15, its next request enqueued at 16:00:20
 #: and its first partition synthesised by 16:00:22 (the lines after its start).
+def _fed(files: dict[str, list[str]]) -> PipelineFacts:
+    """The prover's facts fed every event of `files` (`_events`: in the order of their times)."""
+    facts = PipelineFacts()
+    for e in _events(files):
+        facts.feed(e)
+    return facts
+
+
 def _pacer(at: str, target: int) -> str:
     """A daemon's dispatch pacer enabled (engine.rs), 35 ms into its start at second `at`."""
     return (f"{T}{at}.035000Z  INFO cuzk_core::engine: GPU queue target dispatch pacer enabled "
@@ -578,13 +575,16 @@ _SECOND_REQUEST_AT_15_5 = [
     "TIMELINE,17500,GPU_QUEUE,porep-2000-5,partition=0"]
 
 
-_POREP_EMPTY_AT_15 = [
+#: The PoRep daemon's partition synthesised and proved on GPU 0 until 16:00:15.
+_POREP_PROVED_TO_15 = [
     "TIMELINE,10000,SYNTH_START,porep-1000-77,partition=0",
     "TIMELINE,12000,SYNTH_END,porep-1000-77,partition=0,synth_ms=2000",
     "TIMELINE,12000,GPU_QUEUE,porep-1000-77,partition=0",
     "TIMELINE,12010,GPU_PICKUP,porep-1000-77,worker=0,partition=0",
     "TIMELINE,12010,GPU_START,porep-1000-77,worker=0,partition=0",
-    "TIMELINE,15000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=2990",
+    "TIMELINE,15000,GPU_END,porep-1000-77,worker=0,partition=0,gpu_ms=2990"]
+_POREP_EMPTY_AT_15 = [
+    *_POREP_PROVED_TO_15,
     f"{T}20.000000Z  INFO cuzk_core::scheduler: job enqueued job_id=porep-1000-78 "
     "proof_kind=porep-c2 priority=Normal queue_position=0",
     "TIMELINE,20000,SYNTH_START,porep-1000-78,partition=0",
@@ -610,9 +610,7 @@ def _assert_gpu_0_reads_as_alone(other: list[str]) -> None:
 
 
 def _gap_0_15_to_22(files: dict[str, list[str]]) -> tuple[str | None, list[str]]:
-    facts = PipelineFacts()
-    for e in _events(files):
-        facts.feed(e)
+    facts = _fed(files)
     t0 = _t0()
     view = facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall")
     return view.cause, view.evidence
@@ -643,9 +641,7 @@ def test_one_daemons_restart_leaves_the_other_daemons_syntheses_in_flight() -> N
              "TIMELINE,10500,SYNTH_START,porep-2000-2,partition=0",
              "TIMELINE,13000,SYNTH_END,porep-2000-2,partition=0,synth_ms=2500",
              "TIMELINE,13000,GPU_QUEUE,porep-2000-2,partition=0"]
-    facts = PipelineFacts()
-    for e in _events({"a.log": first, "b.log": other}):
-        facts.feed(e)
+    facts = _fed({"a.log": first, "b.log": other})
     t0 = _t0()
     view = facts.log_view(1, t0 + 15.0, t0 + 18.1, "host_stall")
     assert view.cause == "empty_pipeline"
@@ -669,9 +665,7 @@ def test_a_monolithic_job_of_another_daemon_is_neither_this_gpus_wait_nor_its_fa
             "TIMELINE,13000,GPU_QUEUE,winpost-1-aa,monolithic",
             "TIMELINE,13010,GPU_PICKUP,winpost-1-aa,worker=0",
             "TIMELINE,13010,GPU_START,winpost-1-aa,worker=0"]
-    facts = PipelineFacts()
-    for e in _events({"a.log": porep, "b.log": post}):
-        facts.feed(e)
+    facts = _fed({"a.log": porep, "b.log": post})
     t0 = _t0()
     assert facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall").cause == "no_work"
     [batch] = [m for m in facts.mono_done if m.job == "porep-batch-1"]
@@ -700,9 +694,7 @@ def _post_failure_placed(files: dict[str, list[str]]) -> tuple[str, float | None
     """What the PoSt tracker says of winpost-1-aa, when the gaps' facts say it ended, the
     failures they left unplaced, and GPU 1's gap after the failure's cause."""
     said = _proofs(_watched(_events(files)))["winpost-1-aa"]
-    facts = PipelineFacts()
-    for e in _events(files):
-        facts.feed(e)
+    facts = _fed(files)
     ended = [m.end_s for m in facts.mono_done if m.job == "winpost-1-aa"]
     t0 = _t0()
     cause = facts.log_view(1, t0 + 14.0, t0 + 40.0, "host_stall").cause
@@ -731,9 +723,7 @@ def test_a_post_daemons_unnamed_failure_is_placed_alike_by_its_post_and_by_the_g
 def _held_words(files: dict[str, list[str]], gpu: int, end_s: float) -> list[str]:
     """GPU `gpu`'s gap from 16:00:15 to `end_s` past 16:00:00: its evidence that names the
     batch collector."""
-    facts = PipelineFacts()
-    for e in _events(files):
-        facts.feed(e)
+    facts = _fed(files)
     t0 = _t0()
     view = facts.log_view(gpu, t0 + 15.0, t0 + end_s, "host_stall")
     return [x for x in view.evidence if "batch collector" in x]
@@ -775,9 +765,7 @@ def test_an_empty_pipelines_new_work_is_said_paced_only_by_its_own_daemons_pacer
     first = [*_start("00", "127.0.0.1:9820", 0), _pacer("00", 4), *_POREP_EMPTY_AT_15]
     second = [*_start("05", "127.0.0.1:9830", 1),
               *_SECOND_REQUEST_AT_15_5]
-    facts = PipelineFacts()
-    for e in _events({"a.log": first, "b.log": second}):
-        facts.feed(e)
+    facts = _fed({"a.log": first, "b.log": second})
     t0 = _t0()
     gpu0 = facts.log_view(0, t0 + 15.0, t0 + 22.1, "host_stall").evidence[-1]
     gpu1 = facts.log_view(1, t0 + 15.0, t0 + 22.6, "host_stall").evidence[-1]
@@ -795,9 +783,7 @@ def _empty_pipeline_gaps(first_pacer: bool, second_pacer: bool
     second = [*_start("05", "127.0.0.1:9830", 1),
               *([_pacer("05", 8)] if second_pacer else []),
               *_SECOND_REQUEST_AT_15_5]
-    facts = PipelineFacts()
-    for e in _events({"a.log": first, "b.log": second}):
-        facts.feed(e)
+    facts = _fed({"a.log": first, "b.log": second})
     t0 = _t0()
     gaps = []
     for gap_id, gpu, start, end in ((1, 1, 15.0, 22.6), (2, 0, 18.0, 22.1)):
@@ -834,9 +820,7 @@ def test_a_snapshot_is_judged_paced_by_the_pacer_of_the_daemon_that_answered_it(
         second = [*_start("05", "127.0.0.1:9830", 1), listening("05", 9831)]
         (first if pacer_daemon == 0 else second).append(
             _pacer("00", 4) if pacer_daemon == 0 else _pacer("05", 4))
-        facts = PipelineFacts()
-        for e in _events({"a.log": first, "b.log": second}):
-            facts.feed(e)
+        facts = _fed({"a.log": first, "b.log": second})
         t0 = _t0()
         for gpu, port in ((0, 9821), (1, 9831)):
             gap = CuzkGap(gpu, t0 + 20.0, facts)
@@ -922,9 +906,7 @@ def test_one_daemons_partition_queued_and_taken_by_its_other_gpu_was_this_gpus_q
         "TIMELINE,20010,GPU_PICKUP,porep-1000-78,worker=0,partition=0",
         "TIMELINE,20010,GPU_START,porep-1000-78,worker=0,partition=0",
     ]
-    facts = PipelineFacts()
-    for e in _events({"cuzk.log": lines}):
-        facts.feed(e)
+    facts = _fed({"cuzk.log": lines})
     t0 = _t0()
     assert facts.queued_at(t0 + 15.0, 0) == 1
     view = facts.log_view(0, t0 + 15.0, t0 + 20.0, "host_stall")
@@ -946,9 +928,7 @@ def test_another_daemons_partitions_queued_for_its_own_gpu_are_neither_this_gpus
     work = _SECOND_REQUEST_AT_15_5
     with_queued = {"a.log": porep, "b.log": [*start, *queued, *work]}
     assert _gap_0_15_to_22(with_queued) == _gap_0_15_to_22({"a.log": porep})
-    facts = PipelineFacts()
-    for e in _events({"a.log": porep, "b.log": [*start, *work]}):
-        facts.feed(e)
+    facts = _fed({"a.log": porep, "b.log": [*start, *work]})
     t0 = _t0()
     gpu1 = facts.log_view(1, t0 + 15.0, t0 + 22.6, "host_stall").evidence
     assert any("finished synthesis (SYNTH_END, GPU_QUEUE) at 16:00:22.530" in x for x in gpu1)
@@ -966,9 +946,7 @@ def test_one_daemons_restart_leaves_the_other_daemons_monolithic_job_in_flight()
             "TIMELINE,7000,GPU_QUEUE,winpost-1-aa,monolithic",
             "TIMELINE,7010,GPU_PICKUP,winpost-1-aa,worker=0",
             "TIMELINE,7010,GPU_START,winpost-1-aa,worker=0"]
-    facts = PipelineFacts()
-    for e in _events({"a.log": first, "b.log": post}):
-        facts.feed(e)
+    facts = _fed({"a.log": first, "b.log": post})
     assert "winpost-1-aa" in facts.mono
     t0 = _t0()
     assert facts.log_view(1, t0 + 19.0, t0 + 25.0, "host_stall").cause == "monolithic"
@@ -1017,9 +995,7 @@ def test_the_post_daemons_restart_drops_its_own_monolithic_job_in_flight() -> No
             "TIMELINE,7010,GPU_PICKUP,winpost-1-aa,worker=0",
             "TIMELINE,7010,GPU_START,winpost-1-aa,worker=0",
             *_start("16", "127.0.0.1:9830", 1)]
-    facts = PipelineFacts()
-    for e in _events({"a.log": first, "b.log": post}):
-        facts.feed(e)
+    facts = _fed({"a.log": first, "b.log": post})
     assert "winpost-1-aa" not in facts.mono
     t0 = _t0()
     assert facts.log_view(1, t0 + 19.0, t0 + 25.0, "host_stall").cause != "monolithic"

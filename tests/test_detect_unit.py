@@ -134,13 +134,16 @@ def test_hole_in_the_data_is_not_bridged() -> None:
 
 
 def test_missing_sm_reading_is_no_data_and_ends_the_idle_stretch() -> None:
+    """Readings missing for longer than a hole (0.4 s: over 3 spacings) are no data: the idle
+    stretch is cut there, the idle read on each side a gap; one missing reading alone is
+    passed over (test_detect_holes.py)."""
     samples = stream([(2, 95, 2e6), (0.5, 0, 2.5e9)])
-    samples += [sample(3.6, None)]
-    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=3.6)
+    samples += [sample(3.6 + 0.1 * i, None) for i in range(4)]
+    samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=3.9)
     events = run(detector(), samples)
     before, after = sorted(final_gaps(events), key=lambda g: g.start_s)
     assert before.end_s == pytest.approx(T0_WALL + 3.5)  # its last idle reading
-    assert after.start_s == pytest.approx(T0_WALL + 3.7)  # the first reading after it
+    assert after.start_s == pytest.approx(T0_WALL + 4.0)  # the first reading after it
     assert any(isinstance(e, StateChange) and e.state == "NO_DATA" for _, e in events)
 
 

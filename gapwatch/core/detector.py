@@ -91,6 +91,8 @@ _NEVER: Final = 1 << 62
 #: `_level`'s answers for a sample that has no level: a stale GPM reading, or no reading.
 _STALE_LEVEL: Final = -1.0
 _NO_LEVEL: Final = -2.0
+#: The reason of the NO_DATA that misses longer than a hole give (`GapDetector._no_reading`).
+NO_READING_SINCE: Final = "no SM activity reading since; the GPU's samples go on without one"
 #: An open gap is re-published at most this often (data time), or when its kind changes.
 UPDATE_EVERY_NS: Final = 500_000_000
 #: A step of more than this between wall time and data time from one sample to the next is a
@@ -302,6 +304,10 @@ class GapDetector:
         if last is not None and t <= last:
             self.counters["out_of_order"] += 1
             return []
+        miss = tr.last_miss_t  # a sample without a reading leaves `last_t` where it was
+        if miss is not None and t <= miss:
+            self.counters["out_of_order"] += 1
+            return []
         out = self._take_pending()
         if s.t_mono_ns >= self._gpu_check_ns:
             self._gpu_clock(s.t_mono_ns, tr, out)
@@ -484,12 +490,33 @@ class GapDetector:
         return out
 
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
-        """No usable reading (a GPU with SM activity missed one, or nothing at all): no data,
-        which ends the data segment (an open gap is held, never bridged: `_hold`)."""
+        """A sample with no usable reading (a GPU with SM activity missed one, or nothing at
+        all), counted and passed over, as a stale GPM reading is: the track's clock stays at
+        its last reading, and the next reading covers the interval since (NVML's next GPM
+        reading measures it: `NvmlSampler._read_gpm` keeps its start sample). NVML's GPM calls
+        fail now and then, and each lone miss was a NO_DATA that ended a BREAKDOWN, entered
+        again at the next reading (a page each), and cut a gap in two.
+
+        Misses for longer than a hole (`nodata_after_periods` of the expected spacing, from
+        the last reading while the samples kept coming) are no data from that reading on: the
+        data segment ends (an open gap is held, never bridged: `_hold`), and the next
+        reading's spacing is a hole (`_hole`). A miss after a hole in all of this GPU's
+        samples, or a track's first samples, start a run of their own: the hole before it is
+        judged by the next reading as if the miss were not there."""
         self.counters["no_data"] += 1
-        tr.last_t = t
-        self._end_segment(tr, out)
-        self._set_state(tr, "NO_DATA", t, wall, out, "no SM activity reading")
+        last, miss = tr.last_t, tr.last_miss_t
+        new_run = miss is None or (last is not None and miss < last)
+        prev = last if new_run else miss  # this GPU's previous sample, read or not
+        tr.last_miss_t = t
+        allowed = self._nodata * tr.expected_ns
+        if prev is None or t - prev > allowed:
+            tr.miss_from, tr.miss_from_wall = t, wall
+            return
+        if new_run:  # the reading just before starts the run
+            tr.miss_from, tr.miss_from_wall = prev, tr.last_wall
+        if tr.state != "NO_DATA" and t - tr.miss_from > allowed:
+            self._end_segment(tr, out)
+            self._set_state(tr, "NO_DATA", tr.miss_from, tr.miss_from_wall, out, NO_READING_SINCE)
 
     def _clock_jump(self, step_s: float) -> float:
         """Wall time stepped `step_s` against data time since this GPU's last sample (more than
@@ -525,8 +552,9 @@ class GapDetector:
         host's alone, whichever other GPUs' lines are in the input or in what order: the
         parallel report's workers (each with some GPUs' samples and every host sample) judge
         as one process does. False when `feeding` was silent too (nobody judged)."""
-        if feeding is not None and feeding.last_t is not None and (
-            now_ns - (feeding.last_t + feeding.lag_ns) > self._nodata * feeding.expected_ns
+        fed = None if feeding is None else _last_sample_t(feeding)
+        if fed is not None and feeding is not None and (
+            now_ns - (fed + feeding.lag_ns) > self._nodata * feeding.expected_ns
         ):
             return False  # this GPU was silent too: a hole in all the data, each sees its own
         host_gap_ns = -1 if host_since_ns is None else now_ns - host_since_ns
@@ -534,8 +562,11 @@ class GapDetector:
             last = tr.last_t
             if tr is feeding or last is None or tr.state == "NO_DATA":
                 continue
+            # Samples without a reading are no silence: `_no_reading` judges a run of them.
+            miss = tr.last_miss_t
+            seen = last if miss is None or miss < last else miss
             allowed_ns = self._nodata * tr.expected_ns
-            if now_ns - (last + tr.lag_ns) > allowed_ns and not host_gap_ns > allowed_ns:
+            if now_ns - (seen + tr.lag_ns) > allowed_ns and not host_gap_ns > allowed_ns:
                 self.counters["silent"] += 1
                 self._end_segment(tr, out)
                 self._set_state(
@@ -634,8 +665,9 @@ class GapDetector:
         self._pending = []
         # The end of the data: the latest sample of any input (GPU samples only move the data
         # time at silence checks, to keep their path short).
-        ends = [tr.last_t + tr.lag_ns for tr in self._tracks.values()
-                if tr.last_t is not None]
+        seen = [_last_sample_t(tr) for tr in self._tracks.values()]
+        ends = [t + tr.lag_ns for t, tr in zip(seen, self._tracks.values(), strict=True)
+                if t is not None]
         if self._data_ns is not None:
             ends.append(self._data_ns)
         if ends:
@@ -1192,6 +1224,15 @@ class GapDetector:
         tr.lag_ns = activity_lag_ns(sm_source, self.config)
         self._tracks[gpu] = tr
         return tr
+
+
+def _last_sample_t(tr: Track) -> int | None:
+    """Data time of the track's latest sample, with a reading or not (`Track.last_t` is the
+    latest reading's): whether the GPU's sampler went silent is judged from it."""
+    miss, last = tr.last_miss_t, tr.last_t
+    if miss is None:
+        return last
+    return miss if last is None or miss > last else last
 
 
 def _retract(gap: Gap) -> Gap:

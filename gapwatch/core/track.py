@@ -48,6 +48,7 @@ class Track:
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
+        "last_miss_t", "miss_from", "miss_from_wall",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -134,6 +135,13 @@ class Track:
         self.wall_offset_s: float | None = None
         #: Samples taken in time order (the report says what share was out of order).
         self.samples = 0
+        #: The latest sample with no reading (`GapDetector._no_reading`; `last_t` stays at the
+        #: latest reading), and where its run of such samples is judged from: the reading
+        #: just before it, or its first sample where a hole or the track's start came before
+        #: (data time; wall time beside it, for the NO_DATA said from there).
+        self.last_miss_t: int | None = None
+        self.miss_from = 0
+        self.miss_from_wall = 0.0
         #: Gaps cut by a hole in the data, oldest first, waiting for this GPU's next busy
         #: sample (`GapDetector._hold`): published closed then, retracted if it never comes.
         self.held: list[HeldGap] = []

@@ -1,0 +1,145 @@
+"""Samples that come without an SM reading: NVML's GPM calls fail now and then (the sampler then
+sends the GPU's sample with no reading, and its next reading measures the interval since the
+last good one). One such miss is passed over, as a stale GPM reading is; misses for longer than
+a hole are no data; a hole in all of a GPU's samples is judged as a hole whatever sample comes
+first after it.
+
+Why it matters: each lone miss was NO_DATA at once. It ended a BREAKDOWN that the next reading
+entered again (a page each: 8 for one breakdown with 9 missed readings in a simulated run) and
+cut an idle stretch into two gaps."""
+
+from __future__ import annotations
+
+import pytest
+from msgspec.structs import replace
+from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
+
+from gapwatch.core.config import DetectorConfig
+from gapwatch.core.detector import NO_READING_SINCE, GapDetector
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, StateChange
+
+
+def detector() -> GapDetector:
+    return GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], live=True)
+
+
+def missed(samples: list[GpuSample], *at_s: float) -> list[GpuSample]:
+    """The samples, those taken at `at_s` without an SM reading (as the sampler sends them)."""
+    at = {round(t * 10) for t in at_s}
+    return [replace(x, sm_active_pct=None, sm_source=None) if round(x.t_mono_ns / 1e8) in at
+            else x for x in samples]
+
+
+def without(samples: list[GpuSample], from_s: float, to_s: float) -> list[GpuSample]:
+    """The samples, none taken in [from_s, to_s] (a hole: NVML blind, the sampler stalled)."""
+    return [x for x in samples if not from_s - 1e-9 <= x.t_mono_ns / 1e9 <= to_s + 1e-9]
+
+
+def states(events: list[tuple[float, Gap | StateChange]]) -> list[StateChange]:
+    return [e for _, e in events if isinstance(e, StateChange)]
+
+
+def three_starved_stalls() -> list[GpuSample]:
+    return stream([(2, 95, 2e6), (0.8, 0, 2.5e9), (1, 95, 2e6), (0.8, 0, 2.5e9),
+                   (1, 95, 2e6), (0.8, 0, 2.5e9), (2, 95, 2e6)])
+
+
+def test_lone_missed_readings_neither_cut_a_gap_nor_end_a_breakdown() -> None:
+    det = detector()
+    events = run(det, missed(three_starved_stalls(), 3.5, 5.5, 6.0))
+    said = [s.state for s in states(events)]
+    assert said.count("BREAKDOWN") == 1 and "NO_DATA" not in said, said
+    assert len(final_gaps(events)) == 3 and det.counters["no_data"] == 3
+    assert det.counters["holes"] == 0
+
+
+def test_a_missed_reading_takes_nothing_off_the_busy_time_its_next_reading_measured() -> None:
+    """The reading after a miss covers both ticks (NVML's GPM interval runs from the last good
+    reading): the busy time is the same as with no miss, and never negative."""
+    busy = stream([(3, 95, 2e6)])
+    after_miss = [replace(x, interval_ns=200_000_000) if round(x.t_mono_ns / 1e8) == 26 else x
+                  for x in missed(busy, 2.5)]
+    totals = []
+    for samples in (busy, after_miss):
+        det = detector()
+        run(det, samples)
+        (t,) = det.totals()
+        totals.append((round(t.busy_s, 6), round(t.data_s, 6)))
+    assert totals[0] == totals[1] and totals[1][0] > 0
+
+
+def test_misses_for_longer_than_a_hole_are_no_data_from_the_last_reading() -> None:
+    """Idle 3-4.5 s with 0.6 s of samples without readings in it (the sampler goes on): NO_DATA
+    from the last reading, said as missing readings (not as a GPU gone silent), and the stretch
+    is cut there as a hole cuts it: two gaps, the misses in neither."""
+    samples = stream([(2, 95, 2e6), (1.5, 0, 2.5e9), (2, 95, 2e6)])
+    det = detector()
+    events = run(det, missed(samples, 3.5, 3.6, 3.7, 3.8, 3.9, 4.0))
+    (no_data,) = [s for s in states(events) if s.state == "NO_DATA"]
+    assert no_data.reason == NO_READING_SINCE
+    assert no_data.t_wall_s == pytest.approx(T0_WALL + 3.4)  # the last reading
+    before, after = sorted(final_gaps(events), key=lambda g: g.start_s)
+    assert before.end_s == pytest.approx(T0_WALL + 3.4)
+    assert after.start_s == pytest.approx(T0_WALL + 4.1)  # the first reading after
+    assert det.counters["holes"] == 1 and det.counters["silent"] == 0
+
+
+def test_with_the_hosts_samples_going_on_missing_readings_are_no_silence() -> None:
+    """The host's samples judge GPUs that stop sending samples. A GPU whose samples come
+    without readings is not silent: its NO_DATA says the readings are missing."""
+    samples = missed(stream([(2, 95, 2e6), (2, 0, 2.5e9)]), *[3.5 + 0.1 * i for i in range(5)])
+    det = detector()
+    said: list[StateChange] = []
+    for s in samples:
+        said += [e for e in det.feed_host(_host(s.t_mono_ns)) if isinstance(e, StateChange)]
+        said += [e for e in det.feed_gpu(s) if isinstance(e, StateChange)]
+    reasons = [s.reason for s in said if s.state == "NO_DATA"]
+    assert reasons == [NO_READING_SINCE] and det.counters["silent"] == 0
+
+
+def test_a_miss_first_after_a_hole_is_passed_over_as_the_hole_is_judged() -> None:
+    """A BREAKDOWN, 0.5 s with no samples at all (shorter than the window), then one sample
+    without a reading: the hole is judged as if that sample were not there (a hole, the state
+    held); the miss was no data at once, a NO_DATA and a second BREAKDOWN page."""
+    samples = missed(without(three_starved_stalls(), 6.0, 6.4), 6.5)
+    det = detector()
+    events = run(det, samples)
+    said = [s.state for s in states(events)]
+    assert said.count("BREAKDOWN") == 1 and "NO_DATA" not in said, said
+    assert det.counters["holes"] == 1
+
+
+def test_misses_after_a_hole_bridge_nothing() -> None:
+    """Idle 3-4.5 s; no samples 3.5-3.8 s, then two without readings, then readings: one hole,
+    the stretch cut there (two gaps, the hole and the misses in neither), never one gap over
+    it."""
+    samples = missed(without(stream([(2, 95, 2e6), (1.5, 0, 2.5e9), (2, 95, 2e6)]), 3.5, 3.8),
+                     3.9, 4.0)
+    det = detector()
+    events = run(det, samples)
+    before, after = sorted(final_gaps(events), key=lambda g: g.start_s)
+    assert before.end_s == pytest.approx(T0_WALL + 3.4)
+    assert after.start_s == pytest.approx(T0_WALL + 4.1)
+    assert det.counters["holes"] == 1
+
+
+def test_a_gpm_gpus_first_sample_without_a_reading_is_no_no_data() -> None:
+    """NVML's first GPM sample only opens the first interval: every GPM GPU's first sample
+    has no reading. It was a NO_DATA for one tick at the start of every session."""
+    det = detector()
+    events = run(det, missed(stream([(3, 95, 2e6)]), 1.1))
+    assert [s.state for s in states(events)] == ["CHAINED"]
+
+
+def test_a_gpu_that_never_gives_a_reading_is_no_data_from_its_first_sample() -> None:
+    det = detector()
+    no_readings = [sample(1.0 + 0.1 * i, None) for i in range(10)]
+    (said,) = states(run(det, no_readings))
+    assert said.state == "NO_DATA" and said.t_wall_s == pytest.approx(T0_WALL + 1.0)
+
+
+def _host(t_mono_ns: int) -> HostSample:
+    return HostSample(t_mono_ns=t_mono_ns, t_wall_s=T0_WALL + t_mono_ns / 1e9, interval_ns=None,
+                      mem_used_pct=40.0, mem_available_bytes=None, swap_used_bytes=None,
+                      cpu_busy_pct=None, psi_mem_some_avg10=None, psi_mem_full_avg10=None,
+                      psi_mem_some_share=None, psi_mem_full_share=None, major_faults_per_s=None)

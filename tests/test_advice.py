@@ -329,3 +329,13 @@ def test_a_negative_pool_size_in_cuzks_lines_is_no_size() -> None:
             facts.feed(e)
     assert facts.pool.total_gib is None and facts.pool.buffers == 1
     assert facts.dropped == {"total_gib": -20.0}
+
+
+def test_a_host_stall_of_no_known_cause_is_said_once_and_sends_no_one_to_a_log_they_follow() -> None:
+    """The line read `the GPU waited on the host (no cause known): no setting: no cause known:
+    poll cuzk's /status ... and follow its log`: the cause said twice, and "follow its log"
+    where the log was followed and still named no cause."""
+    (line,) = advice_lines(advise([_gap(i) for i in range(3)], PipelineView()), indent="")
+    assert line.count("no cause known") == 1 and "follow its log" not in line
+    assert line.startswith("3 gap(s), 3.0 s idle: the GPU waited on the host (no cause known): "
+                           "no setting: nothing gapwatch read names what the GPU waited on")

@@ -858,9 +858,11 @@ _NO_SETTING: dict[str, str] = {
         "mark_busy_ms) and the CUZK_TIMING lines (barrier_wait_ms, mutex_wait_ms) say where"),
     "pageable_copies": _NO_PINNED_POOL_FAILURE,
     "slow_copies": _NO_PINNED_POOL_FAILURE,
+    # Not "follow its log": with the log and /status read, a gap can still be of no known
+    # cause, and the inputs not read are said apart ("What gapwatch lacks").
     "host_stall": (
-        "no cause known: poll cuzk's /status (--cuzk-status) and follow its log, and gapwatch "
-        "names the stall and its setting"),
+        "nothing gapwatch read names what the GPU waited on; cuzk's log (--log) and /status "
+        "(--cuzk-status) name most waits and the setting for each"),
     # The restart's words (gapwatch.cuzk.restarts), not the SRS load's "nothing to change
     # unless it repeats": after each restart it does repeat, and so does the rest.
     "restart": (

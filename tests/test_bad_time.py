@@ -167,6 +167,26 @@ def test_split_and_one_process_reports_agree_on_a_silent_gpu_and_a_jump(
         assert one.states == two.states
 
 
+def test_split_and_one_process_reports_agree_when_one_gpu_outlasts_the_host_at_the_end(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    """The host's samples and GPU 1's stop at 100 s, GPU 0's go on 0.6 s (less than the time
+    after which the GPUs' own samples become the clock): GPU 1 ended NO_DATA in one process
+    (the end of the data was GPU 0's last sample) and BREAKDOWN in a split report, whose
+    worker for GPU 1 never reads GPU 0's samples. As mid-run, the host is the clock."""
+    def change(records: list[Record]) -> list[Record]:
+        return [r for r in records if not (r.t_wall_s - SIM_EPOCH_WALL_S > 100.0 and (
+            r.type == "host" or (r.type == "gpu" and r.gpu == 1)))]
+
+    path = _write(tmp_path, "outlasts.jsonl", sim,
+                  lambda records: [r for r in change(records)
+                                   if r.t_wall_s - SIM_EPOCH_WALL_S <= 100.6])
+    one = build_report(path, Config(), workers=1)
+    two = build_report(path, Config(), workers=2)
+    assert msgspec.json.encode(to_json(one)) == msgspec.json.encode(to_json(two))
+    assert [t.final_state for t in one.totals] == [t.final_state for t in two.totals]
+
+
 def _sample(gpu: int, t_s: float, sm: float = 90.0) -> GpuSample:
     return GpuSample(gpu=gpu, t_mono_ns=int(t_s * 1e9), t_wall_s=1e9 + t_s, interval_ns=100_000_000,
                      sm_active_pct=sm, gpu_util_pct=None, pcie_rx_bytes_per_s=1e6,

@@ -15,12 +15,13 @@ from msgspec.structs import replace
 from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
 
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.detector import NO_READING_SINCE, GapDetector
+from gapwatch.core.detector import NO_READING_SINCE, NO_READING_THEN_SILENT, GapDetector
 from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, StateChange
 
 
-def detector() -> GapDetector:
-    return GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], live=True)
+def detector(gpus: int = 1) -> GapDetector:
+    return GapDetector(DetectorConfig(),
+                       [GpuInfo(index=i, link_bytes_per_s=LINK) for i in range(gpus)], live=True)
 
 
 def missed(samples: list[GpuSample], *at_s: float) -> list[GpuSample]:
@@ -137,6 +138,102 @@ def test_a_gpu_that_never_gives_a_reading_is_no_data_from_its_first_sample() -> 
     (said,) = states(run(det, no_readings))
     assert said.state == "NO_DATA" and said.t_wall_s == pytest.approx(T0_WALL + 1.0)
 
+
+def test_misses_in_an_idle_stretch_take_nothing_off_the_busy_total() -> None:
+    """Busy 0.1 s, idle 10 s with every other sample missing its reading, busy 0.1 s; each
+    reading's interval is its own tick (NVML's legacy and counter modes, a GPM metric failing
+    alone, the simulator): the missed ticks are covered by nothing, neither idle nor busy.
+    The busy total took them off and read -4.8 s (and 3.9 for 4.0 s with one miss)."""
+    det = detector()
+    run(det, missed(stream([(0.1, 95, 2e6), (10, 0, 2.5e9), (0.1, 95, 2e6)]),
+                    *[1.2 + 0.2 * i for i in range(50)]))
+    (totals,) = det.totals()
+    assert totals.busy_s == pytest.approx(0.2)
+    det = detector()
+    run(det, missed(stream([(2, 95, 2e6), (1.5, 0, 2.5e9), (2, 95, 2e6)]), 3.5))
+    (totals,) = det.totals()
+    assert totals.busy_s == pytest.approx(4.0)
+
+
+def test_frequent_lone_misses_teach_no_longer_spacing_and_a_hole_stays_a_hole() -> None:
+    """Every other sample without a reading, and no sample at all 3.7-4.1 s (readings 3.6 then
+    4.2 s): a hole, as without the misses. The spacing across each miss (200 ms) was learnt,
+    and the hole was bridged: one gap over it."""
+    samples = without(missed(stream([(2, 95, 2e6), (4, 0, 2.5e9), (2, 95, 2e6)]),
+                             *[1.1 + 0.2 * i for i in range(40)]), 3.7, 4.1)
+    det = detector()
+    gaps = final_gaps(run(det, samples))
+    assert det.counters["holes"] == 1 and len(gaps) == 2
+
+
+def test_a_sample_before_the_latest_miss_is_out_of_order() -> None:
+    samples = missed(stream([(3, 95, 2e6)]), 2.5)
+    at = next(i for i, x in enumerate(samples) if round(x.t_mono_ns / 1e8) == 25)
+    samples.insert(at + 1, sample(2.45, 95))
+    det = detector()
+    run(det, samples)
+    assert det.counters["out_of_order"] == 1
+
+
+def _fed(det: GapDetector, records: list[GpuSample | HostSample], gpu: int) -> list[StateChange]:
+    """Feed records in time order (a tick's host sample first); the states said of `gpu`."""
+    said = []
+    for r in sorted(records, key=lambda r: (r.t_mono_ns, isinstance(r, GpuSample))):
+        said += [e for e in det.feed(r) if isinstance(e, StateChange) and e.gpu == gpu]
+    said += [e for e in det.finish() if isinstance(e, StateChange) and e.gpu == gpu]
+    return said
+
+
+def _hosts(to_s: float) -> list[HostSample]:
+    return [_host(int(round(i * 1e8))) for i in range(int(round(to_s * 10)) + 1)]
+
+
+def test_a_gpu_whose_few_samples_had_no_reading_and_then_stopped_is_no_data() -> None:
+    """GPU 1 sends two samples without readings, then nothing, while GPU 0 and the host go
+    on: NO_DATA from its first sample (it never was: the silence judge passed over a GPU
+    with no reading yet, the misses were too few to judge themselves)."""
+    det = detector(gpus=2)
+    (said,) = _fed(det, [*stream([(5, 95, 2e6)]), sample(1.1, None, gpu=1),
+                         sample(1.2, None, gpu=1), *_hosts(6.0)], gpu=1)
+    assert (said.state, said.reason) == ("NO_DATA", NO_READING_THEN_SILENT)
+    assert said.t_wall_s == pytest.approx(T0_WALL + 1.1)
+
+
+def test_silence_after_misses_is_said_from_the_last_reading_as_missing_readings() -> None:
+    """Readings to 2.0 s, samples without one at 2.1 and 2.2 s, then nothing while the host
+    goes on: NO_DATA from 2.0 s said as readings missing, then no samples (it said "no sample
+    from this GPU since" 2.0 s, when two came)."""
+    gpu1 = [*[replace(x, gpu=1) for x in stream([(1, 95, 2e6)])],
+            sample(2.1, None, gpu=1), sample(2.2, None, gpu=1)]
+    no_data = [s for s in _fed(detector(gpus=2), [*stream([(5, 95, 2e6)]), *gpu1, *_hosts(6.0)],
+                               gpu=1) if s.state == "NO_DATA"]
+    assert [(s.t_wall_s, s.reason) for s in no_data] == [
+        (pytest.approx(T0_WALL + 2.0), NO_READING_THEN_SILENT)]
+
+
+def test_a_gpu_in_a_run_of_misses_is_still_the_clock_that_finds_another_gone_silent() -> None:
+    """No host samples: GPU 0 reads to 2.0 s, then only misses to 4.0 s; GPU 1 stops at 2.0 s.
+    GPU 0's samples, read or not, are the clock: GPU 1 is NO_DATA while they come (and the
+    GPU clock was used: a split report reads such a recording in one process)."""
+    det = detector(gpus=2)
+    clocked: list[int] = []
+    det.on_gpu_clock = lambda: clocked.append(1)
+    gpu0 = missed(stream([(3, 95, 2e6)]), *[2.1 + 0.1 * i for i in range(20)])
+    said = []
+    for r in sorted([*gpu0, *[replace(x, gpu=1) for x in stream([(1, 95, 2e6)])]],
+                    key=lambda r: (r.t_mono_ns, r.gpu)):
+        said += [e.state for e in det.feed(r) if isinstance(e, StateChange) and e.gpu == 1]
+    assert said[-1] == "NO_DATA" and clocked
+
+
+def test_the_data_ends_at_a_gpus_latest_sample_read_or_not() -> None:
+    """No host samples. GPU 1 stops at 1.8 s; GPU 0 reads to 2.0 s, then two samples without a
+    reading to 2.2 s: at the end GPU 1 has been silent 0.4 s (more than 3 spacings) while GPU
+    0's sampler went on, so it ends NO_DATA (the end was GPU 0's last reading, 0.2 s)."""
+    det = detector(gpus=2)
+    gpu0 = missed(stream([(1.2, 95, 2e6)]), 2.1, 2.2)
+    said = _fed(det, [*gpu0, *[replace(x, gpu=1) for x in stream([(0.8, 95, 2e6)])]], gpu=1)
+    assert [s.state for s in said][-1] == "NO_DATA"
 
 def _host(t_mono_ns: int) -> HostSample:
     return HostSample(t_mono_ns=t_mono_ns, t_wall_s=T0_WALL + t_mono_ns / 1e9, interval_ns=None,

@@ -8,12 +8,14 @@ Per GPU, a small state machine over "data segments" (stretches without a hole):
 
     PRE --busy--> BUSY --idle--> IDLE --busy--> BUSY      (IDLE -> BUSY closes a gap if long enough)
      ^                                |
-     +------ hole / no reading -------+  (a hole is never bridged: an open gap it cuts is held,
+     +------------- hole -------------+  (a hole is never bridged: an open gap it cuts is held,
                                           ending at its last idle reading, and is a gap only if
                                           the GPU works again after the hole; idle after a hole
                                           in a run that has worked is a gap candidate at once;
                                           at the end of the data an open or held gap is idle
-                                          after the last busy period: retracted)
+                                          after the last busy period: retracted; a sample
+                                          without a reading is passed over, a run of them
+                                          longer than a hole is one)
 
 Edges are placed inside samples: a sample at t with interval d covers [t-d, t]. The last busy
 sample before a gap is taken to be busy at its start for the share `level / peak` of its interval
@@ -93,6 +95,11 @@ _STALE_LEVEL: Final = -1.0
 _NO_LEVEL: Final = -2.0
 #: The reason of the NO_DATA that misses longer than a hole give (`GapDetector._no_reading`).
 NO_READING_SINCE: Final = "no SM activity reading since; the GPU's samples go on without one"
+#: The reasons of the NO_DATA of a GPU gone silent while the other inputs go on
+#: (`GapDetector._judge_silence`): after its last reading, or after samples without one.
+SILENT: Final = "no sample from this GPU since; the other inputs go on"
+NO_READING_THEN_SILENT: Final = ("no SM activity reading since, then no sample from this GPU; "
+                                 "the other inputs go on")
 #: An open gap is re-published at most this often (data time), or when its kind changes.
 UPDATE_EVERY_NS: Final = 500_000_000
 #: A step of more than this between wall time and data time from one sample to the next is a
@@ -320,7 +327,7 @@ class GapDetector:
         if level < 0:
             return self._without_level(tr, t, wall, level, out)
         offset = wall - t / _NS
-        covered_from = self._covered_from(tr, s, t, last, offset, out)
+        covered_from = self._covered_from(tr, s, t, last, miss, offset, out)
         cover = t - covered_from
 
         # Counted in the window: its covered ns in its one-second bucket (a busy sample adds
@@ -376,11 +383,14 @@ class GapDetector:
         util = None if tr.has_sm else reading(s.gpu_util_pct)
         return (_NO_LEVEL, True) if util is None else (util, True)
 
-    def _covered_from(self, tr: Track, s: GpuSample, t: int, last: int | None, offset: float,
-                      out: list[Gap | StateChange]) -> int:
+    def _covered_from(self, tr: Track, s: GpuSample, t: int, last: int | None,
+                      miss: int | None, offset: float, out: list[Gap | StateChange]) -> int:
         """The start of the interval the sample covers: `[t - interval, t]`, from the last
-        sample on. A spacing far above the expected one, or a clock jump, is a hole
-        (`_hole`); the recent spacings teach the expected one."""
+        reading on. A spacing far above the expected one, or a clock jump, is a hole
+        (`_hole`); the recent spacings teach the expected one, but not one across samples
+        without a reading (`miss`, the latest: after `last`, it was passed over): GPM
+        failing every other tick taught twice the period, and a hole of three periods was
+        then bridged."""
         prev_offset = tr.wall_offset_s
         tr.wall_offset_s = offset
         jump = 0.0
@@ -389,15 +399,16 @@ class GapDetector:
         if last is None:
             return self._hole(tr, s, t, None, -1, jump, out)
         spacing = t - last  # > 0: out-of-order samples were dropped before
-        n_seen = tr.n_seen
-        if n_seen < SPACINGS_KEPT:
-            tr.spacings.append(spacing)
-        else:  # the ring is full: this one takes the oldest one's place
-            tr.spacings[n_seen % SPACINGS_KEPT] = spacing
-        n_seen = tr.n_seen = n_seen + 1
-        if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
-            # A robust median of recent spacings, so that one late tick does not teach it.
-            tr.expected_ns = self._expected(median_int(tr.spacings))
+        if miss is None or miss < last:
+            n_seen = tr.n_seen
+            if n_seen < SPACINGS_KEPT:
+                tr.spacings.append(spacing)
+            else:  # the ring is full: this one takes the oldest one's place
+                tr.spacings[n_seen % SPACINGS_KEPT] = spacing
+            n_seen = tr.n_seen = n_seen + 1
+            if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
+                # A robust median of recent spacings, so that one late tick does not teach it.
+                tr.expected_ns = self._expected(median_int(tr.spacings))
         if jump or spacing > self._nodata * tr.expected_ns:
             return self._hole(tr, s, t, last, spacing, jump, out)
         d = s.interval_ns
@@ -470,7 +481,6 @@ class GapDetector:
                 tr.fast_ns += cover
         if low:
             tr.idle_low_confidence = True
-        tr.idle_covered_ns += cover
         tr.idle_last_t = t
         tr.idle_last_wall_offset = offset
         if t - tr.idle_start_ns >= self._min_gap_ns:
@@ -484,7 +494,7 @@ class GapDetector:
     def _without_level(self, tr: Track, t: int, wall: float, level: float,
                        out: list[Gap | StateChange]) -> list[Gap | StateChange]:
         """A sample with no level: a stale GPM reading is passed over (the next one carries
-        its interval); no reading at all is no data (`_no_reading`)."""
+        its interval); so is one with no reading at all, counted and judged (`_no_reading`)."""
         if level == _NO_LEVEL:
             self._no_reading(tr, t, wall, out)
         return out
@@ -492,8 +502,10 @@ class GapDetector:
     def _no_reading(self, tr: Track, t: int, wall: float, out: list[Gap | StateChange]) -> None:
         """A sample with no usable reading (a GPU with SM activity missed one, or nothing at
         all), counted and passed over, as a stale GPM reading is: the track's clock stays at
-        its last reading, and the next reading covers the interval since (NVML's next GPM
-        reading measures it: `NvmlSampler._read_gpm` keeps its start sample). NVML's GPM calls
+        its last reading, and the next reading covers its own interval (NVML's next GPM
+        reading, after a failed call, measures the interval since the last good one:
+        `NvmlSampler._read_gpm` keeps its start sample; a tick it does not cover is neither
+        idle nor busy). NVML's GPM calls
         fail now and then, and each lone miss was a NO_DATA that ended a BREAKDOWN, entered
         again at the next reading (a page each), and cut a gap in two.
 
@@ -559,20 +571,22 @@ class GapDetector:
             return False  # this GPU was silent too: a hole in all the data, each sees its own
         host_gap_ns = -1 if host_since_ns is None else now_ns - host_since_ns
         for tr in self._tracks.values():
-            last = tr.last_t
-            if tr is feeding or last is None or tr.state == "NO_DATA":
+            # Silence is judged from the GPU's latest sample, read or not (a run of samples
+            # without a reading is `_no_reading`'s to judge), and said from its last reading.
+            seen = _last_sample_t(tr)
+            if tr is feeding or seen is None or tr.state == "NO_DATA":
                 continue
-            # Samples without a reading are no silence: `_no_reading` judges a run of them.
-            miss = tr.last_miss_t
-            seen = last if miss is None or miss < last else miss
             allowed_ns = self._nodata * tr.expected_ns
             if now_ns - (seen + tr.lag_ns) > allowed_ns and not host_gap_ns > allowed_ns:
                 self.counters["silent"] += 1
                 self._end_segment(tr, out)
-                self._set_state(
-                    tr, "NO_DATA", last, tr.last_wall, out,
-                    "no sample from this GPU since; the other inputs go on",
-                )
+                last = tr.last_t
+                if last is None:  # samples came, never a reading
+                    self._set_state(tr, "NO_DATA", tr.miss_from, tr.miss_from_wall, out,
+                                    NO_READING_THEN_SILENT)
+                else:
+                    self._set_state(tr, "NO_DATA", last, tr.last_wall, out,
+                                    SILENT if seen == last else NO_READING_THEN_SILENT)
         return True
 
     def _hole(
@@ -635,6 +649,7 @@ class GapDetector:
         span = tr.last_busy_t - tr.last_busy_from
         start = tr.last_busy_from + int(span * (f if f < 1.0 else 1.0))
         self._begin_stretch(tr, start, tr.last_busy_wall_offset, low)
+        tr.idle_edge_busy_ns = tr.last_busy_t - start
 
     def _resume_idle(self, tr: Track, start: int, offset: float, low: bool) -> None:
         """The first idle sample after a hole in a run that has worked: the stretch starts at
@@ -653,7 +668,7 @@ class GapDetector:
         tr.idle_start_s = start / _NS + offset
         tr.idle_low_confidence = low
         tr.rx_sum = tr.tx_sum = 0.0
-        tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_covered_ns = 0
+        tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_edge_busy_ns = 0
         tr.quiet_ns = tr.starved_ns = tr.fast_ns = 0
 
     def finish(self) -> list[Gap | StateChange]:
@@ -663,15 +678,9 @@ class GapDetector:
         self._prune_due = True
         out: list[Gap | StateChange] = self._pending
         self._pending = []
-        # The end of the data: the latest sample of any input (GPU samples only move the data
-        # time at silence checks, to keep their path short).
-        seen = [_last_sample_t(tr) for tr in self._tracks.values()]
-        ends = [t + tr.lag_ns for t, tr in zip(seen, self._tracks.values(), strict=True)
-                if t is not None]
-        if self._data_ns is not None:
-            ends.append(self._data_ns)
-        if ends:
-            self._judge_silence(max(ends), None, None, out)
+        end = self._end_of_data()
+        if end is not None:
+            self._judge_silence(end, None, None, out)
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
                 self._retract_open(tr, out)
@@ -687,6 +696,22 @@ class GapDetector:
             self.counters["retracted"] += len(tr.held)
             tr.held.clear()
         return out
+
+    def _end_of_data(self) -> int | None:
+        """The data time the GPUs' silence is judged at, at the end: the host's last sample
+        while the host's samples were the clock to the end, as they were mid-run (a GPU's
+        samples past it, within `_host_lost_ns`, judge no other GPU: a split report's worker,
+        which reads every host sample but only its own GPUs', judges alike); else the latest
+        sample of any input (GPU samples only move the data time at silence checks)."""
+        seen = [_last_sample_t(tr) for tr in self._tracks.values()]
+        ends = [t + tr.lag_ns for t, tr in zip(seen, self._tracks.values(), strict=True)
+                if t is not None]
+        host = self._host_last_ns
+        if host is not None and (not ends or max(ends) - host < self._host_lost_ns):
+            return host
+        if self._data_ns is not None:
+            ends.append(self._data_ns)
+        return max(ends) if ends else None
 
     def revisable_gap_ids(self) -> set[int]:
         """Ids of the closed gaps that may still be published again: late evidence can reach
@@ -739,8 +764,11 @@ class GapDetector:
         if end < tr.idle_last_t:
             end = tr.idle_last_t
         # The busy samples around the idle stretch were counted busy whole; the edges say
-        # which part of them was idle.
-        partial = end - tr.idle_start_ns - tr.idle_covered_ns
+        # which part of them was idle: the start edge's share of the last busy sample, and
+        # this sample's share before the end edge. Not the stretch less what its idle samples
+        # covered: time no sample covered (a passed-over miss, a stale GPM reading, a late
+        # tick) is neither idle nor busy, and taking it off the busy total made it negative.
+        partial = tr.idle_edge_busy_ns + max(0, end - (t - cover))
         if partial > 0:
             tr.busy_ns -= partial
         if end - tr.idle_start_ns < self._min_gap_ns:
@@ -770,8 +798,9 @@ class GapDetector:
             self.on_gap_id(gid)
 
     def _end_segment(self, tr: Track, out: list[Gap | StateChange], missed: bool = True) -> None:
-        """A hole in the data (or a GPU gone silent, a sample with no reading, a clock jump:
-        `missed` False where no reading was missed) ends the data segment: an open gap is held
+        """A hole in the data (or a GPU gone silent, samples without a reading for longer than
+        a hole, a clock jump: `missed` False where no reading was missed) ends the data
+        segment: an open gap is held
         until the GPU works again (`_hold`)."""
         if tr.phase == _IDLE and tr.gap_id is not None:
             self._hold(tr, out, missed)
@@ -808,8 +837,7 @@ class GapDetector:
         if len(held) >= HELD_MAX:
             held.pop(0)
             self.counters["retracted"] += 1
-        partial = last - tr.idle_start_ns - tr.idle_covered_ns
-        held.append(HeldGap(gap, acc, partial if partial > 0 else 0, missed=missed,
+        held.append(HeldGap(gap, acc, tr.idle_edge_busy_ns, missed=missed,
                             classes_ns=(tr.quiet_ns, tr.starved_ns, tr.fast_ns)))
         tr.gap_id = None
         tr.evidence = None
@@ -841,8 +869,8 @@ class GapDetector:
 
     def _window_add(self, tr: Track, pieces: list[IdlePiece]) -> None:
         """A closed idle stretch into the chaining window: one gap there, whatever holes cut it
-        into (so that one starved stall with a missed reading is not the two starved gaps
-        BREAKDOWN takes), of the kind its pieces' PCIe classes give together (as one
+        into (so that one starved stall cut by a hole is not the two starved gaps BREAKDOWN
+        takes), of the kind its pieces' PCIe classes give together (as one
         hole-free gap's do), ending with its last piece, its idle the pieces' (never the
         holes'), and a BREAKDOWN witness if it is starved and any piece's copies were pageable.
         Stretches end in time order, so the window stays in end order."""

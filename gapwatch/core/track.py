@@ -39,7 +39,7 @@ class Track:
         "phase", "busy_peak", "last_busy_t", "last_busy_from", "last_busy_level",
         "last_busy_wall_offset",
         "idle_start_ns", "idle_start_s", "idle_last_t", "idle_last_wall_offset",
-        "idle_low_confidence", "idle_covered_ns", "rx_sum", "rx_weight_ns", "tx_sum",
+        "idle_low_confidence", "idle_edge_busy_ns", "rx_sum", "rx_weight_ns", "tx_sum",
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
@@ -77,13 +77,16 @@ class Track:
         self.last_busy_level = 0.0
         self.last_busy_wall_offset = 0.0
         # The idle stretch (gap candidate): its start edge, its last idle sample, whether only
-        # utilization.gpu judged it, and the ns of it covered by idle samples.
+        # utilization.gpu judged it.
         self.idle_start_ns = 0
         self.idle_start_s = 0.0
         self.idle_last_t = 0
         self.idle_last_wall_offset = 0.0
         self.idle_low_confidence = False
-        self.idle_covered_ns = 0
+        #: The share of the last busy sample after the stretch's start edge (counted busy
+        #: whole, taken back from the busy total when the stretch is a gap); 0 for a stretch
+        #: begun after a hole (`GapDetector._resume_idle`).
+        self.idle_edge_busy_ns = 0
         # PCIe during the idle stretch: time-weighted rate sums, and ns of idle samples in each
         # PCIe class (below quiet_below: quiet; below starved_below: starved; above: fast).
         self.rx_sum = 0.0

@@ -190,6 +190,87 @@ def test_split_and_one_process_reports_agree_when_one_gpu_outlasts_the_host_at_t
     assert [t.final_state for t in one.totals] == [t.final_state for t in two.totals]
 
 
+def test_split_and_one_process_reports_agree_when_a_gpu_is_back_briefly_past_the_hosts_end(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    """The host and GPU 1 stop at 100 s; GPU 0 is silent from 98 s and back 101.5-101.7 s,
+    more than a second past the host's last sample: the GPUs' samples time the end, which a
+    split report's worker cannot (it reads only its own GPUs'), so it is read in one process
+    (GPU 1 ended NO_DATA in one process, BREAKDOWN split: GPU 0's one GPU-clock check judged
+    nobody, GPU 0 silent itself, and the split was kept)."""
+    def change(records: list[Record]) -> list[Record]:
+        out: list[Record] = []
+        for r in records:
+            assert isinstance(r, GpuSample | HostSample)
+            t_s = r.t_wall_s - SIM_EPOCH_WALL_S
+            if isinstance(r, HostSample) or r.gpu == 1:
+                if t_s <= 100.0:
+                    out.append(r)
+            elif t_s <= 98.0 or 101.5 <= t_s <= 101.7:
+                out.append(r)
+        return out
+
+    path = _write(tmp_path, "back.jsonl", sim, change)
+    one = build_report(path, Config(), workers=1)
+    two = build_report(path, Config(), workers=2)
+    assert msgspec.json.encode(to_json(one)) == msgspec.json.encode(to_json(two))
+    assert [t.final_state for t in one.totals] == [t.final_state for t in two.totals]
+
+
+def test_a_gpu_that_never_gave_a_reading_is_said_so_not_silent_since_1970(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    def change(records: list[Record]) -> list[Record]:
+        return [msgspec.structs.replace(r, sm_active_pct=None)
+                if isinstance(r, GpuSample) and r.gpu == 1 else r for r in records]
+
+    doc = to_json(build_report(_write(tmp_path, "unread.jsonl", sim, change), Config(),
+                               workers=1))
+    gpu1 = [line for line in doc["problems"] if line.startswith("GPU 1")]
+    assert gpu1 == [f"GPU 1: no SM activity reading at all ({1200} samples, each without one); "
+                    "NO_DATA throughout"]
+    assert [g["last_data_s"] for g in doc["gpus"] if g["index"] == 1] == [None]
+
+
+def test_the_end_of_the_data_counts_samples_without_a_reading(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    """GPU 1 stops at 87 s; GPU 0's last 10 s come without readings, the host's go on to
+    120 s: GPU 1 stopped 33 s before the end of the data (it said 23.0 s, the end taken at
+    GPU 0's last reading)."""
+    def change(records: list[Record]) -> list[Record]:
+        out: list[Record] = []
+        for r in records:
+            assert isinstance(r, GpuSample | HostSample)
+            t_s = r.t_wall_s - SIM_EPOCH_WALL_S
+            if isinstance(r, GpuSample) and r.gpu == 1 and t_s > 87.0:
+                continue
+            if isinstance(r, GpuSample) and r.gpu == 0 and t_s > 110.0:
+                r = msgspec.structs.replace(r, sm_active_pct=None)
+            out.append(r)
+        return out
+
+    doc = to_json(build_report(_write(tmp_path, "end.jsonl", sim, change), Config(),
+                               workers=1))
+    (line,) = [p for p in doc["problems"] if p.startswith("GPU 1: no data after")]
+    assert "33.0 s before the end of the data, while the other inputs went on" in line
+
+
+def test_at_the_end_a_gpu_silent_after_the_last_gpu_clock_check_is_no_data() -> None:
+    """Host samples to 10 s, then the GPUs' own are the clock (a check every 0.3 s from
+    11.0 s); GPU 1 stops at 19.5 s, GPU 0 at 19.9: GPU 1 silent 0.4 s at the end, after the
+    last check, so only finish() can say it (from the GPUs' latest samples, not the
+    host's last one: the host was lost)."""
+    det = GapDetector(DetectorConfig(), [], period_s=0.1)
+    records: list[GpuSample | HostSample] = [
+        *[_sample(0, i / 10) for i in range(1, 200)],
+        *[_sample(1, i / 10) for i in range(1, 196)], *[_host(i / 10) for i in range(101)]]
+    for r in sorted(records, key=lambda r: (r.t_mono_ns, isinstance(r, GpuSample))):
+        det.feed(r)
+    det.finish()
+    assert {t.gpu: t.final_state for t in det.totals()}[1] == "NO_DATA"
+
+
 def _sample(gpu: int, t_s: float, sm: float = 90.0) -> GpuSample:
     return GpuSample(gpu=gpu, t_mono_ns=int(t_s * 1e9), t_wall_s=1e9 + t_s, interval_ns=100_000_000,
                      sm_active_pct=sm, gpu_util_pct=None, pcie_rx_bytes_per_s=1e6,

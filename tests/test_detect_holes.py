@@ -13,7 +13,7 @@ import json
 
 import pytest
 from msgspec.structs import replace
-from test_detect_unit import LINK, T0_WALL, final_gaps, run, stream
+from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
 
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import HELD_MAX, GapDetector
@@ -304,3 +304,19 @@ def test_a_held_pieces_pageable_copies_witness_the_stall_still_going_on() -> Non
             det.feed(_copy(2.0, 2.6, "pageable"))
         t = round(t + 0.1, 6)
     assert [s for _, s in states].count("BREAKDOWN") == 1 and (2.8, "BREAKDOWN") in states, states
+
+
+def test_a_gap_held_over_a_hole_takes_back_its_start_edges_idle_share_from_busy() -> None:
+    """Busy at 95 % to 3.0 s, a 24 % sample (3.0-3.1 s), idle with no sample 3.75-4.05 s, a
+    40 % sample at 4.7 s, busy: two gaps; the held one's start edge leaves 24/95 of its sample
+    busy, taken back when it is published (after the hole the busy peak is not known, so the
+    40 % sample closes the second piece at its start and counts busy whole)."""
+    samples = [*stream([(2, 95, 2e6)]), sample(3.1, 24, rx=2e6),
+               *stream([(1.5, 0, 2.5e9)], start_s=3.1), sample(4.7, 40, rx=2e6),
+               *stream([(2, 95, 2e6)], start_s=4.7)]
+    samples = [x for x in samples if not 3.75 <= x.t_mono_ns / 1e9 <= 4.05]
+    det = detector(live=False)
+    events = run(det, samples)
+    assert det.counters["holes"] == 1 and len(final_gaps(events)) == 2
+    (totals,) = det.totals()
+    assert totals.busy_s == pytest.approx(4.0 + 0.1 * 24 / 95 + 0.1)

@@ -10,6 +10,8 @@ cut an idle stretch into two gaps."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import pytest
 from msgspec.structs import replace
 from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
@@ -234,6 +236,63 @@ def test_the_data_ends_at_a_gpus_latest_sample_read_or_not() -> None:
     gpu0 = missed(stream([(1.2, 95, 2e6)]), 2.1, 2.2)
     said = _fed(det, [*gpu0, *[replace(x, gpu=1) for x in stream([(0.8, 95, 2e6)])]], gpu=1)
     assert [s.state for s in said][-1] == "NO_DATA"
+
+def ticks(segments: Sequence[tuple[float, float, float, float]],
+          missed_at: Callable[[int, float], bool] = lambda i, period_s: False,
+          skip: Callable[[float], bool] = lambda t_s: False) -> list[GpuSample]:
+    """Samples from (duration s, period s, SM %, RX) segments, each covering its own period;
+    the i-th (from 1) without a reading where `missed_at(i, period)`, none taken where
+    `skip(t)`."""
+    out, t, i = [], 1.0, 0
+    for duration_s, period_s, sm, rx in segments:
+        for _ in range(int(round(duration_s / period_s))):
+            t, i = round(t + period_s, 6), i + 1
+            if skip(t):
+                continue
+            s = sample(t, sm, rx=rx, interval_s=period_s)
+            out.append(replace(s, sm_active_pct=None, sm_source=None) if missed_at(i, period_s)
+                       else s)
+    return out
+
+
+def test_a_gpu_missing_every_other_tick_still_follows_its_sampler_to_twice_the_period() -> None:
+    """GPM failing every other tick throughout; the sampler slows from 100 to 200 ms. The
+    spacing is learnt between samples, read or not: both stalls are gaps (learnt between
+    readings only, nothing was ever learnt, each reading 400 ms apart was a hole, and the
+    second stall no gap)."""
+    segments = [(4, 0.1, 95, 2e6), (2, 0.1, 0, 2.5e9), (2, 0.1, 95, 2e6),
+                (4, 0.2, 95, 2e6), (2, 0.2, 0, 2.5e9), (2, 0.2, 95, 2e6)]
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], period_s=0.1)
+    gaps = final_gaps(run(det, ticks(segments, lambda i, _: i % 2 == 0)))
+    assert len(gaps) == 2
+
+
+def test_a_spacing_learnt_long_is_unlearnt_under_misses_and_a_hole_stays_a_hole() -> None:
+    """The sampler ran at 400 ms, then at 100 ms with every other tick missed; no sample at all
+    13.0-14.0 s inside an idle stretch: two gaps (the 400 ms learnt stayed, 1.2 s allowed,
+    and one gap ran over the hole)."""
+    segments = [(8, 0.4, 95, 2e6), (3, 0.1, 95, 2e6), (3, 0.1, 0, 2.5e9), (2, 0.1, 95, 2e6)]
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)], period_s=0.1)
+    samples = ticks(segments, lambda i, period_s: period_s == 0.1 and i % 2 == 0,
+                    skip=lambda t_s: 13.0 < t_s < 14.05)
+    gaps = final_gaps(run(det, samples))
+    assert len(gaps) == 2 and not any(
+        g.start_s < T0_WALL + 13.0 and (g.end_s or 0.0) > T0_WALL + 14.05 for g in gaps)
+
+
+def test_misses_after_a_hole_longer_than_the_window_carry_no_state_across_it() -> None:
+    """A BREAKDOWN, no sample for 40 s (the recorder stalled), five samples without a reading,
+    readings: NO_DATA from the last reading before the hole, as without the misses (it was
+    said at the first miss after the hole: the BREAKDOWN ran across 40 s of nothing)."""
+    before = three_starved_stalls()
+    end_s = before[-1].t_mono_ns / 1e9
+    after = stream([(2, 95, 2e6)], start_s=end_s + 40.0)
+    after = [replace(x, sm_active_pct=None, sm_source=None) if i < 5 else x
+             for i, x in enumerate(after)]
+    (no_data,) = [s for s in states(run(detector(), before + after)) if s.state == "NO_DATA"]
+    assert no_data.t_mono_ns / 1e9 == pytest.approx(end_s) and no_data.reason.startswith(
+        "no data for 40.")
+
 
 def _host(t_mono_ns: int) -> HostSample:
     return HostSample(t_mono_ns=t_mono_ns, t_wall_s=T0_WALL + t_mono_ns / 1e9, interval_ns=None,

@@ -136,7 +136,7 @@ def test_hole_in_the_data_is_not_bridged() -> None:
 def test_missing_sm_reading_is_no_data_and_ends_the_idle_stretch() -> None:
     """Readings missing for longer than a hole (0.4 s: over 3 spacings) are no data: the idle
     stretch is cut there, the idle read on each side a gap; one missing reading alone is
-    passed over (test_detect_holes.py)."""
+    passed over (test_detect_missed_readings.py)."""
     samples = stream([(2, 95, 2e6), (0.5, 0, 2.5e9)])
     samples += [sample(3.6 + 0.1 * i, None) for i in range(4)]
     samples += stream([(0.5, 0, 2.5e9), (2, 95, 2e6)], start_s=3.9)
@@ -412,3 +412,16 @@ def test_a_busy_gpu_does_not_push_another_gpus_closed_gaps_out_of_late_evidence(
     assert not buf.add_log(_late_line(11.001, gpu=1))  # GPU 1's: listening no more
     buf.prune({0: 21.5, 1: 100.0})
     assert not buf.add_log(_late_line(10.6, gpu=None))
+
+
+def test_a_gap_with_partial_edges_takes_back_exactly_their_idle_shares_from_busy() -> None:
+    """Busy at 95 % to 3.0 s, a 24 % sample (3.0-3.1 s), idle to 4.6 s, a 40 % sample, busy:
+    4.2 s of busy samples, of which the start edge leaves 24/95 of its sample busy and the
+    end edge 40/95 of its own."""
+    samples = [*stream([(2, 95, 2e6)]), sample(3.1, 24, rx=2e6),
+               *stream([(1.5, 0, 2.5e9)], start_s=3.1), sample(4.7, 40, rx=2e6),
+               *stream([(2, 95, 2e6)], start_s=4.7)]
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=LINK)])
+    run(det, samples)
+    (totals,) = det.totals()
+    assert totals.busy_s == pytest.approx(4.0 + 0.1 * (24 + 40) / 95)

@@ -387,10 +387,11 @@ class GapDetector:
                       miss: int | None, offset: float, out: list[Gap | StateChange]) -> int:
         """The start of the interval the sample covers: `[t - interval, t]`, from the last
         reading on. A spacing far above the expected one, or a clock jump, is a hole
-        (`_hole`); the recent spacings teach the expected one, but not one across samples
-        without a reading (`miss`, the latest: after `last`, it was passed over): GPM
-        failing every other tick taught twice the period, and a hole of three periods was
-        then bridged."""
+        (`_hole`); the recent spacings between samples teach the expected one, from the
+        latest sample without a reading where one came since `last` (`miss`): the spacing
+        across it taught twice the period where GPM failed every other tick, and a hole of
+        three periods was then bridged; spacings between readings alone learnt nothing there,
+        and a real change of period made every reading a hole."""
         prev_offset = tr.wall_offset_s
         tr.wall_offset_s = offset
         jump = 0.0
@@ -399,16 +400,16 @@ class GapDetector:
         if last is None:
             return self._hole(tr, s, t, None, -1, jump, out)
         spacing = t - last  # > 0: out-of-order samples were dropped before
-        if miss is None or miss < last:
-            n_seen = tr.n_seen
-            if n_seen < SPACINGS_KEPT:
-                tr.spacings.append(spacing)
-            else:  # the ring is full: this one takes the oldest one's place
-                tr.spacings[n_seen % SPACINGS_KEPT] = spacing
-            n_seen = tr.n_seen = n_seen + 1
-            if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
-                # A robust median of recent spacings, so that one late tick does not teach it.
-                tr.expected_ns = self._expected(median_int(tr.spacings))
+        step = spacing if miss is None or miss < last else t - miss
+        n_seen = tr.n_seen
+        if n_seen < SPACINGS_KEPT:
+            tr.spacings.append(step)
+        else:  # the ring is full: this one takes the oldest one's place
+            tr.spacings[n_seen % SPACINGS_KEPT] = step
+        n_seen = tr.n_seen = n_seen + 1
+        if n_seen >= 5 and (n_seen <= 8 or n_seen % 16 == 0):
+            # A robust median of recent spacings, so that one late tick does not teach it.
+            tr.expected_ns = self._expected(median_int(tr.spacings))
         if jump or spacing > self._nodata * tr.expected_ns:
             return self._hole(tr, s, t, last, spacing, jump, out)
         d = s.interval_ns
@@ -519,10 +520,16 @@ class GapDetector:
         last, miss = tr.last_t, tr.last_miss_t
         new_run = miss is None or (last is not None and miss < last)
         prev = last if new_run else miss  # this GPU's previous sample, read or not
-        tr.last_miss_t = t
+        tr.last_miss_t, tr.last_miss_wall = t, wall
         allowed = self._nodata * tr.expected_ns
         if prev is None or t - prev > allowed:
             tr.miss_from, tr.miss_from_wall = t, wall
+            if last is not None and t - last > self._window_ns and tr.state != "NO_DATA":
+                # The data before and after have nothing to do with each other, as `_hole`
+                # says of a reading after such a hole: the state does not carry across it.
+                self._end_segment(tr, out)
+                self._set_state(tr, "NO_DATA", last, tr.last_wall, out,
+                                f"no data for {(t - last) / _NS:.1f} s")
             return
         if new_run:  # the reading just before starts the run
             tr.miss_from, tr.miss_from_wall = prev, tr.last_wall
@@ -550,8 +557,9 @@ class GapDetector:
     def _judge_silence(self, now_ns: int, feeding: Track | None, host_since_ns: int | None,
                        out: list[Gap | StateChange]) -> bool:
         """Data time moved on to `now_ns` (a sample of the host, or of a GPU while there are
-        none of the host): every GPU with no sample for more than `nodata_after_periods` of its
-        spacing is NO_DATA from its last sample on, said with a reason (its open gap, idle
+        none of the host): every GPU with no sample (read or not) for more than
+        `nodata_after_periods` of its spacing is NO_DATA from its last reading on (its first
+        sample where it gave none), said with a reason (its open gap, idle
         before the silence, is held: `_hold`).
 
         Only an input that was not silent itself shows that the others went on without a GPU:
@@ -709,6 +717,10 @@ class GapDetector:
         host = self._host_last_ns
         if host is not None and (not ends or max(ends) - host < self._host_lost_ns):
             return host
+        if host is not None and self.on_gpu_clock is not None:
+            # The GPUs' samples time the end (the host's stopped well before): a split
+            # report's worker sees only its own GPUs' (mid-run this is `_gpu_clock`'s call).
+            self.on_gpu_clock()
         if self._data_ns is not None:
             ends.append(self._data_ns)
         return max(ends) if ends else None
@@ -734,6 +746,7 @@ class GapDetector:
                 first_busy_s=tr.first_busy_s, last_busy_s=tr.last_busy_s,
                 last_wall_s=tr.last_wall, confidence="high" if tr.has_sm else "low",
                 final_state=tr.state, last_t_ns=tr.last_t, samples=tr.samples,
+                last_sample_wall_s=_last_sample_wall(tr),
             ))  # fmt: skip
         return out
 
@@ -1261,6 +1274,14 @@ def _last_sample_t(tr: Track) -> int | None:
     if miss is None:
         return last
     return miss if last is None or miss > last else last
+
+
+def _last_sample_wall(tr: Track) -> float | None:
+    """Wall time of the track's latest sample, with a reading or not (None: no sample)."""
+    miss, last = tr.last_miss_t, tr.last_t
+    if miss is not None and (last is None or miss > last):
+        return tr.last_miss_wall
+    return None if last is None else tr.last_wall
 
 
 def _retract(gap: Gap) -> Gap:

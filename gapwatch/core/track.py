@@ -48,7 +48,7 @@ class Track:
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
-        "last_miss_t", "miss_from", "miss_from_wall",
+        "last_miss_t", "last_miss_wall", "miss_from", "miss_from_wall",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -143,6 +143,7 @@ class Track:
         #: just before it, or its first sample where a hole or the track's start came before
         #: (data time; wall time beside it, for the NO_DATA said from there).
         self.last_miss_t: int | None = None
+        self.last_miss_wall = 0.0
         self.miss_from = 0
         self.miss_from_wall = 0.0
         #: Gaps cut by a hole in the data, oldest first, waiting for this GPU's next busy
@@ -215,15 +216,19 @@ class GpuTotals:
     active_s: float
     first_busy_s: float | None
     last_busy_s: float | None
+    #: Wall time of the last reading (0.0 where none came: `last_t_ns` is then None).
     last_wall_s: float
     #: "low" when idleness was judged from utilization.gpu (no SM activity reading).
     confidence: str
     final_state: str | None
-    #: Data time (ns, as the detector placed it) of the last sample: durations from the states'
-    #: `t_mono_ns` to here are immune to wall-clock jumps.
+    #: Data time (ns, as the detector placed it) of the last reading: durations from the
+    #: states' `t_mono_ns` to here are immune to wall-clock jumps. None: no reading came.
     last_t_ns: int | None = None
     #: Samples taken in time order (out-of-order ones are in the detector's counters).
     samples: int = 0
+    #: Wall time of the latest sample, with a reading or without (None: no sample): where
+    #: the GPU's data ended, which samples without a reading may outlast.
+    last_sample_wall_s: float | None = None
 
 
 def median_int(values: list[int]) -> int:

@@ -861,8 +861,8 @@ _NO_SETTING: dict[str, str] = {
     # Not "follow its log": with the log and /status read, a gap can still be of no known
     # cause, and the inputs not read are said apart ("What gapwatch lacks").
     "host_stall": (
-        "nothing gapwatch read names what the GPU waited on; cuzk's log (--log) and /status "
-        "(--cuzk-status) name most waits and the setting for each"),
+        "cuzk's log (--log) and /status (--cuzk-status) name most waits where they are "
+        "read; none named these"),
     # The restart's words (gapwatch.cuzk.restarts), not the SRS load's "nothing to change
     # unless it repeats": after each restart it does repeat, and so does the rest.
     "restart": (

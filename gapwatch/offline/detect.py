@@ -360,7 +360,8 @@ def detect_records(
             take(out)
     take(det.feed_copies(held_copies))
     # The `--log` lines left after the last sample, as far as they are inside the span.
-    end_s = max((t.last_wall_s for t in det.totals() if t.samples), default=None)
+    end_s = max((t.last_sample_wall_s for t in det.totals()
+                 if t.last_sample_wall_s is not None), default=None)
     if end_of_data is not None:
         end_s = end_of_data(end_s)
     # A line the recording held too is inside it, wherever it falls.

@@ -532,13 +532,30 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
     if jumps:
         out.append(f"the wall clock jumped against data time {jumps} time(s) (an NTP step, "
                    "files joined): gaps and breakdown periods are cut at each jump")
-    end_s = max((t.last_wall_s for t in totals), default=0.0)
+    return out + _no_data_lines(totals)
+
+
+def _no_data_lines(totals: list[GpuTotals]) -> list[str]:
+    """A line per GPU whose data ended before the end of the data (NO_DATA at the end): when
+    its last reading was, and whether its samples went on without a reading or stopped while
+    the other inputs went on; a GPU that never gave a reading is said so."""
+    ends = {t.gpu: t.last_wall_s if t.last_sample_wall_s is None else t.last_sample_wall_s
+            for t in totals}
+    end_s = max(ends.values(), default=0.0)
+    out = []
     for t in totals:
+        if t.final_state != "NO_DATA":
+            continue
+        if t.last_t_ns is None:
+            out.append(f"GPU {t.gpu}: no SM activity reading at all ({t.samples} samples, "
+                       "each without one); NO_DATA throughout")
+            continue
         early = end_s - t.last_wall_s
-        if t.final_state == "NO_DATA" and early > 0:
+        if early > 0:
+            went_on = ("its samples going on without a reading" if ends[t.gpu] > t.last_wall_s
+                       else "while the other inputs went on")
             out.append(f"GPU {t.gpu}: no data after {fmt.clock(t.last_wall_s, millis=True)}, "
-                       f"{early:.1f} s before the end of the data, while the other inputs went "
-                       "on; NO_DATA from then")
+                       f"{early:.1f} s before the end of the data, {went_on}; NO_DATA from then")
     return out
 
 
@@ -648,7 +665,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
             "data_s": t.data_s,
             "confidence": t.confidence,
             "final_state": t.final_state,
-            "last_data_s": t.last_wall_s,
+            "last_data_s": t.last_wall_s if t.last_t_ns is not None else None,
             "gaps_by_kind": {k: _kind_entry(r.gap_tally.get((t.gpu, k))) for k in GAP_KINDS},
             "gaps_by_prover_cause": gaps_by_prover_cause(r, t.gpu),
         })  # fmt: skip

@@ -174,20 +174,10 @@ def test_split_and_one_process_reports_agree_when_one_gpu_outlasts_the_host_at_t
     after which the GPUs' own samples become the clock): GPU 1 ended NO_DATA in one process
     (the end of the data was GPU 0's last sample) and BREAKDOWN in a split report, whose
     worker for GPU 1 never reads GPU 0's samples. As mid-run, the host is the clock."""
-    def change(records: list[Record]) -> list[Record]:
-        out: list[Record] = []
-        for r in records:
-            assert isinstance(r, GpuSample | HostSample)
-            after_s = r.t_wall_s - SIM_EPOCH_WALL_S
-            if after_s <= 100.0 or (after_s <= 100.6 and isinstance(r, GpuSample) and r.gpu == 0):
-                out.append(r)
-        return out
+    def kept(r: GpuSample | HostSample, t_s: float) -> bool:
+        return t_s <= 100.0 or (t_s <= 100.6 and isinstance(r, GpuSample) and r.gpu == 0)
 
-    path = _write(tmp_path, "outlasts.jsonl", sim, change)
-    one = build_report(path, Config(), workers=1)
-    two = build_report(path, Config(), workers=2)
-    assert msgspec.json.encode(to_json(one)) == msgspec.json.encode(to_json(two))
-    assert [t.final_state for t in one.totals] == [t.final_state for t in two.totals]
+    _assert_split_is_one_process(_write(tmp_path, "outlasts.jsonl", sim, _keeping(kept)))
 
 
 def test_split_and_one_process_reports_agree_when_a_gpu_is_back_briefly_past_the_hosts_end(
@@ -198,19 +188,28 @@ def test_split_and_one_process_reports_agree_when_a_gpu_is_back_briefly_past_the
     split report's worker cannot (it reads only its own GPUs'), so it is read in one process
     (GPU 1 ended NO_DATA in one process, BREAKDOWN split: GPU 0's one GPU-clock check judged
     nobody, GPU 0 silent itself, and the split was kept)."""
+    def kept(r: GpuSample | HostSample, t_s: float) -> bool:
+        if isinstance(r, HostSample) or r.gpu == 1:
+            return t_s <= 100.0
+        return t_s <= 98.0 or 101.5 <= t_s <= 101.7
+
+    _assert_split_is_one_process(_write(tmp_path, "back.jsonl", sim, _keeping(kept)))
+
+
+def _keeping(kept: Callable[[GpuSample | HostSample, float], bool],
+             ) -> Callable[[list[Record]], list[Record]]:
+    """The simulator's samples that `kept(sample, seconds into the run)` keeps."""
     def change(records: list[Record]) -> list[Record]:
         out: list[Record] = []
         for r in records:
             assert isinstance(r, GpuSample | HostSample)
-            t_s = r.t_wall_s - SIM_EPOCH_WALL_S
-            if isinstance(r, HostSample) or r.gpu == 1:
-                if t_s <= 100.0:
-                    out.append(r)
-            elif t_s <= 98.0 or 101.5 <= t_s <= 101.7:
+            if kept(r, r.t_wall_s - SIM_EPOCH_WALL_S):
                 out.append(r)
         return out
+    return change
 
-    path = _write(tmp_path, "back.jsonl", sim, change)
+
+def _assert_split_is_one_process(path: Path) -> None:
     one = build_report(path, Config(), workers=1)
     two = build_report(path, Config(), workers=2)
     assert msgspec.json.encode(to_json(one)) == msgspec.json.encode(to_json(two))

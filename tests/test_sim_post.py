@@ -5,11 +5,10 @@ them (the watcher's events offline, `record`'s stderr and recording, the report)
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from sim_recordings import record_sim
 
 from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
 from gapwatch.cli import main
@@ -30,8 +29,6 @@ from gapwatch.sources.sim_post import (
     KILL_AT_S,
     ON_TIME_AT_S,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -185,18 +182,12 @@ def test_the_killed_cuzks_status_port_refuses_connections_until_it_starts_again(
 
 def test_record_says_them_on_stderr_and_the_report_from_the_recording(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "post.jsonl"
-    cmd = [sys.executable, "-m", "gapwatch", "record", "--source", "sim:post", "--speed", "0",
-           "--duration", str(CYCLE_S + 10), "--out", str(out), "--quiet"]
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env, check=False)
-    assert done.returncode == 0, done.stderr
-    err = done.stderr
+    out, err = record_sim(tmp_path, "post", CYCLE_S + 10)
     assert "error: prover proof at" in err and "LATE" in err
     assert "error: prover error at" in err and "out of memory" in err
     assert "warning: prover restart at" in err and "warning: prover restart cost at" in err
     assert '"type":"prover_event"' in out.read_text()
-    # The report of that file, in this process (`record` above is the process of its own).
+    # The report of that file.
     assert main(["report", str(out)]) == 0
     assert "Prover events: 2 PoSt proof(s) (1 late, 0 at risk), 1 restart(s), 2 error(s)" \
         in capsys.readouterr().out

@@ -6,11 +6,17 @@ import gc
 import itertools
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
+
+if TYPE_CHECKING:
+    from gapwatch.core.models import GpuInfo
+    from gapwatch.sources.nvml import NvmlSource
 
 # Cache compiled bytecode even where PYTHONDONTWRITEBYTECODE is set (as on the project's CI
 # machines): otherwise each of the suite's worker processes rewrites every test module's asserts,
@@ -53,6 +59,56 @@ def _collector_left_as_found() -> Iterator[None]:
     if gc.isenabled() != was_on:
         (gc.enable if was_on else gc.disable)()
         pytest.fail(f"the cyclic garbage collector was left {'off' if was_on else 'on'}")
+
+
+
+#: How long `no_stray_threads` waits for threads an earlier test left that are still ending (a
+#: hostile server's last drip, a source's XID wait): seconds.
+STRAY_THREADS_WAIT_S = 10.0
+
+
+@pytest.fixture
+def no_stray_threads() -> None:
+    """The test starts with this process's main thread alone, as `gapwatch report` runs: the
+    parallel report and the split log parse fork their workers only then
+    (`report_parallel.can_share_logs`). With a thread an earlier test in the worker had left
+    running (a fake server's, a source's), they spawned them (a fresh interpreter and its
+    imports each, ~0.3 CPU-s) or read the `--log` files in one process, and a test comparing
+    the split report with the one-process one compared that one with itself. Threads still
+    ending are waited for; one that does not end fails the test, named."""
+    left = stray_threads(STRAY_THREADS_WAIT_S)
+    if left:
+        pytest.fail(f"threads an earlier test left running: {left}")
+
+
+def stray_threads(wait_s: float) -> list[str]:
+    """The names of the threads besides the main one still running after waiting up to
+    `wait_s` seconds in all for them to end."""
+    deadline = time.monotonic() + wait_s
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread():
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+
+
+@pytest.fixture
+def nvml_sources_closed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every `NvmlSource` the test opened is closed when it ends. One left open kept its XID
+    thread waiting on the (fake) driver, 50 ms at a time, for the rest of the worker's run:
+    a worker ended the suite with 37 of them (and see `no_stray_threads`)."""
+    from gapwatch.sources.nvml import NvmlSource
+
+    opened: list[NvmlSource] = []
+    real_open = NvmlSource.open
+
+    def open_tracked(self: NvmlSource) -> list[GpuInfo]:
+        opened.append(self)
+        return real_open(self)
+
+    monkeypatch.setattr(NvmlSource, "open", open_tracked)
+    yield
+    for source in opened:
+        source.close()  # a second close is a no-op: tests that close their source keep doing so
 
 
 DATA = Path(__file__).parent / "data"

@@ -13,7 +13,7 @@ import threading
 import time
 import tracemalloc
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import pytest
 from fleet_fakes import Reply, box, fake_prometheus, promql, vector
@@ -68,12 +68,19 @@ def hostile(behave: Behave) -> Iterator[str]:
                 return
             threading.Thread(target=one, args=(conn,), daemon=True).start()
 
-    threading.Thread(target=serve, daemon=True).start()
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
     try:
         yield f"http://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         stop.set()
+        # Closing alone does not wake an `accept` blocked in another thread (Linux): the server
+        # thread waited there for the rest of the worker's run (tests/conftest.py,
+        # `no_stray_threads`). A shut-down listening socket does.
+        with suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
         listener.close()
+        server.join(5)
 
 
 def _head(extra: bytes = b"", status: bytes = b"200 OK") -> bytes:

@@ -21,6 +21,10 @@ from gapwatch.offline import log_split
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.offline.report import build_report, spool_logs, to_json
 
+#: The split reports and parses below fork their workers as `gapwatch report` does, which they
+#: do only with this process's main thread alone (tests/conftest.py, `no_stray_threads`).
+pytestmark = pytest.mark.usefixtures("no_stray_threads")
+
 
 @pytest.fixture(scope="module")
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:

@@ -44,6 +44,9 @@ IDLE = (0, 0.0, 1.5 * MIB, 1.5 * MIB)
 #: 3.2 GB/s host-to-device with the SMs idle: a pageable copy.
 MOVING = (0, 0.0, 3.2e9, 0.1e9)
 
+#: Each source a test opens is closed at its end (its XID thread stops): tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("nvml_sources_closed")
+
 
 def make(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, *devices: FakeDevice,
          statuses: dict[int, str] | None = None, **config: Any) -> tuple[FakeNvml, NvmlSource]:

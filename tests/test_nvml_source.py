@@ -20,6 +20,9 @@ from gapwatch.sources.nvml import NvmlSource
 MS = 1_000_000
 DATA = Path(__file__).parent / "data"
 
+#: Each source a test opens is closed at its end (its XID thread stops): tests/conftest.py.
+pytestmark = pytest.mark.usefixtures("nvml_sources_closed")
+
 
 def make(monkeypatch: pytest.MonkeyPatch, *devices: FakeDevice,
          **config: Any) -> tuple[FakeNvml, NvmlSource]:

@@ -41,6 +41,10 @@ from gapwatch.sources.recording import Reading, json_bytes, read_recording
 from gapwatch.sources.time_window import TimeWindow
 from gapwatch.sources.trace_csv import read_trace_csv
 
+#: The split reports and parses below fork their workers as `gapwatch report` does, which they
+#: do only with this process's main thread alone (tests/conftest.py, `no_stray_threads`).
+pytestmark = pytest.mark.usefixtures("no_stray_threads")
+
 DATA = Path(__file__).parent / "data"
 
 

@@ -27,6 +27,10 @@ from gapwatch.sources import gzip_lines, recording, recording_set, time_window
 from gapwatch.sources.files import header_of
 from gapwatch.sources.time_window import TimeWindow, WindowError, moment, resolve, seek_plain
 
+#: The split reports and parses below fork their workers as `gapwatch report` does, which they
+#: do only with this process's main thread alone (tests/conftest.py, `no_stray_threads`).
+pytestmark = pytest.mark.usefixtures("no_stray_threads")
+
 START = 1_796_000_000.0  # 2026-11-30 00:53:20 UTC
 
 

@@ -246,6 +246,22 @@ def terminal_restored(output: bytes) -> bool:
     return enter >= 0 and leave > enter and mouse_off > mouse_on
 
 
+def records_written(path: Path, at_least: int) -> bool:
+    """The recording at `path` holds `at_least` records besides its header, as far as it is
+    written yet (a gzip member still open reads cut short: what is there counts). Its size
+    does not say: a gzipped header alone is ~1,000 bytes, and a test that waited for 1,000
+    bytes then stopped the dashboard before its first sample, and found no record (flaky
+    under load)."""
+    from gapwatch.sources.files import read_any
+
+    if not path.exists():
+        return False
+    try:
+        return sum(1 for _ in read_any(path).records) >= at_least
+    except (OSError, EOFError, ValueError):
+        return False
+
+
 def records_of(path: Path) -> list[Record]:
     """Every record of a recording, failing the test if the reader finds it cut short (what
     `gapwatch report` would print as "file ends early") or with a half-written line."""

@@ -18,6 +18,7 @@ from faults import (
     gapwatch_argv,
     quick_config,
     records_of,
+    records_written,
     signal_storm,
     terminal_restored,
     wait_for,
@@ -61,7 +62,7 @@ def test_dashboard_restores_the_terminal_and_closes_its_recording_on_each_stop_s
                  str(out))
     try:
         wait_for("the dashboard to draw", app.drawn)
-        wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
+        wait_for("records on disk", lambda: records_written(out, 11))
         app.signal(sig)
         rc = app.wait()
     finally:
@@ -80,7 +81,7 @@ def test_q_and_ctrl_c_both_quit_the_dashboard(tmp_path: Path, key: bytes) -> Non
     try:
         # Keys reach the app once the terminal is in raw mode: after the first full draw.
         wait_for("the dashboard to draw", app.drawn)
-        wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
+        wait_for("records on disk", lambda: records_written(out, 11))
         app.send(key)
         rc = app.wait()
     finally:
@@ -97,7 +98,7 @@ def test_a_closed_terminal_then_sighup_still_closes_the_recording(tmp_path: Path
     app = PtyApp("demo", "--config", str(quick_config(tmp_path)), "--speed", "4", "--record",
                  str(out))
     try:
-        wait_for("records on disk", lambda: out.exists() and out.stat().st_size > 1000)
+        wait_for("records on disk", lambda: records_written(out, 11))
         app.hang_up()
         rc = app.wait()
     finally:

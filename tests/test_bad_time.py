@@ -255,6 +255,45 @@ def test_the_end_of_the_data_counts_samples_without_a_reading(
     assert "33.0 s before the end of the data, while the other inputs went on" in line
 
 
+def test_a_gpu_that_missed_one_reading_and_then_stopped_is_said_to_have_stopped(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    """GPU 1 reads to 50 s, one sample at 50.1 s comes without a reading, then none: its
+    samples stopped (a GPU falling off the bus fails a GPM call first); the line said "its
+    samples going on without a reading", which only a GPU whose samples go on to the end is."""
+    def kept(r: GpuSample | HostSample, t_s: float) -> bool:
+        return isinstance(r, HostSample) or r.gpu == 0 or t_s <= 50.15
+
+    def change(records: list[Record]) -> list[Record]:
+        return [msgspec.structs.replace(r, sm_active_pct=None)
+                if isinstance(r, GpuSample) and r.gpu == 1
+                and r.t_wall_s - SIM_EPOCH_WALL_S > 50.05 else r
+                for r in _keeping(kept)(records)]
+
+    doc = to_json(build_report(_write(tmp_path, "stopped.jsonl", sim, change), Config(),
+                               workers=1))
+    (line,) = [p for p in doc["problems"] if p.startswith("GPU 1: no data after")]
+    assert "its samples without a reading to " in line, line
+    assert line.endswith(", then none while the other inputs went on; NO_DATA from then")
+
+
+def test_gpus_that_stopped_while_only_the_hosts_samples_went_on_are_said(
+    tmp_path: Path, sim: tuple[object, list[Record]],
+) -> None:
+    """Both GPUs stop at 60 s, the host's samples go on to 120 s: each ends NO_DATA, and the
+    report said nothing (the end of the data was taken from the GPUs' samples alone)."""
+    def kept(r: GpuSample | HostSample, t_s: float) -> bool:
+        return isinstance(r, HostSample) or t_s <= 60.0
+
+    path = _write(tmp_path, "host.jsonl", sim, _keeping(kept))
+    doc = to_json(build_report(path, Config(), workers=1))
+    said = [p for p in doc["problems"] if " no data after " in p]
+    assert [p[:6] for p in said] == ["GPU 0:", "GPU 1:"]
+    assert all("s before the end of the data, while the other inputs went on" in p
+               for p in said), said
+    _assert_split_is_one_process(path)
+
+
 def test_at_the_end_a_gpu_silent_after_the_last_gpu_clock_check_is_no_data() -> None:
     """Host samples to 10 s, then the GPUs' own are the clock (a check every 0.3 s from
     11.0 s); GPU 1 stops at 19.5 s, GPU 0 at 19.9: GPU 1 silent 0.4 s at the end, after the

@@ -173,6 +173,9 @@ class GapDetector:
         self._gpu_check_ns = 0
         #: The latest host sample's data time (ns), None before the first.
         self._host_last_ns: int | None = None
+        #: Wall time of the latest host sample (None: none): the end of the data a report
+        #: says a GPU stopped before, where the host's samples outlast every GPU's.
+        self.last_host_wall_s: float | None = None
         #: Called at each silence check the GPUs' samples run that could judge a GPU (not the
         #: first sample's, not one after a hole in all the data): the parallel report (whose
         #: workers see only their GPUs' samples) reads such an input in one process, and gives
@@ -255,6 +258,7 @@ class GapDetector:
         # (the recorder stalled, lines were cut) shows no GPU silent (`_judge_silence`).
         now = sample.t_mono_ns
         since, self._host_last_ns = self._host_last_ns, now
+        self.last_host_wall_s = sample.t_wall_s
         if self._data_ns is None or now > self._data_ns:
             self._data_ns = now
         # The host's samples are the clock while they come.

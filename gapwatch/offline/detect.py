@@ -122,6 +122,8 @@ class Detected:
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
     most_gaps_held: int = 0
+    #: Wall time of the latest host sample (`GapDetector.last_host_wall_s`; None: none).
+    last_host_wall_s: float | None = None
 
 
 class RunListener(Protocol):
@@ -383,6 +385,7 @@ def detect_records(
         log_already_recorded=once.count,
         **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,
+        last_host_wall_s=det.last_host_wall_s,
     )  # fmt: skip
 
 

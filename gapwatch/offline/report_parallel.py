@@ -39,7 +39,8 @@ one-process one, value for value:
   one process does however unevenly the GPUs' data broke apart. An input without host samples
   (or with none for a second while GPUs went on) times silence by the GPUs' own samples
   (`GapDetector.on_gpu_clock`): a worker gives up there, at once, and the report is read in
-  one process.
+  one process; so does one whose GPUs' samples time the end of the data, outlasting the
+  host's by more than a second (found only at its end: that costs the split's whole pass).
 
 Log events (recorded, and the `--log` files') and the prover's `/status` snapshots are fed to
 *every* worker, at the same places among its records as one process feeds them: the evidence
@@ -241,6 +242,8 @@ class _Part:
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
     #: What the worker's prover could not learn (`Prover.lacks`).
     prover_lacks: list[str] = field(default_factory=list)
+    #: The latest host sample's wall time (every worker reads them all; worker 0's is kept).
+    last_host_wall_s: float | None = None
     #: The worker's copies, summed, their spooled runs in its `_Job.copy_files` file (the
     #: other workers'; this process's are in `side`).
     copies: CopyPart | None = None
@@ -273,8 +276,9 @@ def _owners(gpus: list[int], n: int, lighter_first: bool = False) -> dict[int, i
 
 
 def _gpu_clock(rec: Recording) -> None:
-    """GPU samples time the GPUs' silence here (no host samples): one process judges by every
-    GPU's, a worker sees only its own. Given up at once, not after a whole pass."""
+    """GPU samples time the GPUs' silence here (no host samples, or the end of the data past
+    the host's): one process judges by every GPU's, a worker sees only its own. Given up at
+    once, not after a whole pass (but at the end of the data, where it is found there)."""
     raise _OneProcess(f"line {rec.line_no}: GPU silence timed by GPU samples (no host samples)")
 
 
@@ -380,6 +384,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         blind_spots=found.blind_spots,
         byes=found.byes,
         prover_lacks=found.prover_lacks,
+        last_host_wall_s=found.last_host_wall_s,
         health=found.health,
         hw_events=found.hw_events,
         hw_event_count=found.hw_event_count,
@@ -674,4 +679,5 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         chaining_worst={g: w for p in parts for g, w in p.chaining_worst.items()},
         # Every worker was fed every log event and snapshot: this process's prover knows all.
         prover_lacks=parts[0].prover_lacks if parts else [],
+        last_host_wall_s=parts[0].last_host_wall_s if parts else None,
     )  # fmt: skip

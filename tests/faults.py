@@ -253,12 +253,13 @@ def records_written(path: Path, at_least: int) -> bool:
     bytes then stopped the dashboard before its first sample, and found no record (flaky
     under load)."""
     from gapwatch.sources.files import read_any
+    from gapwatch.sources.recording import RecordingError
 
     if not path.exists():
         return False
     try:
         return sum(1 for _ in read_any(path).records) >= at_least
-    except (OSError, EOFError, ValueError):
+    except (OSError, EOFError, ValueError, RecordingError):  # empty, or its header half written
         return False
 
 

@@ -199,12 +199,20 @@ def test_split_and_one_process_reports_agree_when_a_gpu_is_back_briefly_past_the
 def _keeping(kept: Callable[[GpuSample | HostSample, float], bool],
              ) -> Callable[[list[Record]], list[Record]]:
     """The simulator's samples that `kept(sample, seconds into the run)` keeps."""
+    return _each(lambda r, t_s: r if kept(r, t_s) else None)
+
+
+def _each(rule: Callable[[GpuSample | HostSample, float], Record | None],
+          ) -> Callable[[list[Record]], list[Record]]:
+    """The simulator's samples as `rule(sample, seconds into the run)` gives them: itself,
+    another record in its place, or None to drop it."""
     def change(records: list[Record]) -> list[Record]:
         out: list[Record] = []
         for r in records:
             assert isinstance(r, GpuSample | HostSample)
-            if kept(r, r.t_wall_s - SIM_EPOCH_WALL_S):
-                out.append(r)
+            kept = rule(r, r.t_wall_s - SIM_EPOCH_WALL_S)
+            if kept is not None:
+                out.append(kept)
         return out
     return change
 
@@ -237,17 +245,14 @@ def test_the_end_of_the_data_counts_samples_without_a_reading(
     """GPU 1 stops at 87 s; GPU 0's last 10 s come without readings, the host's go on to
     120 s: GPU 1 stopped 33 s before the end of the data (it said 23.0 s, the end taken at
     GPU 0's last reading)."""
-    def change(records: list[Record]) -> list[Record]:
-        out: list[Record] = []
-        for r in records:
-            assert isinstance(r, GpuSample | HostSample)
-            t_s = r.t_wall_s - SIM_EPOCH_WALL_S
-            if isinstance(r, GpuSample) and r.gpu == 1 and t_s > 87.0:
-                continue
-            if isinstance(r, GpuSample) and r.gpu == 0 and t_s > 110.0:
-                r = msgspec.structs.replace(r, sm_active_pct=None)
-            out.append(r)
-        return out
+    def rule(r: GpuSample | HostSample, t_s: float) -> Record | None:
+        if isinstance(r, GpuSample) and r.gpu == 1 and t_s > 87.0:
+            return None
+        if isinstance(r, GpuSample) and r.gpu == 0 and t_s > 110.0:
+            return msgspec.structs.replace(r, sm_active_pct=None)
+        return r
+
+    change = _each(rule)
 
     doc = to_json(build_report(_write(tmp_path, "end.jsonl", sim, change), Config(),
                                workers=1))
@@ -275,6 +280,31 @@ def test_a_gpu_that_missed_one_reading_and_then_stopped_is_said_to_have_stopped(
     (line,) = [p for p in doc["problems"] if p.startswith("GPU 1: no data after")]
     assert "its samples without a reading to " in line, line
     assert line.endswith(", then none while the other inputs went on; NO_DATA from then")
+
+
+@pytest.mark.parametrize(("unread", "said"), [
+    ((50.0, 53.0), "its samples without a reading to "),  # NO_DATA as misses, then none
+    ((52.0, 120.0), "its samples going on without a reading;"),  # silent, then back unread
+], ids=["misses-then-none", "silent-then-unread-to-the-end"])
+def test_a_gpus_line_says_where_its_samples_went_whatever_it_was_no_data_on(
+    tmp_path: Path, sim: tuple[object, list[Record]], unread: tuple[float, float], said: str,
+) -> None:
+    """GPU 1 reads to 50 s, then its samples come without a reading over `unread`: 3 s then
+    none (the line said they went on: its NO_DATA was entered on misses going on), or from
+    52 s to the end after 2 s of silence (the line said they stopped: it was entered on the
+    silence). Where its latest sample lies says it, not the reason it went NO_DATA on."""
+    def rule(r: GpuSample | HostSample, t_s: float) -> Record | None:
+        if not (isinstance(r, GpuSample) and r.gpu == 1 and t_s > 50.05):
+            return r
+        if not unread[0] < t_s <= unread[1] + 0.05:
+            return None
+        return msgspec.structs.replace(r, sm_active_pct=None)
+
+    path = _write(tmp_path, "unread.jsonl", sim, _each(rule))
+    doc = to_json(build_report(path, Config(), workers=1))
+    (line,) = [p for p in doc["problems"] if p.startswith("GPU 1: no data after")]
+    assert said in line, line
+    _assert_split_is_one_process(path)
 
 
 def test_gpus_that_stopped_while_only_the_hosts_samples_went_on_are_said(

@@ -99,6 +99,7 @@ def test_a_recording_made_with_its_log_reported_with_that_log_again_counts_each_
     assert windowed["counters"]["log_already_recorded"] > 500
 
 
+@pytest.mark.usefixtures("no_stray_threads")  # else it may read in one process (conftest)
 def test_a_split_report_leaves_out_the_same_recorded_lines_as_one_process(
     recorded: tuple[Path, Path, Path]
 ) -> None:

@@ -219,8 +219,8 @@ def test_a_split_report_with_log_files_is_the_same_bytes(
 ) -> None:
     path, log = sim_with_log
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
-    # Forked workers share the spool; a test runner's idle threads (xdist's) would otherwise
-    # keep the report in one process (`can_share_logs`).
+    # Forked workers share the spool; a thread left running would otherwise keep the report
+    # in one process (`can_share_logs`; the module's tests start with none: conftest).
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
     # The one-process report, read once for both counts of workers (it was read again by
     # each parametrized case) under the CPU count the first case read it under.

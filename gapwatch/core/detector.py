@@ -751,6 +751,7 @@ class GapDetector:
                 last_wall_s=tr.last_wall, confidence="high" if tr.has_sm else "low",
                 final_state=tr.state, last_t_ns=tr.last_t, samples=tr.samples,
                 last_sample_wall_s=_last_sample_wall(tr),
+                silent_after_s=self._nodata * tr.expected_ns / _NS,
             ))  # fmt: skip
         return out
 

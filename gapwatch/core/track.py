@@ -229,6 +229,9 @@ class GpuTotals:
     #: Wall time of the latest sample, with a reading or without (None: no sample): where
     #: the GPU's data ended, which samples without a reading may outlast.
     last_sample_wall_s: float | None = None
+    #: How long this GPU may go without a sample before it is silent (`nodata_after_periods`
+    #: of the spacing it learnt), in seconds.
+    silent_after_s: float = 0.0
 
 
 def median_int(values: list[int]) -> int:

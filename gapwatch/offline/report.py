@@ -47,7 +47,6 @@ from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.detector import NO_READING_SINCE
 from gapwatch.core.health import HealthStats, event_words
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
@@ -444,7 +443,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=[*found.log_notes, *log_warnings(found.counters),
                   *data_warnings(found.detector_counters, totals,
-                                 [g.index for g in found.header.gpus], found.states,
+                                 [g.index for g in found.header.gpus],
                                  found.last_host_wall_s)],
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
@@ -516,7 +515,7 @@ def log_warnings(counters: dict[str, int]) -> list[str]:
 
 
 def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
-                  named: Iterable[int] = (), states: Iterable[StateChange] = (),
+                  named: Iterable[int] = (),
                   last_host_wall_s: float | None = None) -> list[str]:
     """The data's own problems that change what the report means, in plain words: samples out
     of time order (dropped: a report of a shuffled file would otherwise just say "0 gaps"),
@@ -535,22 +534,20 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
     if jumps:
         out.append(f"the wall clock jumped against data time {jumps} time(s) (an NTP step, "
                    "files joined): gaps and breakdown periods are cut at each jump")
-    return out + _no_data_lines(totals, states, last_host_wall_s)
+    return out + _no_data_lines(totals, last_host_wall_s)
 
 
-def _no_data_lines(totals: list[GpuTotals], states: Iterable[StateChange],
-                   last_host_wall_s: float | None) -> list[str]:
+def _no_data_lines(totals: list[GpuTotals], last_host_wall_s: float | None) -> list[str]:
     """A line per GPU whose data ended before the end of the data (the latest sample of any
-    GPU or of the host) with NO_DATA at the end: when its last reading was, and, by the
-    reason of its last state, whether its samples went on without a reading, came without
+    GPU or of the host) with NO_DATA at the end: when its last reading was, and, by where its
+    latest sample lies, whether its samples went on without a reading to the end, came without
     one for a while and then stopped, or stopped while the other inputs went on; a GPU that
-    never gave a reading is said so."""
+    never gave a reading is said so. Not by its last NO_DATA's reason: that is what it was
+    entered on, and the samples may stop, or come back unread, after it."""
     ends = {t.gpu: t.last_wall_s if t.last_sample_wall_s is None else t.last_sample_wall_s
             for t in totals}
     end_s = max([*ends.values(), *([] if last_host_wall_s is None else [last_host_wall_s])],
                 default=0.0)
-    # In time order: each GPU's last NO_DATA, the one it ended in where its final state is.
-    last_reason = {s.gpu: s.reason for s in states if s.state == "NO_DATA"}
     out = []
     for t in totals:
         if t.final_state != "NO_DATA":
@@ -561,9 +558,10 @@ def _no_data_lines(totals: list[GpuTotals], states: Iterable[StateChange],
             continue
         early = end_s - t.last_wall_s
         if early > 0:
-            if last_reason.get(t.gpu) == NO_READING_SINCE:
+            unread = ends[t.gpu] > t.last_wall_s
+            if unread and end_s - ends[t.gpu] <= t.silent_after_s:
                 went_on = "its samples going on without a reading"
-            elif ends[t.gpu] > t.last_wall_s:
+            elif unread:
                 went_on = (f"its samples without a reading to "
                            f"{fmt.clock(ends[t.gpu], millis=True)}, then none while the other "
                            "inputs went on")

@@ -10,8 +10,9 @@ from gapwatch.offline.gap_spool import EventSpool
 
 
 def two_processes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Two CPUs and no thread in the way (a test runner's process has some); the list gets a
-    1 for every child's half taken (`EventSpool.adopt`)."""
+    """Two CPUs and no thread in the way (the tests that call it start with none left running:
+    conftest `no_stray_threads`); the list gets a 1 for every child's half taken
+    (`EventSpool.adopt`)."""
     monkeypatch.setattr(log_split, "usable_cpus", lambda: 2)
     monkeypatch.setattr(log_split, "can_share_logs", lambda: True)
     adopted: list[int] = []

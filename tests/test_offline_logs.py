@@ -189,6 +189,7 @@ def test_a_gzipped_log_cut_short_gives_its_lines_to_the_cut_and_says_so(
     assert "binary" not in err and f"{cut}: its gzip data ends early" in err
 
 
+@pytest.mark.usefixtures("no_stray_threads")  # forking beside a thread may hang the child
 def test_a_gzipped_log_is_parsed_in_one_process_and_read_whole_for_a_window(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both cut a file by its bytes: a gzip file has no offset to start at. (Sizes and CPUs

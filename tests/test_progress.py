@@ -296,13 +296,14 @@ def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
                               gpus=3)
 
 
+@pytest.mark.usefixtures("no_stray_threads")  # forking beside a thread may hang the child
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_report_with_progress_says_each_step_and_reports_the_same_bytes(
     sim_with_log: tuple[Path, Path], workers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(progress_mod, "EVERY_RECORDS", 256)
     monkeypatch.setattr(report_parallel, "_STOP_CHECK_LINES", 256)
-    # Forked workers share the spool: a test runner's idle threads would keep it in one process.
+    # Forked workers share the spool (the test starts with no thread left running: conftest).
     monkeypatch.setattr(report_parallel, "can_share_logs", lambda: True)
     path, log = sim_with_log
     p, lines = _progress(1.0, after_s=0.0, every_s=0.0)

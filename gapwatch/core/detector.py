@@ -510,9 +510,9 @@ class GapDetector:
         its last reading, and the next reading covers its own interval (NVML's next GPM
         reading, after a failed call, measures the interval since the last good one:
         `NvmlSampler._read_gpm` keeps its start sample; a tick it does not cover is neither
-        idle nor busy). NVML's GPM calls
-        fail now and then, and each lone miss was a NO_DATA that ended a BREAKDOWN, entered
-        again at the next reading (a page each), and cut a gap in two.
+        idle nor busy). NVML's GPM calls fail now and then, and each lone miss was a NO_DATA
+        that ended a BREAKDOWN, entered again at the next reading (a page each), and cut a
+        gap in two.
 
         Misses for longer than a hole (`nodata_after_periods` of the expected spacing, from
         the last reading while the samples kept coming) are no data from that reading on: the
@@ -563,8 +563,8 @@ class GapDetector:
         """Data time moved on to `now_ns` (a sample of the host, or of a GPU while there are
         none of the host): every GPU with no sample (read or not) for more than
         `nodata_after_periods` of its spacing is NO_DATA from its last reading on (its first
-        sample where it gave none), said with a reason (its open gap, idle
-        before the silence, is held: `_hold`).
+        sample where it gave none), said with a reason (its open gap, idle before the silence,
+        is held: `_hold`).
 
         Only an input that was not silent itself shows that the others went on without a GPU:
         after a hole in all the data (the recorder stalled, lines were cut) each GPU sees its
@@ -818,8 +818,7 @@ class GapDetector:
     def _end_segment(self, tr: Track, out: list[Gap | StateChange], missed: bool = True) -> None:
         """A hole in the data (or a GPU gone silent, samples without a reading for longer than
         a hole, a clock jump: `missed` False where no reading was missed) ends the data
-        segment: an open gap is held
-        until the GPU works again (`_hold`)."""
+        segment: an open gap is held until the GPU works again (`_hold`)."""
         if tr.phase == _IDLE and tr.gap_id is not None:
             self._hold(tr, out, missed)
         tr.phase = _PRE

@@ -60,3 +60,31 @@ def test_a_log_of_the_same_run_is_used_and_nothing_is_said_of_its_span(tmp_path:
     assert [w.split(" events of ")[1].split(" were already")[0] for w in r.warnings
             if " events of " in w] == logs
     assert r.advice.advice and r.advice.advice[0].setting == "[memory] safety_margin"
+
+
+def test_the_log_of_a_recording_whose_gpu_never_gave_a_reading_is_its_log(
+    tmp_path: Path) -> None:
+    """The H200 pageable run with every SM reading missing (GPM failing throughout), and its log
+    with one line 5 s after the last sample: the log is this recording's. The end of the data
+    was taken from the GPUs' last readings, 0.0 for a GPU that gave none, so the line was
+    "after the recording" and the whole log said to be another's, none of its events used."""
+    from msgspec.structs import replace
+
+    from gapwatch.core.models import GpuSample
+    from gapwatch.sinks.recorder import write_recording
+    from gapwatch.sources.files import read_any
+
+    rec = read_any(E2E / "pageable" / "rec.jsonl.gz")
+    records = [replace(r, sm_active_pct=None, sm_source=None) if isinstance(r, GpuSample)
+               else r for r in rec.records]
+    unread = tmp_path / "unread.jsonl"
+    write_recording(unread, rec.header, records)
+    after_s = max(r.t_wall_s for r in records if isinstance(r, GpuSample)) + 5.0
+    stamp = datetime.fromtimestamp(after_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    log = tmp_path / "stdout.log"
+    log.write_text((E2E / "pageable" / "stdout.log").read_text()
+                   + f"{stamp}  INFO cuzk_core::engine: GPU_TIMING spawn_blocking prove_start "
+                     "worker_id=0 partition=Some(8) spawn_to_enter_ms=0 prove_start_ms=3000\n")
+    r = build_report(unread, Config(), [str(log)], workers=1)
+    assert not [w for w in r.warnings if "not this recording's log" in w or "span" in w]
+    assert any(w.startswith("GPU 0: no SM activity reading at all") for w in r.warnings)

@@ -279,7 +279,8 @@ def _gpu_clock(rec: Recording) -> None:
     """GPU samples time the GPUs' silence here (no host samples, or the end of the data past
     the host's): one process judges by every GPU's, a worker sees only its own. Given up at
     once, not after a whole pass (but at the end of the data, where it is found there)."""
-    raise _OneProcess(f"line {rec.line_no}: GPU silence timed by GPU samples (no host samples)")
+    raise _OneProcess(f"line {rec.line_no}: GPU silence timed by GPU samples (no host "
+                      "samples there)")
 
 
 def _only_mine(

@@ -26,7 +26,6 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -34,8 +33,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluation.checkout_env import env_with  # noqa: E402 - the checkout's root, on the path above
-from evaluation.nvml_recording import cuda_missing, start_record  # noqa: E402
+from evaluation.nvml_recording import report_json, watch_gpu  # noqa: E402 - the path above
 
 #: The child: pin SIZE GiB, make a CUDA context with a small device tensor (so NVML lists it),
 #: say "ready", wait for a line on stdin, then exit (the driver frees the pool at exit).
@@ -50,10 +48,6 @@ torch.cuda.synchronize()
 print(f"ready {time.monotonic() - t0:.2f}", flush=True)
 sys.stdin.readline()
 """
-
-
-def _gapwatch(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gapwatch", *args]
 
 
 def run_child(gib: float, hold_s: float) -> dict[str, Any]:
@@ -98,19 +92,12 @@ def main() -> int:
     ap.add_argument("--gpu", type=int, default=0)
     args = ap.parse_args()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    missing = cuda_missing()
-    if missing is not None:
-        print(f"blind_spot_h200: {missing}", file=sys.stderr)
+    watch = watch_gpu("blind_spot_h200", ROOT, out, args.gpu, "blind")
+    if watch is None:
         return 2
     import torch
 
-    work = Path(tempfile.mkdtemp(prefix="gapwatch-blind-"))
-    rec = work / "blind.jsonl.gz"
-    # The repository first, then whatever the caller set (carried wheels, say).
-    env = env_with(ROOT)
-    gw = start_record(ROOT, args.gpu, rec, work)
-    time.sleep(3.0)
+    rec, gw = watch.recording, watch.recorder
     children: list[dict[str, Any]] = []
     for gib in (float(s) for s in args.sizes_gib.split(",") if s.strip()):
         print(f"child: pinning {gib:g} GiB", flush=True)
@@ -118,16 +105,14 @@ def main() -> int:
         print(f"  {children[-1]}", flush=True)
         time.sleep(args.gap_s)
     gw_err = gw.stop()
-    rep = subprocess.run(_gapwatch("report", str(rec), "--json"), capture_output=True,
-                         text=True, env=env, cwd=ROOT, timeout=120)
-    report = json.loads(rep.stdout) if rep.returncode == 0 else {}
+    report, report_rc = report_json(ROOT, rec, 120)
     spots = report.get("blind_spots", [])
     ok = True
     for child in children:
         spot = match(child, spots)
         child["blind_spot"] = spot
-        names_pid = bool(spot) and any(e.get("pid") == child["pid"]
-                                       for e in spot.get("exited", []))
+        names_pid = spot is not None and any(e.get("pid") == child["pid"]
+                                             for e in spot.get("exited", []))
         child["names_pid"] = names_pid
         ok = ok and names_pid
         dur = f"{spot['duration_s']:.2f} s" if spot else "none"
@@ -137,7 +122,7 @@ def main() -> int:
     closing = [ln for ln in gw_err.splitlines() if "blind" in ln.lower() or "NVML" in ln]
     print("record's closing lines about it:", *closing, sep="\n  ")
     summary = {"children": children, "blind_spots": spots, "record_rc": gw.process.returncode,
-               "report_rc": rep.returncode, "record_stderr_tail": gw_err[-3000:],
+               "report_rc": report_rc, "record_stderr_tail": gw_err[-3000:],
                "record_closing": closing, "ok": ok,
                "date_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
                "gpu": torch.cuda.get_device_name(0)}

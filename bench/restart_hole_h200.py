@@ -28,7 +28,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -36,8 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from evaluation.checkout_env import env_with  # noqa: E402 - the checkout's root, on the path above
-from evaluation.nvml_recording import cuda_missing, start_record  # noqa: E402
+from evaluation.nvml_recording import report_json, watch_gpu  # noqa: E402 - the path above
 
 #: One run of the stand-in prover: pin GIB, idle LOAD_S (its SRS load), busy BUSY_S, idle
 #: IDLE_S, then wait for a line on stdin (or a kill). Each phase's wall time on stdout.
@@ -65,10 +63,6 @@ time.sleep(idle_s)
 say("waiting")
 sys.stdin.readline()
 """
-
-
-def _gapwatch(*args: str) -> list[str]:
-    return [sys.executable, "-m", "gapwatch", *args]
 
 
 def start_run(args: argparse.Namespace) -> subprocess.Popen[str]:
@@ -107,16 +101,10 @@ def main() -> int:
     ap.add_argument("--gpu", type=int, default=0)
     args = ap.parse_args()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    missing = cuda_missing()
-    if missing is not None:
-        print(f"restart_hole_h200: {missing}", file=sys.stderr)
+    watch = watch_gpu("restart_hole_h200", ROOT, out, args.gpu, "restart")
+    if watch is None:
         return 2
-    work = Path(tempfile.mkdtemp(prefix="gapwatch-restart-"))
-    rec = work / "restart.jsonl.gz"
-    env = env_with(ROOT)
-    gw = start_record(ROOT, args.gpu, rec, work)
-    time.sleep(3.0)
+    rec, gw = watch.recording, watch.recorder
     first = start_run(args)
     truth: dict[str, Any] = {"first": phases_until_waiting(first)}
     truth["kill_t_wall_s"] = time.time()
@@ -131,9 +119,7 @@ def main() -> int:
     second.wait()
     time.sleep(3.0)
     gw_err = gw.stop()
-    rep = subprocess.run(_gapwatch("report", str(rec), "--json"), capture_output=True,
-                         text=True, env=env, cwd=ROOT, timeout=180)
-    report = json.loads(rep.stdout) if rep.returncode == 0 else {}
+    report, report_rc = report_json(ROOT, rec, 180)
     lo, hi = truth["first"].get("idle", 0.0), truth["second"].get("busy", 0.0)
     truth["restart_idle_s"] = hi - lo
     gaps = gaps_between(report, lo - 1.0, hi + 1.0)
@@ -147,7 +133,7 @@ def main() -> int:
     for s in spots:
         print(f"  blind spot {s['start_s'] - lo:+.2f} s, {s['duration_s']:.2f} s: {s['words']}")
     print(f"idle in gaps: {in_gaps:.1f} s of {hi - lo:.1f} s; record rc {gw.process.returncode}, "
-          f"report rc {rep.returncode}")
+          f"report rc {report_rc}")
     (out / "truth.json").write_text(json.dumps(truth, indent=2))
     (out / "report.json").write_text(json.dumps(report, indent=2))
     (out / "record.stderr").write_text(gw_err[-5000:])

@@ -1,5 +1,6 @@
 """`gapwatch record --source nvml` beside a GPU benchmark: torch's CUDA checked, the recorder
-started with its output in a file, stopped with SIGTERM and its output read back.
+started with its output in a file (`watch_gpu`), stopped with SIGTERM and its output read back,
+and the recording's `gapwatch report --json` (`report_json`).
 
 Who calls it: the bench/ scripts that watch a stand-in prover on a real GPU with gapwatch
 (blind_spot_h200, restart_hole_h200). One home for what each did alike.
@@ -7,12 +8,15 @@ Who calls it: the bench/ scripts that watch a stand-in prover on a real GPU with
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from evaluation.checkout_env import env_with
 
@@ -57,3 +61,37 @@ def start_record(checkout: Path, gpu: int, out: Path, work: Path) -> Recorder:
         stdout=output, stderr=subprocess.STDOUT, text=True, env=env_with(checkout),
         cwd=checkout)
     return Recorder(process, output)
+
+
+@dataclass
+class Watch:
+    """A GPU benchmark's `gapwatch record`, started (`watch_gpu`): its recording, in a
+    temporary folder, and the recorder."""
+
+    recording: Path
+    recorder: Recorder
+
+
+def watch_gpu(script: str, checkout: Path, out: Path, gpu: int, name: str) -> Watch | None:
+    """`out` made, torch's CUDA checked (None, why said on stderr as `script`'s, when it
+    cannot run), and `gapwatch record` started on `gpu` into a temporary `name`.jsonl.gz,
+    given 3 s to open NVML before the benchmark's work begins."""
+    out.mkdir(parents=True, exist_ok=True)
+    missing = cuda_missing()
+    if missing is not None:
+        print(f"{script}: {missing}", file=sys.stderr)
+        return None
+    work = Path(tempfile.mkdtemp(prefix=f"gapwatch-{name}-"))
+    rec = work / f"{name}.jsonl.gz"
+    recorder = start_record(checkout, gpu, rec, work)
+    time.sleep(3.0)
+    return Watch(rec, recorder)
+
+
+def report_json(checkout: Path, recording: Path, timeout_s: float) -> tuple[dict[str, Any], int]:
+    """`gapwatch report --json` of `recording` from `checkout`: the document ({} when it
+    failed) and the command's exit status."""
+    rep = subprocess.run([sys.executable, "-m", "gapwatch", "report", str(recording), "--json"],
+                         capture_output=True, text=True, env=env_with(checkout), cwd=checkout,
+                         timeout=timeout_s)
+    return (json.loads(rep.stdout) if rep.returncode == 0 else {}), rep.returncode

@@ -521,9 +521,9 @@ class GapDetector:
         samples, or a track's first samples, start a run of their own: the hole before it is
         judged by the next reading as if the miss were not there."""
         self.counters["no_data"] += 1
-        last, miss = tr.last_t, tr.last_miss_t
-        new_run = miss is None or (last is not None and miss < last)
-        prev = last if new_run else miss  # this GPU's previous sample, read or not
+        last = tr.last_t
+        new_run = not _latest_is_miss(tr)  # a reading (or nothing) came before this sample
+        prev = _last_sample_t(tr)  # this GPU's previous sample, read or not
         tr.last_miss_t, tr.last_miss_wall = t, wall
         allowed = self._nodata * tr.expected_ns
         if prev is None or t - prev > allowed:
@@ -1271,21 +1271,23 @@ class GapDetector:
         return tr
 
 
+def _latest_is_miss(tr: Track) -> bool:
+    """Whether the track's latest sample came without a reading (after its last reading)."""
+    miss, last = tr.last_miss_t, tr.last_t
+    return miss is not None and (last is None or miss > last)
+
+
 def _last_sample_t(tr: Track) -> int | None:
     """Data time of the track's latest sample, with a reading or not (`Track.last_t` is the
     latest reading's): whether the GPU's sampler went silent is judged from it."""
-    miss, last = tr.last_miss_t, tr.last_t
-    if miss is None:
-        return last
-    return miss if last is None or miss > last else last
+    return tr.last_miss_t if _latest_is_miss(tr) else tr.last_t
 
 
 def _last_sample_wall(tr: Track) -> float | None:
     """Wall time of the track's latest sample, with a reading or not (None: no sample)."""
-    miss, last = tr.last_miss_t, tr.last_t
-    if miss is not None and (last is None or miss > last):
+    if _latest_is_miss(tr):
         return tr.last_miss_wall
-    return None if last is None else tr.last_wall
+    return None if tr.last_t is None else tr.last_wall
 
 
 def _retract(gap: Gap) -> Gap:

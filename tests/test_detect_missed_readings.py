@@ -134,6 +134,30 @@ def test_a_gpm_gpus_first_sample_without_a_reading_is_no_no_data() -> None:
     assert [s.state for s in states(events)] == ["CHAINED"]
 
 
+def test_a_gpm_gpus_first_sample_without_a_reading_is_not_counted_as_a_miss() -> None:
+    """No reading was due at a track's first sample: counted, it put `no_data 1` in the input
+    line of every healthy NVML recording, which an operator reads as a fault."""
+    det = detector(gpus=2)
+    gpu0 = missed(stream([(3, 95, 2e6)]), 1.1)
+    gpu1 = [replace(x, gpu=1) for x in gpu0]
+    run(det, sorted([*gpu0, *gpu1], key=lambda x: (x.t_mono_ns, x.gpu)))
+    assert det.counters["no_data"] == 0
+
+
+def test_a_later_miss_still_counts_after_an_unread_first_sample() -> None:
+    """Only the track's first sample is let off: a miss right after it (the second sample)
+    and one mid-run are each counted."""
+    det = detector()
+    run(det, missed(stream([(3, 95, 2e6)]), 1.1, 1.2, 2.5))
+    assert det.counters["no_data"] == 2
+
+
+def test_a_gpu_that_never_gives_a_reading_counts_every_sample_but_its_first_as_a_miss() -> None:
+    det = detector()
+    run(det, [sample(1.0 + 0.1 * i, None) for i in range(10)])
+    assert det.counters["no_data"] == 9
+
+
 def test_a_gpu_that_never_gives_a_reading_is_no_data_from_its_first_sample() -> None:
     det = detector()
     no_readings = [sample(1.0 + 0.1 * i, None) for i in range(10)]

@@ -351,8 +351,9 @@ def test_the_per_sample_path_takes_as_a_reading_exactly_what_readings_reading_do
     from gapwatch.core.readings import reading
 
     for v in READING_EDGES:
-        det = detector()
-        det.feed_gpu(sample(1.0, v, source="legacy"))
+        det = detector()  # after a reading: a track's unread first sample is no miss
+        det.feed_gpu(sample(1.0, 90.0, source="legacy"))
+        det.feed_gpu(sample(1.1, v, source="legacy"))
         assert (det.counters["no_data"] == 1) == (reading(v) is None), v
         det = detector()
         det.feed_gpu(sample(1.0, 90.0))

@@ -13,6 +13,8 @@ import msgspec
 import pytest
 
 from evaluation import nvml_h200 as bench
+from gapwatch.config import Config
+from gapwatch.offline.report import build_report
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import Recording
 
@@ -58,3 +60,13 @@ def test_50ms_recording_has_no_stale_zero_samples() -> None:
         assert cur["t_mono_ns"] - cur["interval_ns"] == prev["t_mono_ns"]
     # About one reading per GPM refresh (~100 ms), i.e. half the 50 ms ticks.
     assert sum(s["interval_ns"] >= 90_000_000 for s in real) > 0.95 * len(real)
+
+
+def test_a_healthy_h200_recording_reports_no_missed_reading() -> None:
+    """The GPU's first GPM sample has no reading (it opens GPM's first interval), and no
+    other sample missed one: the report's input line said `detector_no_data 1` all the same."""
+    _, gpu, _ = load("h200-sampler-50ms")
+    assert gpu[0]["sm_active_pct"] is None
+    assert all(s["sm_active_pct"] is not None for s in gpu[1:])
+    report = build_report(DATA / "h200-sampler-50ms.jsonl.gz", Config(), workers=1)
+    assert "detector_no_data" not in report.counters

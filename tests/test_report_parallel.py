@@ -96,6 +96,25 @@ def test_trace_on_two_gpus_reports_the_same(tmp_path: Path) -> None:
     assert [g.gpu for g in report.gaps].count(0) == [g.gpu for g in report.gaps].count(1) > 0
 
 
+def test_each_gpus_unread_first_sample_is_no_miss_split_or_not(tmp_path: Path) -> None:
+    """As NVML's GPM records it, every GPU's first sample has no reading; GPU 1 misses one
+    later too. That one miss is the count, in one process and split (a GPU's first sample
+    is its worker's: each GPU belongs to one worker)."""
+    res = simulate("chained", seed=3, duration_s=20, gpus=2)
+    seen = {0: 0, 1: 0}
+    records = []
+    for r in res.records:
+        if isinstance(r, GpuSample):
+            seen[r.gpu] += 1
+            if seen[r.gpu] == 1 or (r.gpu, seen[r.gpu]) == (1, 10):
+                r = replace(r, sm_active_pct=None, sm_source=None)
+        records.append(r)
+    path = tmp_path / "first-unread.jsonl"
+    write_recording(path, res.header, records)
+    report = _same(path, 2)
+    assert report.counters["detector_no_data"] == 1
+
+
 def test_bad_lines_are_counted_once_and_listed_in_line_order(
     sim_recording: Path, tmp_path: Path
 ) -> None:

@@ -509,7 +509,7 @@ class GapDetector:
         all), counted and passed over, as a stale GPM reading is: the track's clock stays at
         its last reading, and the next reading covers its own interval (NVML's next GPM
         reading, after a failed call, measures the interval since the last good one:
-        `NvmlSampler._read_gpm` keeps its start sample; a tick it does not cover is neither
+        `NvmlSource._read_gpm` keeps its start sample; a tick it does not cover is neither
         idle nor busy). NVML's GPM calls fail now and then, and each lone miss was a NO_DATA
         that ended a BREAKDOWN, entered again at the next reading (a page each), and cut a
         gap in two.
@@ -519,8 +519,13 @@ class GapDetector:
         data segment ends (an open gap is held, never bridged: `_hold`), and the next
         reading's spacing is a hole (`_hole`). A miss after a hole in all of this GPU's
         samples, or a track's first samples, start a run of their own: the hole before it is
-        judged by the next reading as if the miss were not there."""
-        self.counters["no_data"] += 1
+        judged by the next reading as if the miss were not there.
+
+        A track's first sample without a reading is not counted: no reading was due yet (NVML's
+        first GPM sample only opens the first interval: `NvmlSource._read_gpm`), and a count of
+        1 on every healthy recording read as a fault. Every later one is a miss."""
+        if tr.samples > 1:
+            self.counters["no_data"] += 1
         last = tr.last_t
         new_run = not _latest_is_miss(tr)  # a reading (or nothing) came before this sample
         prev = _last_sample_t(tr)  # this GPU's previous sample, read or not

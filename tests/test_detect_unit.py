@@ -426,3 +426,31 @@ def test_a_gap_with_partial_edges_takes_back_exactly_their_idle_shares_from_busy
     run(det, samples)
     (totals,) = det.totals()
     assert totals.busy_s == pytest.approx(4.0 + 0.1 * (24 + 40) / 95)
+
+
+def test_a_windows_busy_share_and_its_gaps_idle_never_add_past_the_window() -> None:
+    """A GPU that works and waits in a 2 s rhythm: a 40 % sample that closes the gap (its
+    second half busy, as the end edge says), 80 % for 0.8 s, a 40 % sample that opens the next
+    one (its first half busy), 1 s waiting on slow copies. Each cycle is 0.9 s busy and 1.1 s
+    in a pcie_starved gap, so any 30 s holds 13.5 s busy and 16.5 s of gaps: busy 45 %, and
+    the two add up to the window, whether a gap is open then or not. The window's busy count
+    used to take the edge samples as busy whole (busy 50 %, 105 % in all), where the run's
+    total takes their idle shares back."""
+    cycle = [(0.1, 40, 2e6), (0.8, 80, 2e6), (0.1, 40, 2e6), (1.0, 0, 2.5e9)]
+    det = detector()
+    seen = 0
+    for s in stream([(1.0, 80, 2e6)] + cycle * 40):
+        det.feed_gpu(s)
+        t_ns = s.t_mono_ns
+        # Read where the window's one-second counts cover exactly the last 30 s: at the last
+        # sample of a second, a minute in (gaps' idle is over the last 30 s to the ns).
+        if t_ns < 60_000_000_000 or t_ns % 1_000_000_000 != 900_000_000:
+            continue
+        window = det.window_now(0)
+        assert window is not None and window.busy_fraction is not None
+        assert window.busy_fraction == pytest.approx(13.5 / 30)
+        assert window.starved_idle_s == pytest.approx(16.5)
+        assert window.busy_fraction + window.starved_idle_s / window.window_s \
+            == pytest.approx(1.0)
+        seen += 1
+    assert seen == 22

@@ -84,7 +84,8 @@ class Track:
         self.idle_last_wall_offset = 0.0
         self.idle_low_confidence = False
         #: The share of the last busy sample after the stretch's start edge (counted busy
-        #: whole, taken back from the busy total when the stretch is a gap); 0 for a stretch
+        #: whole; taken back from the run's busy total when the stretch ends, from the
+        #: window's busy count at once: `GapDetector._window_edge_idle`); 0 for a stretch
         #: begun after a hole (`GapDetector._resume_idle`).
         self.idle_edge_busy_ns = 0
         # PCIe during the idle stretch: time-weighted rate sums, and ns of idle samples in each

@@ -358,6 +358,67 @@ def test_moments_as_an_operator_writes_them() -> None:
             moment(bad)
 
 
+def test_a_time_of_day_just_before_the_recordings_start_is_that_days_not_the_next() -> None:
+    """A recording from 00:53:20 to 00:54:50: `--since 00:53 --until 00:54` is the obvious
+    window, not the next day's 00:53 (refused: "ends before it starts"); `--since 00:53`
+    alone starts at the recording's start. A time of day after the recording's end is that
+    day's too (`--until 00:56` keeps it whole, `--since 00:56` holds none of it and says the
+    date it took); one within the recording is unchanged."""
+    end = START + 90
+    assert resolve(moment("00:53"), moment("00:54"), START, end) == TimeWindow(
+        START - 20, START + 40, "--since 00:53 --until 00:54")
+    assert resolve(moment("00:53:00"), None, START, end) == TimeWindow(
+        START - 20, None, "--since 00:53:00")
+    assert resolve(None, moment("00:56"), START, end) == TimeWindow(
+        None, START + 160, "--until 00:56")
+    assert resolve(moment("00:54:00"), None, START, end) == TimeWindow(
+        START + 40, None, "--since 00:54:00")
+    with pytest.raises(WindowError, match=r"window 2026-11-30 00:56:00 to the end UTC "
+                                          r"\(--since 00:56\) holds none of the recording"):
+        resolve(moment("00:56"), None, START, end)
+    with pytest.raises(WindowError, match=r"window the start to 2026-11-30 00:52:00 UTC"):
+        resolve(None, moment("00:52"), START, end)
+    # A recording of two days: the first occurrence within it, as before.
+    assert resolve(moment("00:10"), None, START, START + 2 * 86400) == TimeWindow(
+        START - 2600 + 86400, None, "--since 00:10")
+
+
+def test_compare_at_takes_a_time_of_day_as_report_since_does() -> None:
+    """`compare --at` resolves its moment by the one rule (`time_window._time_of_day`): 00:54
+    of a recording from 00:53:20 to 00:54:50 is that day's, and 00:53 is before it."""
+    end = START + 90
+    before, after = time_window.split_at(moment("00:54"), None, START, end)
+    assert before.until_s == after.since_s == START + 40
+    with pytest.raises(WindowError, match=r"BEFORE: the window the start to 2026-11-30 "
+                                          r"00:53:00 UTC \(--at 00:53\) holds none"):
+        time_window.split_at(moment("00:53"), None, START, end)
+
+
+def test_since_a_time_of_day_before_the_first_second_on_the_command_line(
+    sim_with_log: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """report, export and replay take `--since HH:MM:SS` a few seconds before the recording's
+    first second as that day's: the window starts at the recording's start."""
+    from datetime import UTC, datetime
+
+    path, _log = sim_with_log
+    start = header_of(path).started_wall_s
+
+    def clock(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+
+    since, until = clock(start - 5), clock(start + 60)
+    rc, out, err = _run("report", str(path), "--since", since, "--until", until)
+    assert rc == 0, err
+    day = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d")
+    assert f"only the window {day} {since} to {until} UTC" in out
+    rc, _, err = _run("export", str(path), "--format", "csv", "--out", str(tmp_path / "w.csv"),
+                      "--since", since, "--until", until)
+    assert rc == 0, err
+    rc, _, err = _run("replay", str(path), "--headless", "--since", since, "--until", until)
+    assert rc == 0, err
+
+
 def test_windows_that_name_nothing_are_refused_in_one_line() -> None:
     with pytest.raises(WindowError, match="ends before it starts"):
         resolve(moment("+2h"), moment("+1h"), START, START + 86400)

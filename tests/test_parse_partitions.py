@@ -173,6 +173,34 @@ def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_o
     }
 
 
+def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_known() -> None:
+    """cuzk says whether a partition's a/b/c were pinned as its synthesis ends
+    (`partition synthesis complete ... is_pinned=`, beside TIMELINE's SYNTH_END). A row whose
+    synthesis end the log did not hold (a window's partition synthesised before the window)
+    said "pinned: yes" for want of an `is_pinned=false` line; it is not known ("-", None).
+    The end read (TIMELINE, or the completion line alone: cuzk's stdout) with no warning is
+    "yes"; the warning is "no"; a monolithic job is never pinned."""
+    def gpu(t: float, p: int | None, job: str = "job") -> list[LogEvent]:
+        return [_ev(t, "timeline", "GPU_START", job, p, 0),
+                _ev(t + 1, "timeline", "GPU_END", job, p, 0, fields={"gpu_ms": 1000})]
+
+    events = [
+        *gpu(1, 0),  # synthesised before the log's first line
+        _ev(2, "timeline", "SYNTH_END", partition=1, fields={"synth_ms": 500}),
+        *gpu(3, 1),
+        _ev(4, "tracing", "partition synthesis complete", partition=2),  # stdout: is_pinned=true
+        *gpu(5, 2),
+        _ev(6, "tracing", "partition synthesis complete", partition=3, warning="unpinned"),
+        *gpu(7, 3),
+        *gpu(9, None, "post"),
+    ]
+    run = derive_timeline(events)
+    assert {(p.job_id, p.partition): p.pinned_words for p in run.partitions} == {
+        ("job", 0): "-", ("job", 1): "yes", ("job", 2): "yes", ("job", 3): "no",
+        ("post", None): "no"}
+    assert [p.pinned for p in run.partitions] == [None, True, True, False, False]
+
+
 def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
     """`mutex_held_ms=-935` (a garbled or hostile line) was taken as given: the partition
     table's sums and shares went negative. A duration below 0 is None, as a count is."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 from shared_files import made_once, sim_with_log_once
+from sim_recordings import record_sim, report_of
 from split_parse import two_processes
 
 from gapwatch.base import gzip_stream
@@ -337,6 +339,78 @@ def test_a_log_whose_lines_show_no_time_is_read_through_the_window_not_cut_befor
         for name in [k for k in r.counters if k.startswith("log_")]:
             del r.counters[name]
     assert _doc(part) == _doc(whole)
+
+
+@pytest.fixture(scope="module")
+def pageable_recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`gapwatch record` of the simulated pageable prover for a minute: its log lines and
+    `/status` snapshots inside the recording (`record --log`), every partition unpinned."""
+    return record_sim(tmp_path_factory.mktemp("recorded"), "pageable", 60.0)[0]
+
+
+def _table(report_text: str) -> tuple[int, list[str]]:
+    """The partition table of a text report: the count its head line says, and its rows."""
+    head, *rest = report_text.split("\nPartitions (", 1)[1].split("\n\n", 1)[0].splitlines()
+    return int(head.split(": ", 1)[1].split(",", 1)[0]), rest[1:]
+
+
+def _gpu_moments(item: dict[str, Any]) -> list[float]:
+    """A JSON row's GPU work as the table places it (`PartitionTiming.gpu_moments`)."""
+    return [t for t in (item["gpu_start_s"], item["gpu_end_s"], item["states_seen"].get("gpu"))
+            if t is not None]
+
+
+def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_known(
+    pageable_recorded: Path
+) -> None:
+    """Every partition of the recording was synthesised unpinned ("no" in the whole report).
+    A window's partition whose synthesis ended before the window said "yes" (no
+    `is_pinned=false` line in the window): the window did not read its pinning, "-"."""
+    _count, whole = _table(report_of(pageable_recorded, "--all"))
+    assert {row.split()[-1] for row in whole} <= {"no", "wave)"}  # "no (first wave)"
+    text = report_of(pageable_recorded, "--since", "+25s", "--until", "+45s")
+    count, rows = _table(text)
+    pinned = [row.split()[-1] for row in rows]
+    assert "yes" not in pinned and "-" in pinned
+    assert count == len(rows) > 5  # the head line counts the rows shown
+    items = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
+                                 "+45s"))["partitions"]["items"]
+    assert True not in {p["pinned"] for p in items} and None in {p["pinned"] for p in items}
+
+
+def test_a_windows_partition_table_holds_the_partitions_on_a_gpu_in_it(
+    pageable_recorded: Path, sim_with_log: tuple[Path, Path]
+) -> None:
+    """The table of a window held the partitions of the prover's `/status` polls in it, done
+    long before (20 of 41 rows), and with `--log` those of the 5 minutes read each side of it
+    (for the gaps' evidence): now the partitions whose GPU work (GPU start to end, lock
+    region, a poll that saw it on a GPU) overlaps the window, and the head line counts them."""
+    start = header_of(pageable_recorded).started_wall_s
+    doc = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
+                               "+45s"))
+    items = doc["partitions"]["items"]
+    assert doc["partitions"]["count"] == len(items) > 5
+    for p in items:
+        moments = _gpu_moments(p)
+        assert moments and min(moments) <= start + 45 and max(moments) >= start + 25, p
+    path, log = sim_with_log
+    start = header_of(path).started_wall_s
+    doc = json.loads(report_of(path, "--json", "--log", str(log), "--since", "+100s",
+                               "--until", "+130s"))
+    items = doc["partitions"]["items"]
+    assert doc["partitions"]["count"] == len(items) > 10
+    last = max(s["t_wall_s"] for s in _samples(path) if s["t_wall_s"] < start + 130)
+    for p in items:
+        moments = _gpu_moments(p)
+        assert moments and min(moments) <= last and max(moments) >= start + 100, p
+
+
+def _samples(path: Path) -> Iterator[dict[str, Any]]:
+    """The recording's GPU samples, decoded."""
+    for line in path.read_bytes().splitlines()[1:]:
+        r = msgspec.json.decode(line)
+        if r.get("type") == "gpu":
+            yield r
 
 
 def test_moments_as_an_operator_writes_them() -> None:

@@ -67,7 +67,7 @@ _END = struct.Struct("<d")
 
 # Operation codes.
 GPU_EDGE: Final = "G"  # (G, seq, is_start, t, worker, gpu, gpu_ms, mono_kind)
-SYNTH_MS: Final = "Y"  # (Y, seq, ms)
+SYNTH_END: Final = "Y"  # (Y, seq, t, ms)
 UNPINNED: Final = "U"  # (U, seq)
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
@@ -112,19 +112,57 @@ class PartitionTiming:
     #: unpinned (pipeline.rs:181-204, 270-275), a first wave, one per run and circuit type (a
     #: SnapDeals one may come hours after PoRep's; `partitions.TimelineBuilder` marks it).
     first_wave: bool = False
+    #: When the log read its synthesis's end (TIMELINE SYNTH_END; Unix s), None where it did
+    #: not: a window's partition synthesised before the window, a row only `/status` knew. It
+    #: is where cuzk says whether its a/b/c were pinned (`partition synthesis complete ...
+    #: is_pinned=`, pipeline.rs:2397-2402): without it, the pinning is not known (`pinned`).
+    synth_end_s: float | None = None
 
     @property
     def monolithic(self) -> bool:
         return self.partition is None
 
     @property
-    def pinned_words(self) -> str:
-        """The table's `pinned` cell: "no" for a monolithic job (never pinned), a partition
-        the log said unpinned or one of a first wave (no capacity hint yet), "-" where only
-        /status knew it, else "yes"."""
+    def pinned(self) -> bool | None:
+        """Whether its a/b/c were pinned: False for a monolithic job (never pinned), a
+        partition the log said unpinned or one of a first wave (no capacity hint yet); True
+        where the log read its synthesis's end and said nothing of it; None (not known) where
+        the log did not read its synthesis's end (a window's partition synthesised before the
+        window, a row only /status knew): its `is_pinned=false` line, if any, was not read."""
         if self.monolithic or self.unpinned or self.first_wave:
-            return "no"
-        return "yes" if self.source != "status" else "-"
+            return False
+        return True if self.synth_end_s is not None else None
+
+    @property
+    def pinned_words(self) -> str:
+        """The table's `pinned` cell: "yes", "no", "-" (not known), as `pinned` says."""
+        pinned = self.pinned
+        return "-" if pinned is None else "yes" if pinned else "no"
+
+    def gpu_moments(self) -> list[float]:
+        """The moments the row places its GPU work at (a row is a partition that reached a
+        GPU): its GPU start and end as read, its lock region, and the first `/status` poll
+        that saw it on a GPU (one that saw it only `done` or `failed` places nothing: done at a
+        window's first poll, it may have run wholly before the window)."""
+        times = [t for t in (self.gpu_start_s, self.gpu_end_s, self.busy_start_s,
+                             self.busy_end_s) if t is not None]
+        on_gpu = self.states_seen.get("gpu")
+        if on_gpu is not None:
+            times.append(on_gpu)
+        return times
+
+    def works_within(self, since_s: float | None, until_s: float | None) -> bool:
+        """Whether its GPU work, from the first to the last of its `gpu_moments`, overlaps
+        `since_s`..`until_s` (None: open on that side): the report's span, a window's or
+        the recording's. A row that places none of it does not. Its synthesis does not count:
+        a partition synthesised in a window and proved after it has no row in the window's
+        table (the window's log holds no GPU line of it), one synthesised before and proved
+        in it has, its pinning then not known (`pinned`)."""
+        times = self.gpu_moments()
+        if not times:
+            return False
+        return ((until_s is None or min(times) <= until_s)
+                and (since_s is None or max(times) >= since_s))
 
 
 #: States in which a partition has been (or is) on a GPU.
@@ -172,7 +210,8 @@ class _Fold:
     """One key's operations applied as they come, in order (a hostile log's millions of
     operations on one key take no more memory than one)."""
 
-    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "first_wave", "locks")
+    __slots__ = ("rec", "first_seq", "synth_ms", "synth_end_s", "unpinned", "first_wave",
+                 "locks")
 
     def __init__(self, run: int, job: str | None, part: Part) -> None:
         partition = part if isinstance(part, int) else None
@@ -181,6 +220,8 @@ class _Fold:
         #: Its first GPU edge (a `/status` key: its first poll).
         self.first_seq: int | None = None
         self.synth_ms: int | None = None
+        #: Its last synthesis end read (Unix s).
+        self.synth_end_s: float | None = None
         self.unpinned = False
         self.first_wave = False
         #: The parser's lock regions, then the ones redone from the C++ lines (`own`).
@@ -192,8 +233,10 @@ class _Fold:
             self._edge(op)
         elif code == STATUS:
             self._poll(op)
-        elif code == SYNTH_MS:
-            self.synth_ms = op[2]
+        elif code == SYNTH_END:
+            self.synth_end_s = op[2]
+            if op[3] is not None:
+                self.synth_ms = op[3]
         elif code == UNPINNED:
             self.unpinned = True
         elif code == FIRST_WAVE:
@@ -252,6 +295,7 @@ class _Fold:
         if values is not None:
             if values.synth_ms is not None:
                 rec.synth_ms = values.synth_ms
+            rec.synth_end_s = values.synth_end_s
             rec.unpinned = values.unpinned
             rec.first_wave = values.first_wave and rec.partition is not None
         locks.apply(rec)

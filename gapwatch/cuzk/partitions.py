@@ -40,6 +40,7 @@ from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import count_field, int_field, is_bad_count
 from gapwatch.cuzk.daemons import Daemons
+from gapwatch.cuzk.first_wave import COMPLETIONS
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     CONFIGURATION_LOADED_MESSAGE,
@@ -58,7 +59,7 @@ from gapwatch.cuzk.partition_table import (
     LONG_IDLE_S,
     STATUS,
     STATUS_RUN,
-    SYNTH_MS,
+    SYNTH_END,
     UNPINNED,
     Intervals,
     Part,
@@ -149,7 +150,7 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
         return replace(e, raw="", job_id=job)
     if kind == "tracing" and e.name in DISPATCH_KINDS:  # its job's kind: its job id alone
         return replace(e, raw="", fields={}, job_id=job)
-    if e.warning == "unpinned":
+    if e.warning == "unpinned" or (kind == "tracing" and e.name in COMPLETIONS):
         return replace(e, raw="", fields={}, job_id=job)
     return None
 
@@ -383,10 +384,16 @@ class TimelineBuilder:
             self._synth_end(e)
             ms = count_field(e.fields.get("synth_ms"))
             self._negative += _negatives(e.fields, ("synth_ms",))
-            if ms is not None:
-                self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
+            # Its end, read: the moment cuzk says whether its a/b/c were pinned.
+            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_END, e.t_wall_s,
+                          ms)
         elif e.warning == "unpinned":
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
+        if kind == "tracing" and name in COMPLETIONS and e.partition is not None:
+            # `partition synthesis complete ... is_pinned=`: its synthesis's end read, in a log
+            # of cuzk's stdout alone (no TIMELINE lines) too.
+            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_END, e.t_wall_s,
+                          None)
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins
@@ -425,12 +432,17 @@ class TimelineBuilder:
             add(STATUS_RUN, p.job_id, p.index, t, STATUS, t, p.state, p.synth_ms, p.gpu_ms,
                 w is not None, w.worker_id if w else None, w.gpu if w else None)
 
-    def finish(self) -> RunTimeline:
-        """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
+    def finish(self, span: tuple[float | None, float | None] | None = None) -> RunTimeline:
+        """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`).
+        `span`: (since, until), the report's span (a window's, or the recording's; None: open
+        on that side): only the rows whose work overlaps it (`PartitionTiming.works_within`);
+        None: every row."""
         rows = rows_spool()
         summary = _Summary()
         last_run = max([self._run, *(run for run, _, _ in self._runs)])
         for row, when in self._ops.rows(self._parser_locks, last_run):
+            if span is not None and not row.works_within(*span):
+                continue
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
         run = summary.timeline(PartitionRows(rows, summary.count))

@@ -203,7 +203,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         with logs_parsed(path, config, logs, progress, window) as parsed:
             found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen,
                                         keep_h2d=True, progress=progress, window=window)
-        rep = summarise(path, found, logs, config.detector.window_s)
+        rep = summarise(path, found, logs, config.detector.window_s, window=window)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
         unkept = found.prover_events.not_kept.get("proof", 0)

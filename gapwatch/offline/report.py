@@ -229,8 +229,8 @@ def build_report(
             found, paths = detect_either(path, config, logs, n, parsed, PathsSeen,
                                          progress=progress, window=window)
             tell(progress, "summing up")
-            report = summarise(path, found, logs, config.detector.window_s, paths.result())
-            report.window = window
+            report = summarise(path, found, logs, config.detector.window_s, paths.result(),
+                               window)
             return report
 
 
@@ -424,14 +424,16 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str],
               window_s: float = DetectorConfig().window_s,
-              paths: PathFacts | None = None) -> ReportData:
+              paths: PathFacts | None = None, window: TimeWindow | None = None
+              ) -> ReportData:
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff;
-    the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`)."""
+    the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`).
+    `window`: the part of the recording read (None: the whole)."""
     facts = paths or PathFacts()
     totals = found.totals
     sums = _GapSums(found.gaps, found.copies, found.pipeline)
     tally = found.gap_tally
-    partitions = _partitions(found.timeline)
+    partitions = _partitions(found.timeline, report_span(found, window))
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
@@ -457,7 +459,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         prover_events=found.prover_events,
         prover_causes=sums.causes,
         prover_lacks=list(found.prover_lacks),
-        longest_gaps=sums.longest(),
+        longest_gaps=sums.longest(), window=window,
     )  # fmt: skip
 
 
@@ -581,13 +583,37 @@ def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
             for i in sorted(set(named) - sampled)]
 
 
-def _partitions(timeline: TimelineBuilder | None) -> RunTimeline | None:
+def _partitions(timeline: TimelineBuilder | None,
+                span: tuple[float | None, float | None]) -> RunTimeline | None:
     """The partition table: the timeline the detection loop fed (None: no log event it reads,
-    no `/status` snapshot); None without partitions."""
+    no `/status` snapshot), its rows those whose work overlaps `span` (`report_span`); None
+    without partitions."""
     if timeline is None:
         return None
-    run = timeline.finish()
+    run = timeline.finish(span)
     return run if run.partitions else None
+
+
+def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | None, float | None]:
+    """The span the report covers, as the partition table keeps its rows by (a partition is
+    the report's when its GPU work overlaps it, `PartitionTiming.works_within`): from the
+    window's start (or the recording's, if later; none known for a trace CSV) to the end of
+    the data read (the latest sample's wall time: a window's last sample, the cut
+    recording's). The `--log` lines read around it (5 minutes each side, for the gaps'
+    evidence) no longer fill the table with partitions of before or after it, nor a window's
+    `/status` polls with its jobs' partitions done before it. Across a wall clock stepped
+    back, wall times place nothing (as `throughput` says): the window's own bounds only, or
+    none."""
+    if clock_stepped_back_s(found.states):
+        return (window.since_s, window.until_s) if window is not None else (None, None)
+    start_s: float | None = found.header.started_wall_s
+    if start_s is not None and start_s <= 0:
+        start_s = None  # a trace CSV: no start known
+    if window is not None and window.since_s is not None:
+        start_s = window.since_s if start_s is None else max(start_s, window.since_s)
+    end_s = max((t.last_sample_wall_s for t in found.totals
+                 if t.last_sample_wall_s is not None), default=None)
+    return start_s, end_s
 
 
 def _breakdowns(states: list[StateChange], totals: list[GpuTotals],
@@ -771,7 +797,7 @@ def _partition_json(p: PartitionTiming) -> dict[str, Any]:
         "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
         "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
         "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
-        "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
+        "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned, "pinned": p.pinned,
         "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
         "states_seen": p.states_seen,
     }  # fmt: skip

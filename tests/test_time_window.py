@@ -373,6 +373,8 @@ def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_kno
     pinned = [row.split()[-1] for row in rows]
     assert "yes" not in pinned and "-" in pinned
     assert count == len(rows) > 5  # the head line counts the rows shown
+    # and says how many it does not know: "0 synthesised unpinned" alone read as all pinned
+    assert f", {pinned.count('-')} pinning not known (synthesis end not read)" in text
     items = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
                                  "+45s"))["partitions"]["items"]
     assert True not in {p["pinned"] for p in items} and None in {p["pinned"] for p in items}

@@ -85,9 +85,11 @@ _values = attrgetter(*(f.name for f in fields(PartitionTiming)))
 class RunTimeline:
     #: In table order (`_order`); a long log's on disk (`partition_table.PartitionRows`).
     partitions: Sequence[PartitionTiming] = field(default_factory=list)
-    #: Rows synthesised unpinned, where the rows came from ("log", "status", "log+status"),
-    #: and the prover's runs they belong to.
+    #: Rows synthesised unpinned, rows whose pinning is not known (`PartitionTiming.pinned`
+    #: None), where the rows came from ("log", "status", "log+status"), and the prover's runs
+    #: they belong to.
     unpinned: int = 0
+    pinning_unknown: int = 0
     sources: frozenset[str] = frozenset()
     runs: frozenset[int] = frozenset()
     wall_start_s: float | None = None
@@ -457,6 +459,7 @@ class _Summary:
     def __init__(self) -> None:
         self.count = 0
         self.unpinned = 0
+        self.pinning_unknown = 0
         self.sources: set[str] = set()
         self.runs: set[int] = set()
         self.spans = Intervals()
@@ -467,6 +470,7 @@ class _Summary:
     def add(self, p: PartitionTiming) -> None:
         self.count += 1
         self.unpinned += p.unpinned
+        self.pinning_unknown += p.pinned is None
         self.sources.add(p.source)
         self.runs.add(p.run)
         if p.gpu_start_s is not None and p.gpu_end_s is not None:
@@ -480,6 +484,7 @@ class _Summary:
 
     def timeline(self, rows: PartitionRows) -> RunTimeline:
         run = RunTimeline(partitions=rows, unpinned=self.unpinned,
+                          pinning_unknown=self.pinning_unknown,
                           sources=frozenset(self.sources), runs=frozenset(self.runs))
         try:
             _summarise(run, self)

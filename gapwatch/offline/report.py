@@ -785,6 +785,7 @@ def _partitions_json(run: RunTimeline | None, items: bool = True) -> dict[str, A
         "merged_efficiency": run.merged_efficiency,
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": run.unpinned,
+        "pinning_unknown": run.pinning_unknown,
         "negative_durations": run.negative_durations,
         "items": [_partition_json(p) for p in run.partitions] if items else [],
     }

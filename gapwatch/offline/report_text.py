@@ -226,7 +226,12 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     parts = run.partitions
     origin = _PARTITION_SOURCES.get(run.sources, "from the log and the prover's /status")
     rows = parts if all_rows else parts[:MAX_TABLE_ROWS]
-    lines = [f"Partitions ({origin}): {len(parts)}, {run.unpinned} synthesised unpinned; "
+    # Unpinned among those whose pinning was read: "0 unpinned" of rows it was not read of
+    # would say they were pinned.
+    unknown = (f", {run.pinning_unknown} pinning not known (synthesis end not read)"
+               if run.pinning_unknown else "")
+    lines = [f"Partitions ({origin}): {len(parts)}, {run.unpinned} synthesised unpinned"
+             f"{unknown}; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
     negative = run.negative_note()

@@ -415,6 +415,27 @@ def _samples(path: Path) -> Iterator[dict[str, Any]]:
             yield r
 
 
+def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
+    tmp_path: Path
+) -> None:
+    """The simulated PoSt prover's second WinningPoSt is late (35.0 s: 33.1 s of synthesis,
+    its SRS loaded from disk). A window from after its synthesis began showed `queue -
+    synth - GPU wait 0.2` and only `waited for a GPU worker behind: ...` under it, as if
+    0.2 s of GPU wait were why; its row now says what it did not read, and where."""
+    path, _err = record_sim(tmp_path, "post", 100.0)
+    whole = report_of(path)
+    row = next(line for line in whole.splitlines() if "winpost-1000-1a2b3c02" in line)
+    assert row.split()[3:6] == ["35.0", "0.0", "33.1"]  # total, queue, synthesis
+    assert "not read" not in whole  # every phase read: nothing said
+    text = report_of(path, "--since", "+60s", "--until", "+95s")
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "winpost-1000-1a2b3c02" in line)
+    assert lines[at].split()[3:6] == ["35.0", "-", "-"]
+    assert lines[at + 1].startswith("      not read: its queue and synthesis (33.1 s of its "
+                                    "35.0 s): it began before the window, at ")
+    assert lines[at + 1].endswith("(by its total); --since earlier reads them")
+
+
 def test_moments_as_an_operator_writes_them() -> None:
     assert moment("2026-11-30T01:00:00Z").seconds == START + 400
     assert moment("2026-11-30 01:00").seconds == START + 400  # no zone: UTC

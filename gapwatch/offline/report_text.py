@@ -53,7 +53,8 @@ def format_text(r: ReportData, all_rows: bool = False,
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
     if r.prover_events:
-        out += ["", *prover_event_lines(r.prover_events)]
+        out += ["", *prover_event_lines(
+            r.prover_events, r.window.since_s if r.window is not None else None)]
     if r.partitions is not None:
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]

@@ -436,6 +436,22 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     assert lines[at + 1].endswith("(by its total); --since earlier reads them")
 
 
+def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(tmp_path: Path) -> None:
+    """cuzk goes down 100 s into the simulated PoSt prover's run (a restart: the GPU idles
+    ~16 s). A window ending 12 s into it said "busy 100 %, no gaps" and nothing more: the idle
+    stretch its end cuts is no gap of it (no busy reading bounds it there, as at a
+    recording's end), and the busy share is of the working span; the GPU's line now says the
+    window's last seconds held no busy reading. The whole report has no such line."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    text = report_of(path, "--since", "+60s", "--until", "+112s")
+    gpu = text.split("GPUs (busy", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert "no gaps" in gpu[1]
+    assert gpu[2].startswith("         no busy reading in the window's last ")
+    assert gpu[2].endswith(": an idle stretch its end cuts is no gap of it, as at a recording's "
+                           "end; --until later reads it")
+    assert "no busy reading in the window" not in report_of(path)
+
+
 def test_moments_as_an_operator_writes_them() -> None:
     assert moment("2026-11-30T01:00:00Z").seconds == START + 400
     assert moment("2026-11-30 01:00").seconds == START + 400  # no zone: UTC

@@ -11,7 +11,7 @@ from gapwatch.commands.parse import format_timeline
 from gapwatch.core.models import FieldValue, LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, PARTITION_KIND
 from gapwatch.cuzk.partition_table import Intervals
-from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.partitions import TimelineBuilder, derive_timeline
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report_text import _partition_lines
 
@@ -199,6 +199,22 @@ def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_kn
         ("job", 0): "-", ("job", 1): "yes", ("job", 2): "yes", ("job", 3): "no",
         ("post", None): "no"}
     assert [p.pinned for p in run.partitions] == [None, True, True, False, False]
+
+
+def test_a_run_begun_before_the_log_read_marks_no_first_wave() -> None:
+    """Told that its events begin at 10 s (a window's), the timeline does not mark a first
+    wave in a run whose start line (kept as a startup line) is from before: the syntheses
+    that ended between were not read. A run started in what was read is marked as before."""
+    def run(anchor_s: float) -> bool:
+        builder = TimelineBuilder(read_from_s=10.0)
+        for e in (_ev(anchor_s, "tracing", ANCHOR_MESSAGE),
+                  _ev(anchor_s + 11, "timeline", "SYNTH_START", partition=0),
+                  _ev(anchor_s + 12, "timeline", "GPU_START", partition=0, worker=0)):
+            builder.add(e)
+        return builder.finish().partitions[0].first_wave
+
+    assert run(anchor_s=0.0) is False
+    assert run(anchor_s=10.0) is True
 
 
 def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:

@@ -9,6 +9,7 @@ import io
 import json
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -450,6 +451,34 @@ def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(tmp_path: P
     assert gpu[2].endswith(": an idle stretch its end cuts is no gap of it, as at a recording's "
                            "end; --until later reads it")
     assert "no busy reading in the window" not in report_of(path)
+
+
+def test_a_window_begun_mid_run_marks_no_first_wave_it_cannot_tell(
+    pageable_recorded: Path
+) -> None:
+    """A first wave is the partitions synthesised before their circuit type's first synthesis
+    of the run ended. A window gets the daemon's start line (its settings) but not the log
+    between it and the window: its first synthesis started before any of its own ended was
+    marked "no (first wave)" half a minute into the run. Now none is marked in a window that
+    did not read its run from the start; the whole report still marks the run's first."""
+    whole = json.loads(report_of(pageable_recorded, "--json"))["partitions"]["items"]
+    assert any(p["first_wave"] for p in whole)
+    start = header_of(pageable_recorded).started_wall_s
+    synth = sorted((r["t_wall_s"], r["name"]) for r in _records(pageable_recorded)
+                   if r.get("type") == "log" and r.get("name") in ("SYNTH_START", "SYNTH_END")
+                   and r["t_wall_s"] > start + 10)
+    # Just before a synthesis start that no synthesis end comes before in the window.
+    t = next(t for (t0, _), (t, name) in zip(synth, synth[1:], strict=False)
+             if name == "SYNTH_START" and t - t0 > 0.002)
+    since = datetime.fromtimestamp(t - 0.001, UTC).isoformat()
+    text = report_of(pageable_recorded, "--since", since, "--until", "+59s")
+    assert "(first wave)" not in text
+    assert len(_table(text)[1]) > 5
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    for line in path.read_bytes().splitlines()[1:]:
+        yield msgspec.json.decode(line)
 
 
 def test_moments_as_an_operator_writes_them() -> None:

@@ -220,6 +220,10 @@ def _keep(table: dict[_K, _V], key: _K, value: _V) -> None:
 
 #: Circuit types whose first wave is known over in a run (`TimelineBuilder._wave_over`).
 MAX_KINDS: Final = 64
+#: In a run's waves over: the log between the run's start and the part read was not read, so
+#: no first wave of that run can be told (`TimelineBuilder._new_run`). No proof kind is named
+#: so (cuzk's are a handful of words; a job's kind is read from its dispatch line or /status).
+WAVES_NOT_READ: Final = "\x00not read"
 #: The INFO line a partitioned job's dispatch writes before its partitions start, and the
 #: proof kind it says (engine.rs:2261-2265 PoRep, 2415-2419 SnapDeals); `/status` names a job's
 #: kind too (`ProverStatus.job_kinds`). A first wave is a circuit type's (`FIRST_WAVE`).
@@ -240,7 +244,11 @@ class TimelineBuilder:
     made at `finish`, never the events held: `parse --timeline` over a log of a million lines,
     or a week's report, holds the few partitions in flight, not the run's."""
 
-    def __init__(self) -> None:
+    def __init__(self, read_from_s: float | None = None) -> None:
+        """`read_from_s`: where the log events it is given begin, the daemon's startup lines
+        aside (a window's, `gapwatch.offline.log_span.log_read_from`; None: the log from its
+        start): a run whose start line lies before it has first waves that cannot be told."""
+        self._read_from_s = read_from_s
         self._ops = PartitionOps()
         #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
         #: whether the run has seen work yet, and the proof kinds whose first synthesis in the
@@ -275,12 +283,19 @@ class TimelineBuilder:
         self._negative = 0
         self._negative_own = 0
 
-    def _new_run(self) -> None:
-        """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
+    def _new_run(self, t_s: float) -> None:
+        """`starting cuzk engine` at `t_s`: a later one, after work, starts the next run's
+        rows. A start the log was not read on from (its startup line kept before a window):
+        which circuit types' first synthesis ended between it and the log read is not known,
+        so no partition of that run is marked first wave (`WAVES_NOT_READ`): the window's first
+        synthesis started before any of its own ended was marked one, "pinned: no (first
+        wave)", an hour into the run."""
         if self._run_busy:
             self._run += 1
         self._run_busy = False
         self._waves_over = set()
+        if self._read_from_s is not None and t_s < self._read_from_s:
+            self._waves_over.add(WAVES_NOT_READ)
 
     def _gpus_named(self, e: LogEvent) -> None:
         """Lock attribution from the C++ lines holds on one GPU only, as the parser's does
@@ -305,7 +320,8 @@ class TimelineBuilder:
             # In its kind's first wave while no synthesis of that kind has ended in this run
             # (the first to end caches the hint, pipeline.rs:214-238, 355).
             over = self._waves_over
-            if len(over) < MAX_KINDS and self._job_kind.get((self._run, e.job_id)) not in over:
+            if (len(over) < MAX_KINDS and WAVES_NOT_READ not in over
+                    and self._job_kind.get((self._run, e.job_id)) not in over):
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, FIRST_WAVE)
             return
         kind = e.fields.get("kind")
@@ -372,7 +388,7 @@ class TimelineBuilder:
             self._daemon_of(e)
         self._gpus_named(e)
         if kind == "tracing" and name == ANCHOR_MESSAGE:
-            self._new_run()
+            self._new_run(e.t_wall_s)
             return
         if kind == "tracing" and name in DISPATCH_KINDS:
             _keep(self._job_kind, (self._run, e.job_id), DISPATCH_KINDS[name])

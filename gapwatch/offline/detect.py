@@ -51,7 +51,7 @@ from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.logs.once import LinesOnce, may_hold_log_lines
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
-from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.log_span import LogSpan, log_read_from
 from gapwatch.offline.prover_events import ProverEvents
 from gapwatch.sources.recording import PassedOver, WakeAt
 
@@ -201,13 +201,15 @@ class _Side:
         self.timeline: TimelineBuilder | None = None
         self.prover_events = ProverEvents()
         self.statuses = 0
-        #: Whether to build the timeline (a split report's other workers do not).
+        #: Whether to build the timeline (a split report's other workers do not), and where
+        #: the log events it is fed begin (`log_span.log_read_from`).
         self.builds_timeline = timeline
+        self.log_from_s: float | None = None
 
     def _builder(self) -> TimelineBuilder:
         """The timeline, made by the first event or snapshot it reads."""
         if self.timeline is None:
-            self.timeline = TimelineBuilder()
+            self.timeline = TimelineBuilder(self.log_from_s)
         return self.timeline
 
     def log(self, event: LogEvent) -> None:
@@ -242,6 +244,7 @@ def detect_records(
     wake_at: WakeAt | None = None,
     end_of_data: Callable[[float | None], float | None] | None = None,
     on_gpu_clock: Callable[[], None] | None = None,
+    since_s: float | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -269,6 +272,8 @@ def detect_records(
             the end of all the data (a split report's workers each see some GPUs'): what the
             events left after the last sample are judged against.
         on_gpu_clock: `GapDetector.on_gpu_clock` (a split report's worker gives up there).
+        since_s: a window's start (`--since`): its records were read from there (where the
+            log events begin: `log_span.log_read_from`).
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -298,6 +303,7 @@ def detect_records(
         extra_logs = list(extra_logs)
         for ev in extra_logs:
             span.observe(ev)
+    side.log_from_s = log_read_from(span, since_s)  # before the first event makes the builder
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
     once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
                      look=may_hold_log_lines(header), since_s=span.start_s)

@@ -410,7 +410,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
                                listener=listener, watch=watch,
                                copies=CopySums(keep_h2d=keep_h2d),
-                               span=copy.deepcopy(logs.span))
+                               span=copy.deepcopy(logs.span),
+                               since_s=window.since_s if window is not None else None)
     finally:
         if own:
             logs.close()

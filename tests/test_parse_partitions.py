@@ -217,6 +217,36 @@ def test_a_run_begun_before_the_log_read_marks_no_first_wave() -> None:
     assert run(anchor_s=10.0) is True
 
 
+def test_a_span_keeps_the_partitions_whose_gpu_work_overlaps_it() -> None:
+    """`finish(span)`: the rows whose GPU work overlaps the report's span. A partition the
+    log places before it, or after, is left out; one that only `/status` knew is placed by the
+    first poll that saw it on a GPU, or done at a poll after the first (a hole in the polls:
+    it ended since the poll before); done at the first poll read, it places nothing (a
+    window's first poll lists its jobs' partitions done long before the window)."""
+    from gapwatch.core.models import ProverPartition, ProverStatus
+
+    def poll(t: float, *parts: tuple[int, str]) -> ProverStatus:
+        return ProverStatus(prover="sim", t_mono_ns=int(t * 1e9), t_wall_s=t, latency_ms=1.0,
+                            uptime_s=None, partition_counts={}, workers=[],
+                            synthesis_active=None, synthesis_max=None, queue_depth=None,
+                            jobs=1, partitions=[ProverPartition("st", i, state)
+                                                for i, state in parts])
+
+    builder = TimelineBuilder()
+    for e in (_ev(1, "timeline", "GPU_START", partition=0, worker=0),  # before the span
+              _ev(2, "timeline", "GPU_END", partition=0, worker=0, fields={"gpu_ms": 1000}),
+              _ev(9, "timeline", "GPU_START", partition=1, worker=0),  # across its start
+              _ev(11, "timeline", "GPU_END", partition=1, worker=0, fields={"gpu_ms": 2000}),
+              _ev(21, "timeline", "GPU_START", partition=2, worker=0)):  # after it
+        builder.add(e)
+    builder.add_status(poll(10, (0, "done"), (1, "gpu")))  # the first poll: st 0 done
+    builder.add_status(poll(15, (0, "done"), (1, "gpu"), (2, "done")))  # st 2: done since
+    run = builder.finish((10.0, 20.0))
+    assert [(p.job_id, p.partition) for p in run.partitions] == [
+        ("job", 1), ("st", 1), ("st", 2)]
+    assert len(run.partitions) == 3
+
+
 def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
     """`mutex_held_ms=-935` (a garbled or hostile line) was taken as given: the partition
     table's sums and shares went negative. A duration below 0 is None, as a count is."""

@@ -139,26 +139,31 @@ class PartitionTiming:
         pinned = self.pinned
         return "-" if pinned is None else "yes" if pinned else "no"
 
-    def gpu_moments(self) -> list[float]:
+    def gpu_moments(self, first_poll_s: float | None = None) -> list[float]:
         """The moments the row places its GPU work at (a row is a partition that reached a
-        GPU): its GPU start and end as read, its lock region, and the first `/status` poll
-        that saw it on a GPU (one that saw it only `done` or `failed` places nothing: done at a
-        window's first poll, it may have run wholly before the window)."""
+        GPU): its GPU start and end as read, its lock region, the first `/status` poll that
+        saw it on a GPU, and the first that saw it `done` or `failed` unless that was the
+        first poll read (`first_poll_s`): done then, it may have run wholly before it (a
+        window's first poll lists its jobs' partitions done long before); done at a later
+        poll, it ended since the poll before, which did not list its job (a hole in the
+        polls)."""
         times = [t for t in (self.gpu_start_s, self.gpu_end_s, self.busy_start_s,
                              self.busy_end_s) if t is not None]
-        on_gpu = self.states_seen.get("gpu")
-        if on_gpu is not None:
-            times.append(on_gpu)
+        for state, t in self.states_seen.items():
+            if state == "gpu" or (state in ("done", "failed") and first_poll_s is not None
+                                  and t > first_poll_s):
+                times.append(t)
         return times
 
-    def works_within(self, since_s: float | None, until_s: float | None) -> bool:
+    def works_within(self, since_s: float | None, until_s: float | None,
+                     first_poll_s: float | None = None) -> bool:
         """Whether its GPU work, from the first to the last of its `gpu_moments`, overlaps
         `since_s`..`until_s` (None: open on that side): the report's span, a window's or
         the recording's. A row that places none of it does not. Its synthesis does not count:
         a partition synthesised in a window and proved after it has no row in the window's
         table (the window's log holds no GPU line of it), one synthesised before and proved
         in it has, its pinning then not known (`pinned`)."""
-        times = self.gpu_moments()
+        times = self.gpu_moments(first_poll_s)
         if not times:
             return False
         return ((until_s is None or min(times) <= until_s)

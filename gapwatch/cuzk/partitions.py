@@ -249,6 +249,8 @@ class TimelineBuilder:
         aside (a window's, `gapwatch.offline.log_span.log_read_from`; None: the log from its
         start): a run whose start line lies before it has first waves that cannot be told."""
         self._read_from_s = read_from_s
+        #: The first `/status` poll read (`PartitionTiming.gpu_moments`).
+        self._first_poll_s: float | None = None
         self._ops = PartitionOps()
         #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
         #: whether the run has seen work yet, and the proof kinds whose first synthesis in the
@@ -441,6 +443,8 @@ class TimelineBuilder:
         on_worker = {(w.job_id, w.partition): w for w in st.workers
                      if w.state == "proving" and w.job_id is not None}
         t = st.t_wall_s
+        if self._first_poll_s is None:
+            self._first_poll_s = t
         for job, job_kind in st.job_kinds.items():
             if self._job_kind.get((self._run, job)) != job_kind:
                 _keep(self._job_kind, (self._run, job), job_kind)
@@ -459,7 +463,7 @@ class TimelineBuilder:
         summary = _Summary()
         last_run = max([self._run, *(run for run, _, _ in self._runs)])
         for row, when in self._ops.rows(self._parser_locks, last_run):
-            if span is not None and not row.works_within(*span):
+            if span is not None and not row.works_within(*span, self._first_poll_s):
                 continue
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)

@@ -52,6 +52,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
+from gapwatch.cuzk.knobs import Pull, Setting, lowers, raises
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -71,6 +72,13 @@ from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
 PSI_PRESSURE_SHARE = 0.10
+
+#: cuzk's knobs more than one stall's advice turns, each its own way (`Pull`).
+TOTAL_BUDGET = "[memory] total_budget"
+MAX_PARALLEL_SYNTHESIS = "[pipeline] max_parallel_synthesis"
+GPU_WORKERS_PER_DEVICE = "[gpus] gpu_workers_per_device"
+#: The budget raised, as every stall that wants more of it says it.
+RAISE_BUDGET = "raise it (or, with \"auto\", lower safety_margin) if the host has the RAM"
 
 #: What each stall is, in words (the headline of its advice or no-setting note).
 STALL_WORDS: dict[str, str] = {
@@ -121,6 +129,8 @@ class Advice:
     payoff: IfClosed | None = None
     #: Of `gaps`, those still open (live): `idle_s` holds their idle time so far.
     open_gaps: int = 0
+    #: Which way it moves cuzk's knobs (`gapwatch.cuzk.knobs.Pull`).
+    pulls: tuple[Pull, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,8 +154,8 @@ class AdviceReport:
     notes: list[str] = field(default_factory=list)
 
 
-#: (settings: (setting, change, why, source)), guess, guess_why, evidence), or why none applies.
-Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
+#: (settings, guess, guess_why, evidence), or why none applies.
+Found = tuple[list[Setting], bool, str, list[str]]
 
 #: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
 #: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
@@ -161,7 +171,7 @@ def _batch_budget(kind: str) -> str:
     return gib if kind == "porep-c2" else f"{gib} (one partition's, for the whole batch)"
 
 
-def batch_setting(kinds: Iterable[str] = ()) -> tuple[str, str, str, str]:
+def batch_setting(kinds: Iterable[str] = ()) -> Setting:
     """`[scheduler] max_batch_size = 1`, its words naming the budget of the batches `kinds`
     names (`BATCH_KINDS`; none: both), each its own (engine.rs:2644-2648: a PoRep batch
     acquires 136 GiB, a SnapDeals batch its kind's partition size, 9 GiB)."""
@@ -172,14 +182,14 @@ def batch_setting(kinds: Iterable[str] = ()) -> tuple[str, str, str, str]:
     else:
         budget = "acquiring a budget of " + ", ".join(
             f"{_batch_budget(k)} for a {_BATCH_NAMES[k]} batch" for k in which)
-    return (
+    return Setting(
         "[scheduler] max_batch_size", "1 (the default)",
         f"a batch of 2+ {names} requests is proved as one monolithic job: synthesised with no "
         f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status; "
         "with 1 every request takes the partitioned, pinned pipeline",
         "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
         "extern/cuzk/cuzk.example.toml:97-100; the budget: engine.rs:2644-2648, "
-        "memory.rs:41, 53")
+        "memory.rs:41, 53", lowers("[scheduler] max_batch_size"))
 
 
 #: PoSt job kinds, as TIMELINE and a monolithic worker's `proof_kind` name them.
@@ -395,25 +405,30 @@ def open_gap_words(g: Gap) -> str:
 
 
 def _synthesis(gaps: StallGaps, pipeline: PipelineView
-               ) -> tuple[list[tuple[str, str, str, str]], bool, str]:
-    """(settings: (setting, change, why, source)), guess, guess_why) for synthesis waits."""
+               ) -> tuple[list[Setting], bool, str]:
+    """(settings, guess, guess_why) for synthesis waits."""
     pressure = gaps.pressure
-    threads = ("[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
-               "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
-               "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs")
-    gpu_threads = ("[gpus] gpu_threads", "32 rather than 0 on a many-core box",
-                   "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
-                   "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
-                   "extern/cuzk/cuzk.example.toml")
+    threads = Setting(
+        "[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
+        "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
+        "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs", raises("[synthesis] threads"))
+    # No pull: 0 is all CPUs, so "32 rather than 0" has no direction a rule could compare.
+    gpu_threads = Setting(
+        "[gpus] gpu_threads", "32 rather than 0 on a many-core box",
+        "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
+        "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
+        "extern/cuzk/cuzk.example.toml")
     if not gaps.judged:
         # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
         # snapshots, or no snapshot at all): both remedies, said as a guess.
-        return ([("[pipeline] max_parallel_synthesis",
-                  f"raise it (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS}) if every synthesis worker "
-                  "was busy",
-                  "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) synthesis "
-                  "workers (engine.rs); more of them synthesise more partitions ahead",
-                  "extern/cuzk/cuzk-core/src/config.rs, engine.rs"), threads], True,
+        return ([Setting("[pipeline] max_parallel_synthesis",
+                         f"raise it (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS}) if every synthesis "
+                         "worker was busy",
+                         "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) "
+                         "synthesis workers (engine.rs); more of them synthesise more "
+                         "partitions ahead",
+                         "extern/cuzk/cuzk-core/src/config.rs, engine.rs",
+                         raises(MAX_PARALLEL_SYNTHESIS)), threads], True,
                 "gapwatch could not tell how many synthesis workers cuzk runs (no "
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
                 f"budget in /status{_dropped(pipeline, 'synth_worker_count', 'total_budget_gib')}"
@@ -433,15 +448,17 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
     why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "
                 "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) of them "
                 "(engine.rs)")
-    raise_budget = ("[memory] total_budget", "raise it (or, with \"auto\", lower "
-                    "safety_margin) if the host has the RAM",
-                    f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
-                    "(memory.rs)",
-                    "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs")
-    raise_cap = ("[pipeline] max_parallel_synthesis",
-                 f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
-                 f"{why_more}: below the budget's limit, max_parallel_synthesis is the limit",
-                 "extern/cuzk/cuzk-core/src/config.rs, engine.rs")
+    raise_budget = Setting(TOTAL_BUDGET, RAISE_BUDGET,
+                           f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
+                           "(memory.rs)",
+                           "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
+                           raises(TOTAL_BUDGET))
+    raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
+                        f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
+                        f"{why_more}: below the budget's limit, max_parallel_synthesis is the "
+                        "limit",
+                        "extern/cuzk/cuzk-core/src/config.rs, engine.rs",
+                        raises(MAX_PARALLEL_SYNTHESIS))
     guess, guess_why = False, ""
     if budget is None:
         settings = [raise_cap, raise_budget]
@@ -506,27 +523,29 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
             continue
         settings, guess, guess_why, extra = found
         evidence = _evidence(these) + extra
-        for setting, change, why, source in settings:
-            out.advice.append(Advice(stall, setting, change, why, source, evidence, len(these),
-                                     idle, these.ids.tolist(), guess, guess_why, pay,
-                                     these.open))
+        for s in settings:
+            out.advice.append(Advice(stall, s.setting, s.change, s.why, s.source, evidence,
+                                     len(these), idle, these.ids.tolist(), guess, guess_why,
+                                     pay, these.open, s.pulls))
     return out
 
 
 _Found = Found
 
 
-PIPELINE_SETTING = (
+PIPELINE_SETTING = Setting(
     "[pipeline] enabled", "true",
     "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
     "prover: no pinned a/b/c, no synthesis overlapping GPU proving",
-    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml")
-MAX_PENDING_SETTING = (
+    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml",
+    raises("[pipeline] enabled"))
+MAX_PENDING_SETTING = Setting(
     "Curio [Cuzk] MaxPending", "raise it (default 10), if Curio had proofs waiting",
     "Curio sends at most MaxPending requests to cuzk at once, one limit shared by PoRep, "
     "SnapDeals and PoSt tasks",
     "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
-    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163")
+    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163",
+    raises("Curio [Cuzk] MaxPending"))
 #: Stalls that, with `[pipeline] enabled = false`, are the monolithic workers themselves: each
 #: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
 #: cuzk runs one worker per GPU whatever `gpu_workers_per_device` says (engine.rs:1333-1337), and
@@ -591,12 +610,12 @@ def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
     over = pipeline.over_budget
     if over is not None and gaps.over_budget:
         return _for_over_budget(over)
-    return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
-              "if the host has the RAM",
-              "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
-              "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
-              "synthesis waits however many workers are free",
-              "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs")], False, "",
+    return ([Setting(TOTAL_BUDGET, RAISE_BUDGET,
+                     "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 "
+                     "GiB) before a synthesis worker takes it (engine.rs, memory.rs): with less "
+                     "free, synthesis waits however many workers are free",
+                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs",
+                     raises(TOTAL_BUDGET))], False, "",
             # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
             # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
             ["a PCE in /status allocations.pce holds budget unused by this cuzk version "
@@ -609,13 +628,13 @@ def _for_over_budget(over: OverBudget) -> _Found:
     lets it through."""
     need = (f"raise it above {over.amount_gib:g} GiB, the request's size" if over.amount_gib
             is not None else "raise it above the request's size")
-    settings = [("[memory] total_budget", f"{need} (or, with \"auto\", lower safety_margin), "
-                 "if the host has the RAM",
-                 "acquire loops until used + amount fits the total, which never holds for a "
-                 "request over the total (memory.rs:187-236), so it waits until cuzk restarts: "
-                 f"{over.blocks()}",
-                 "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, 1623-1628, "
-                 "1927-1971, cuzk.example.toml")]
+    settings = [Setting(TOTAL_BUDGET, f"{need} (or, with \"auto\", lower safety_margin), "
+                        "if the host has the RAM",
+                        "acquire loops until used + amount fits the total, which never holds "
+                        "for a request over the total (memory.rs:187-236), so it waits until "
+                        f"cuzk restarts: {over.blocks()}",
+                        "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, "
+                        "1623-1628, 1927-1971, cuzk.example.toml", raises(TOTAL_BUDGET))]
     if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_FULL_BYTES // GIB:
         settings.append(batch_setting(["porep-c2"]))  # a 136 GiB request is a PoRep batch's
     return settings, False, "", []
@@ -623,22 +642,24 @@ def _for_over_budget(over: OverBudget) -> _Found:
 
 def _for_pacer_hold(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     target = pipeline.pacer_target
-    return ([("[pipeline] max_gpu_queue_depth",
-              f"raise it above {target}, or 0 to turn the pacer off" if target else
-              "raise it, or 0 to turn the pacer off",
-              "the PI pacer dispatches synthesis to keep this many synthesised partitions "
-              "waiting for the GPU; 0 = no throttle, the default (config.rs)",
-              "extern/cuzk/cuzk-core/src/config.rs, engine.rs")], False, "",
+    return ([Setting("[pipeline] max_gpu_queue_depth",
+                     f"raise it above {target}, or 0 to turn the pacer off" if target else
+                     "raise it, or 0 to turn the pacer off",
+                     "the PI pacer dispatches synthesis to keep this many synthesised "
+                     "partitions waiting for the GPU; 0 = no throttle, the default (config.rs)",
+                     "extern/cuzk/cuzk-core/src/config.rs, engine.rs",
+                     raises("[pipeline] max_gpu_queue_depth"))], False, "",
             [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
 
 
 def _for_srs_loading(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pipeline.srs_evictions:
-        return ([("[memory] eviction_min_idle", "raise it (default 5m)",
-                  "idle SRS/PCE entries become eviction candidates after this long; "
-                  "'set higher for stable workloads' (cuzk.example.toml): an evicted SRS "
-                  "is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs")], False,
+        return ([Setting("[memory] eviction_min_idle", "raise it (default 5m)",
+                         "idle SRS/PCE entries become eviction candidates after this long; "
+                         "'set higher for stable workloads' (cuzk.example.toml): an evicted "
+                         "SRS is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
+                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs",
+                         raises("[memory] eviction_min_idle"))], False,
                 "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
     return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
             "no preload since the memory manager): nothing to change unless it repeats")
@@ -653,29 +674,32 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
     # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
     # explicit budget, raising it changes nothing, so the change says which to turn.
-    return ([("[memory] safety_margin",
-              "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
-              "explicit total_budget, lower that instead",
-              "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
-              "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
-              "idle ones stay pinned outside any accounting (pinned bytes are never in "
-              "used_bytes) until the evictor frees them, and it frees and re-pins them on "
-              "short acquires (pinned_pool.rs:127-129, 194-198; memory.rs:214-225); a failed "
-              "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
-              "a/b/c, copied at 1-4 GB/s)",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
-              "config.rs:100-104, cuzk.example.toml"),
-             ("[pipeline] max_parallel_synthesis", "lower it",
-              "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
-              "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs"), *churn], True,
+    # Either reading lowers the budget: its pull is the budget's, down (`Pull`).
+    return ([Setting(
+        "[memory] safety_margin",
+        "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
+        "explicit total_budget, lower that instead",
+        "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
+        "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
+        "idle ones stay pinned outside any accounting (pinned bytes are never in "
+        "used_bytes) until the evictor frees them, and it frees and re-pins them on "
+        "short acquires (pinned_pool.rs:127-129, 194-198; memory.rs:214-225); a failed "
+        "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
+        "a/b/c, copied at 1-4 GB/s)",
+        "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
+        "config.rs:100-104, cuzk.example.toml", lowers(TOTAL_BUDGET)),
+        Setting(MAX_PARALLEL_SYNTHESIS, "lower it",
+                "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+                "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+                "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs",
+                lowers(MAX_PARALLEL_SYNTHESIS)), *churn], True,
             "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
             "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
             + churn_why, facts)
 
 
 def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
-                ) -> tuple[list[tuple[str, str, str, str]], str]:
+                ) -> tuple[list[Setting], str]:
     """Where the pool churned before it failed (`gapwatch.cuzk.pool_churn`): the candidate
     knob, said as a guess, and its why (the churn's words added to `facts` where the gaps'
     evidence does not carry them); where the log kept no INFO line of the pool, that churn is
@@ -712,17 +736,19 @@ def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
 def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     per = pipeline.gpu_workers_per_device
     if per == 1:
-        return ([("[gpus] gpu_workers_per_device", "2",
-                  "with 2 workers one worker's copies and CPU work overlap the other's "
-                  "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
-                  "proves' (cuzk.example.toml; the default is 2, config.rs)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], False, "",
+        return ([Setting(GPU_WORKERS_PER_DEVICE, "2",
+                         "with 2 workers one worker's copies and CPU work overlap the other's "
+                         "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
+                         "proves' (cuzk.example.toml; the default is 2, config.rs)",
+                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs",
+                         raises(GPU_WORKERS_PER_DEVICE))], False, "",
                 ["the log's 'initializing GPU workers' says gpu_workers_per_device=1"])
     if per is None:
-        return ([("[gpus] gpu_workers_per_device", "2, if it is 1",
-                  "with 2 workers one worker's copies overlap the other's kernels "
-                  "(cuzk.example.toml; the default is 2, config.rs)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], True,
+        return ([Setting(GPU_WORKERS_PER_DEVICE, "2, if it is 1",
+                         "with 2 workers one worker's copies overlap the other's kernels "
+                         "(cuzk.example.toml; the default is 2, config.rs)",
+                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs",
+                         raises(GPU_WORKERS_PER_DEVICE))], True,
                 "the log read did not say how many GPU workers cuzk runs per GPU (its "
                 "'initializing GPU workers' line"
                 f"{_dropped(pipeline, 'gpu_workers_per_device')})", [])
@@ -759,12 +785,13 @@ _BATCH_WAIT_SOURCE = ("extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; "
 #: Either closes a batch wait, each its own advice: `gapwatch compare` reads each setting from
 #: its own startup field, and one advice naming both read "unchanged: max_batch_size 2 on both"
 #: of a run that lowered max_batch_wait_ms as it said.
-BATCH_WAIT_MS_SETTING = ("[scheduler] max_batch_wait_ms",
-                         "lower it (0 = flush at once), to keep batching",
-                         _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE)
+BATCH_WAIT_MS_SETTING = Setting("[scheduler] max_batch_wait_ms",
+                                "lower it (0 = flush at once), to keep batching",
+                                _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE,
+                                lowers("[scheduler] max_batch_wait_ms"))
 BATCH_WAIT_SETTINGS = [
-    ("[scheduler] max_batch_size", "1 (the default): no request waits for company",
-     _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE),
+    Setting("[scheduler] max_batch_size", "1 (the default): no request waits for company",
+            _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE, lowers("[scheduler] max_batch_size")),
     BATCH_WAIT_MS_SETTING,
 ]
 

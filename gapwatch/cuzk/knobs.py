@@ -1,0 +1,52 @@
+"""One setting an advice names, typed: its words, and which way it moves cuzk's knobs.
+
+Who calls it: `gapwatch.cuzk.advice` (every setting it advises; each advice keeps its pulls),
+`gapwatch.cuzk.paths` and `gapwatch.cuzk.pool_churn` (the settings they add). Its own module so
+that those two, which `advice` imports, can build settings without importing `advice`. Pure
+data.
+
+The direction is typed (`Pull`), never read back from the change's words: "raise it above 18
+(0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an explicit
+total_budget, lower that instead" say their direction to a person, not to a rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+@dataclass(frozen=True, slots=True)
+class Pull:
+    """Which way a setting moves one quantity of cuzk's: `knob`, as cuzk's TOML spells the key
+    that sets it, raised (`up`) or lowered. A knob's inverse is said as the knob it moves:
+    `[memory] safety_margin` up is `[memory] total_budget` down (cuzk reads the margin only with
+    total_budget = "auto", budget = MemTotal - safety_margin, config.rs:100-104; with an explicit
+    budget the advice says to lower that instead, the same way). `[pipeline] max_gpu_queue_depth`
+    up is more partitions let ahead of the GPU: 0, no pacer, is the top (config.rs:328-345)."""
+
+    knob: str
+    up: bool
+
+
+class Setting(NamedTuple):
+    """One setting of an advice: cuzk's key as its TOML spells it (or a service's or gapwatch's
+    setting), the change in words, why it closes the stall (upstream's words, with the file),
+    the files, and which way it moves cuzk's knobs (none for a change with no direction:
+    unsetting an env knob)."""
+
+    setting: str
+    change: str
+    why: str
+    source: str
+    pulls: tuple[Pull, ...] = ()
+
+
+def raises(knob: str) -> tuple[Pull, ...]:
+    """The pulls of a setting that raises `knob`."""
+    return (Pull(knob, True),)
+
+
+def lowers(knob: str) -> tuple[Pull, ...]:
+    """The pulls of a setting that lowers `knob`."""
+    return (Pull(knob, False),)

@@ -1058,3 +1058,69 @@ def test_an_empty_pipelines_no_work_leaves_a_snapshot_cause_it_does_not_explain(
         assert with_log_cause(seen, "no_work") == seen
         assert with_log_cause(seen, "no_work", spans_restart=True) == "no_work"
     assert with_log_cause("waits_on_synthesis", "no_work") == "no_work"
+
+
+ONE_WORKER = line("initializing GPU workers", 0.05, num_gpus=1, gpu_workers_per_device=1)
+
+
+def test_the_gpu_waiting_between_one_workers_proves_is_told_a_second_worker() -> None:
+    """cuzk.example.toml: `gpu_workers_per_device = 2` "eliminates the 10-200ms GPU idle gaps
+    between partition proves" (config.rs: the default is 2): a second worker does its CPU work
+    outside the per-GPU lock while the other holds it. With 1 in the log, the wait inside the
+    workers and a dispatch stall (the worker not back for ready partitions) said "no setting"."""
+    facts, view = read([ENGINE, ONE_WORKER])
+    assert view.gpu_workers_per_device == 1
+    for rules in (lambda s, g: path_rule(s, g, facts), None):  # the report's, the dashboard's
+        for cause in ("inside_workers", "dispatch_stall"):
+            report = advise([_gap(cause=cause)], view, rules=rules)
+            assert not report.no_setting
+            (a,) = report.advice
+            assert (a.setting, a.change, a.guess) == ("[gpus] gpu_workers_per_device",
+                                                      "2 (the default)", False)
+            assert "'eliminates the 10-200ms GPU idle gaps between partition proves'" in a.why
+            assert "It overlaps no copies and no kernels" in a.why
+            assert "cuzk.example.toml" in a.source and "config.rs" in a.source
+            assert any("says gpu_workers_per_device=1" in e for e in a.evidence)
+    # Two workers already (the default): no setting, as before.
+    facts2, view2 = read([ENGINE, line("initializing GPU workers", 0.05, num_gpus=1,
+                                       gpu_workers_per_device=2)])
+    (n,) = advise([_gap(cause="inside_workers")], view2,
+                  rules=lambda s, g: path_rule(s, g, facts2)).no_setting
+    assert "no setting is shown to close it" in n.why
+
+
+def test_a_paths_own_answer_for_one_worker_keeps_it_beside_the_second_worker() -> None:
+    # CUZK_VALIDATE_PARTITIONS=1 holds the JobTracker mutex at pickup (engine.rs:532, 861): its
+    # env knob first, the second worker beside it; the JobTracker's no-setting words, evidence.
+    validate = facts_of([ENGINE, ONE_WORKER,
+                         line("CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier "
+                              "against known-good proof", 2.0)])
+    view = read([ENGINE, ONE_WORKER])[1]
+    report = advise([_gap(cause="inside_workers")], view,
+                    rules=lambda s, g: path_rule(s, g, validate))
+    assert [a.setting for a in report.advice] == ["env CUZK_VALIDATE_PARTITIONS",
+                                                  "[gpus] gpu_workers_per_device"]
+    tracker = facts_of([ENGINE, ONE_WORKER,
+                        line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
+                             fail_check_ms=1800, mark_busy_ms=0, total_overhead_ms=1800)])
+    (a,) = advise([_gap(cause="inside_workers")], view,
+                  rules=lambda s, g: path_rule(s, g, tracker)).advice
+    assert a.setting == "[gpus] gpu_workers_per_device"
+    assert any(e.startswith("what else the log shows: no setting: after pickup GPU workers "
+                            "wait on cuzk's JobTracker mutex") for e in a.evidence)
+
+
+def test_with_the_pipeline_off_no_second_gpu_worker_is_advised() -> None:
+    """With the pipeline off cuzk runs one GPU worker per GPU whatever the setting
+    (engine.rs:1333-1337): `[pipeline] enabled = true` is the advice, never 2 workers."""
+    off = [line("starting cuzk engine", 0.0, pipeline_enabled="false"), ONE_WORKER]
+    facts, view = read(off)
+    assert view.pipeline_enabled is False and view.gpu_workers_per_device == 1
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([_gap(cause="inside_workers")], view, rules=rules).advice
+        assert (a.setting, a.change) == ("[pipeline] enabled", "true")
+        assert any("setting it to 2 changes nothing" in e for e in a.evidence)
+        for cause in ("dispatch_stall", "inside_workers"):
+            report = advise([_gap(cause=cause)], view, rules=rules)
+            assert "[gpus] gpu_workers_per_device" not in [x.setting for x in report.advice]
+

@@ -26,8 +26,9 @@ its evidence (what this run showed), the expected payoff (the report's payoff fo
 work taken as fixed), and says when it is a guess (what gapwatch could not tell). A stall no
 setting closes is said as such (`no_setting`), never given a setting the evidence does not
 support: the first synthesis of a circuit is unpinned by design, PoSt is monolithic by design, a
-dispatch stall has no knob, pinned copies at line rate with two workers already have nothing to
-turn.
+dispatch stall has no knob (but a second GPU worker where the log says one: `second_worker_closes`),
+pinned copies at line rate have nothing to turn: they run under cuzk's per-GPU lock, which no
+worker count overlaps (`COPIES_UNDER_LOCK`).
 
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
@@ -518,6 +519,7 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
         found = rules(stall, these) if rules is not None else None
         if found is None:
             found = _settings_for(stall, these, pipeline)
+        found = _with_second_worker(stall, found, pipeline)
         if isinstance(found, str):
             out.no_setting.append(NoSetting(stall, found, len(these), idle, these.open))
             continue
@@ -557,6 +559,70 @@ PIPELINE_OFF_STALLS = frozenset({
     "slow_copies"})
 
 
+#: What cuzk's per-GPU lock covers (cuzk-log-formats.md 3.2): one C++ std::mutex per GPU, shared
+#: by that GPU's workers (engine.rs:2916-2955), taken after a worker's split-vector allocation and
+#: its prep thread's start, released after the tail MSMs (groth16_cuda.cu:900-1070).
+GPU_LOCK_WORDS = (
+    "one mutex per GPU, shared by its GPU workers, is held from the H2D copies of a/b/c through "
+    "the NTTs, the H MSM, the wait for CPU prep (barrier_wait), the batch additions and the "
+    "tail MSMs (groth16_cuda.cu:900-1070, engine.rs:2916-2955)")
+#: What a second GPU worker per GPU overlaps, and what it does not: the CPU work outside the
+#: lock, never copies or kernels (`GPU_LOCK_WORDS`).
+SECOND_WORKER_WHY = (
+    "with 2 GPU workers per GPU one does its CPU work outside the GPU's lock while the other "
+    "holds it: its pickup, the split-vector allocation and the start of its prep thread before "
+    "the lock (pre_lock_cpu_ms), and b_g2_msm and the epilogue where the worker runs them "
+    "itself (CUZK_DISABLE_SPLIT_PROVE=1; else a finalizer task does): 'eliminates the 10-200ms "
+    "GPU idle gaps between partition proves' (cuzk.example.toml; the default is 2, config.rs). "
+    f"It overlaps no copies and no kernels: {GPU_LOCK_WORDS}; the GPU idle under that lock "
+    "(barrier_wait_ms) stays")
+SECOND_WORKER_SOURCE = ("extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs, "
+                        "engine.rs:2916-2955; extern/supraseal-c2/cuda/groth16_cuda.cu:900-1070")
+#: What a transfer_bound gap's copies are in cuzk, and why no worker count hides them.
+COPIES_UNDER_LOCK = (
+    f"cuzk copies under the GPU's lock: {GPU_LOCK_WORDS}, a partition's a/b/c and the SRS "
+    "points its MSMs read streaming from host memory inside it (about 23.6 GiB host-to-device "
+    "a PoRep partition by c2-optimization-proposal-9, sizes approximate), so one worker's "
+    "copies never overlap another worker's kernels, whatever gpu_workers_per_device; at line "
+    "rate they are pinned already, and upstream names no setting that shrinks them")
+#: Stalls where the GPU waited between one worker's proves, on that worker's own CPU work:
+#: `inside_workers` (/status: every worker of the GPU `proving` while it idles: CPU work before
+#: the lock, cuzk's locks at pickup, or the wait for prep under the lock) and `dispatch_stall`
+#: (partitions ready while the GPU's worker was not back for them). With one worker per GPU a
+#: second closes the part outside the lock (`SECOND_WORKER_WHY`).
+BETWEEN_PROVES_STALLS = frozenset({"inside_workers", "dispatch_stall"})
+ONE_WORKER_SAID = "the log's 'initializing GPU workers' says gpu_workers_per_device=1"
+
+
+def second_worker(change: str = "2 (the default)") -> Setting:
+    """`[gpus] gpu_workers_per_device = 2`, saying what it closes (`SECOND_WORKER_WHY`)."""
+    return Setting(GPU_WORKERS_PER_DEVICE, change, SECOND_WORKER_WHY, SECOND_WORKER_SOURCE,
+                   raises(GPU_WORKERS_PER_DEVICE))
+
+
+def second_worker_closes(stall: str, pipeline: PipelineView) -> bool:
+    """Whether a second GPU worker per GPU is advised for `stall`: the GPU waited between one
+    worker's proves (`BETWEEN_PROVES_STALLS`), the log says one worker per GPU, and the
+    pipeline is not off (cuzk then runs one whatever the setting, engine.rs:1333-1337, and
+    `[pipeline] enabled = true` is the advice)."""
+    return (stall in BETWEEN_PROVES_STALLS and pipeline.gpu_workers_per_device == 1
+            and pipeline.pipeline_enabled is not False)
+
+
+def _with_second_worker(stall: str, found: Found | str, pipeline: PipelineView) -> Found | str:
+    """`found` (the path's answer or the general one) with `[gpus] gpu_workers_per_device = 2`
+    added where a second worker closes the stall (`second_worker_closes`): the one place it is
+    added, whoever answered. A path's no-setting words stay as evidence."""
+    if not second_worker_closes(stall, pipeline):
+        return found
+    said = [f"{ONE_WORKER_SAID}: the GPU idles while its one worker does the CPU work between "
+            "its proves"]
+    if isinstance(found, str):
+        return [second_worker()], False, "", [*said, f"what else the log shows: {found}"]
+    settings, guess, guess_why, evidence = found
+    return [*settings, second_worker()], guess, guess_why, [*evidence, *said]
+
+
 def pipeline_off_evidence(by_workers: bool) -> str:
     """What says the pipeline is off: the run's start line, or, where it was not read (a log
     followed from its end), its monolithic workers' lines, which only that mode writes."""
@@ -572,7 +638,7 @@ def _pipeline_off(stall: str, pipeline: PipelineView) -> Found:
     `PIPELINE_OFF_STALLS`); for `no_work`, where the log shows no proof in flight, Curio's
     limit as a guess."""
     evidence = [pipeline_off_evidence(pipeline.pipeline_off_by_workers)]
-    if stall == "copies_not_overlapped":
+    if stall == "copies_not_overlapped" or stall in BETWEEN_PROVES_STALLS:
         evidence.append("with the pipeline off cuzk runs one GPU worker per GPU whatever "
                         "[gpus] gpu_workers_per_device says (engine.rs:1333-1337): setting "
                         "it to 2 changes nothing")
@@ -592,6 +658,8 @@ def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found
     """The settings for one stall, or why none applies (a string)."""
     if pipeline.pipeline_enabled is False and stall in PIPELINE_OFF_STALLS:
         return _pipeline_off(stall, pipeline)
+    if second_worker_closes(stall, pipeline):
+        return [], False, "", []  # the setting is `_with_second_worker`'s to add
     why = _NO_SETTING.get(stall)
     if why is not None:
         return why
@@ -734,26 +802,23 @@ def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
 
 
 def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
+    """Copies at line rate with the SMs idle: under cuzk's per-GPU lock, which no worker count
+    overlaps (`COPIES_UNDER_LOCK`). With one worker a second is still named, a guess: it closes
+    only the part of such a gap that was that worker's CPU work between proves."""
     per = pipeline.gpu_workers_per_device
+    only_cpu = ("these gaps are copies at line rate with the SMs idle, and "
+                f"{COPIES_UNDER_LOCK}: a second worker closes only the part of them that was "
+                "the one worker's CPU work between proves, which the samples do not tell from "
+                "the copies")
     if per == 1:
-        return ([Setting(GPU_WORKERS_PER_DEVICE, "2",
-                         "with 2 workers one worker's copies and CPU work overlap the other's "
-                         "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
-                         "proves' (cuzk.example.toml; the default is 2, config.rs)",
-                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs",
-                         raises(GPU_WORKERS_PER_DEVICE))], False, "",
-                ["the log's 'initializing GPU workers' says gpu_workers_per_device=1"])
+        return [second_worker()], True, only_cpu, [ONE_WORKER_SAID]
     if per is None:
-        return ([Setting(GPU_WORKERS_PER_DEVICE, "2, if it is 1",
-                         "with 2 workers one worker's copies overlap the other's kernels "
-                         "(cuzk.example.toml; the default is 2, config.rs)",
-                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs",
-                         raises(GPU_WORKERS_PER_DEVICE))], True,
+        return ([second_worker("2, if it is 1")], True,
                 "the log read did not say how many GPU workers cuzk runs per GPU (its "
-                "'initializing GPU workers' line"
-                f"{_dropped(pipeline, 'gpu_workers_per_device')})", [])
-    return (f"already {per} GPU workers per GPU: the copies run at line rate and each "
-            "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
+                f"'initializing GPU workers' line{_dropped(pipeline, 'gpu_workers_per_device')})"
+                f"; and at 1, {only_cpu}", [])
+    return (f"already {per} GPU workers per GPU, and no worker count overlaps these copies: "
+            f"{COPIES_UNDER_LOCK}")
 
 
 def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

@@ -358,3 +358,26 @@ def test_a_host_stall_of_no_known_cause_is_said_once_and_sends_no_one_to_a_log_t
                     "no setting: cuzk's log (--log) and /status (--cuzk-status) name most waits "
                     "where they are read; none named these")
 
+
+def test_more_synthesis_workers_and_fewer_partitions_in_flight_are_said_to_conflict() -> None:
+    """Every synthesis worker busy below the budget's limit wants max_parallel_synthesis
+    raised; a pinned pool that could not pin wants it lowered. The stall that cost more idle
+    is named first; stalls that pull one knob the same way are no conflict."""
+    pool = PoolState(total_gib=0.0, buffers=0, free=0, checkout_failed=3)
+    view = PipelineView(pool=pool, synth_workers=18)
+    synthesis = [_gap(1, cause="waits_on_synthesis", states=[_state(18, 18)])]
+    pinned = [_gap(i, kind="pcie_starved", warnings=("pinned_pool_fallback",)) for i in (2, 3)]
+    report = advise([*synthesis, *pinned], view)
+    assert {(a.stall, a.setting) for a in report.advice} >= {
+        ("waits_on_synthesis", "[pipeline] max_parallel_synthesis"),
+        ("pinned_pool", "[pipeline] max_parallel_synthesis")}
+    (c,) = report.conflicts  # the pool's safety_margin lowers a budget nothing here raises
+    assert c.knob == "[pipeline] max_parallel_synthesis" and c.first.stall == "pinned_pool"
+    assert "'a/b/c copied from pageable memory: the pinned pool could not pin' cost the most " \
+           "idle (2.0 s)" in " ".join(advice_lines(report))
+    # Both raise the budget: one way, no conflict.
+    same = advise([_gap(1, cause="waits_on_budget"),
+                   _gap(2, cause="waits_on_synthesis", states=[_state(10, 10, total_gib=140)])],
+                  PipelineView())
+    assert [a.setting for a in same.advice] == ["[memory] total_budget"] * 2
+    assert same.conflicts == [] and "conflict" not in "\n".join(advice_lines(same))

@@ -1124,3 +1124,32 @@ def test_with_the_pipeline_off_no_second_gpu_worker_is_advised() -> None:
             report = advise([_gap(cause=cause)], view, rules=rules)
             assert "[gpus] gpu_workers_per_device" not in [x.setting for x in report.advice]
 
+
+def test_two_stalls_pulling_the_budget_opposite_ways_are_said_with_which_to_change_first() -> None:
+    """A budget wait wants the budget raised (or, with "auto", safety_margin lowered); a pinned
+    pool failure wants safety_margin raised: the budget lowered. Both rows stay, each with its
+    idle; the advice says they pull one knob apart, which stall cost more idle, to change that
+    first and measure again. Before, the two sat side by side unremarked."""
+    facts, view = read([ENGINE])
+    t0 = 1_778_594_400.0
+    budget = [_gap(cause="waits_on_budget", start_s=t0 + 10 * i) for i in range(3)]
+    pool = [_gap(kind="pcie_starved", cause="pinned_pool", start_s=t0 + 100.0)]
+    report = advise([*budget, *pool], view, rules=lambda s, g: path_rule(s, g, facts))
+    rows = [(a.stall, a.setting, a.idle_s) for a in report.advice]
+    assert ("waits_on_budget", "[memory] total_budget", 3.0) in rows
+    assert ("pinned_pool", "[memory] safety_margin", 1.0) in rows
+    (c,) = report.conflicts
+    assert c.knob == "[memory] total_budget"
+    assert ([a.stall for a in c.raising], [a.stall for a in c.lowering]) == (
+        ["waits_on_budget"], ["pinned_pool"])
+    assert c.first.stall == "waits_on_budget"
+    said = "\n".join(advice_lines(report))
+    assert "conflict: [memory] total_budget is pulled both ways" in said
+    assert "(3 gap(s), 3.0 s idle) wants it up: [memory] total_budget: raise it" in said
+    assert "(1 gap(s), 1.0 s idle) wants it down: [memory] safety_margin: raise it" in said
+    assert "(which moves [memory] total_budget down)" in said
+    assert ("cost the most idle (3.0 s): change [memory] total_budget for it first, then "
+            "measure again (gapwatch compare BEFORE AFTER") in said
+    (j,) = advice_json(report)["advice_conflicts"]
+    assert (j["knob"], j["first"]["stall"]) == ("[memory] total_budget", "waits_on_budget")
+    assert [x["stall"] for x in j["lowering"]] == ["pinned_pool"]

@@ -147,12 +147,32 @@ class NoSetting:
 
 
 @dataclass(frozen=True, slots=True)
+class Conflict:
+    """Stalls of one report whose advice moves one of cuzk's knobs opposite ways (its inverse
+    said as the knob: `Pull`). Both advices stay, each with its own gaps and idle; this says
+    so, which cost the most idle, and to make that change first and measure again."""
+
+    knob: str
+    #: The advice, one per stall, that raises the knob; that lowers it.
+    raising: tuple[Advice, ...]
+    lowering: tuple[Advice, ...]
+
+    @property
+    def first(self) -> Advice:
+        """The advice whose stall cost the most idle (the first of them where tied): its change
+        comes first."""
+        return max((*self.raising, *self.lowering), key=lambda a: a.idle_s)
+
+
+@dataclass(frozen=True, slots=True)
 class AdviceReport:
     advice: list[Advice] = field(default_factory=list)
     no_setting: list[NoSetting] = field(default_factory=list)
     #: What the prover's log says regardless of the gaps (deprecated keys it ignores, env knobs
     #: it runs with), from the caller's `notes`.
     notes: list[str] = field(default_factory=list)
+    #: Where two stalls' advice pulls one knob opposite ways (`conflicts`).
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
 #: (settings, guess, guess_why, evidence), or why none applies.
@@ -529,7 +549,47 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
             out.advice.append(Advice(stall, s.setting, s.change, s.why, s.source, evidence,
                                      len(these), idle, these.ids.tolist(), guess, guess_why,
                                      pay, these.open, s.pulls))
+    out.conflicts.extend(conflicts(out.advice))
     return out
+
+
+def conflicts(advice: Sequence[Advice]) -> list[Conflict]:
+    """Where the stalls of one report pull one knob opposite ways (`Pull`: a knob's inverse,
+    `[memory] safety_margin`, said as the budget it lowers): the one rule that tells, over a
+    report's advice (`advise_stalls`), in the order the knobs first come (the advice's: most
+    idle first). Each stall is one side's once, by its first advice pulling that way."""
+    ways: dict[str, tuple[dict[str, Advice], dict[str, Advice]]] = {}
+    for a in advice:
+        for pull in a.pulls:
+            up, down = ways.setdefault(pull.knob, ({}, {}))
+            (up if pull.up else down).setdefault(a.stall, a)
+    return [Conflict(knob, tuple(up.values()), tuple(down.values()))
+            for knob, (up, down) in ways.items() if up and down]
+
+
+def conflict_words(c: Conflict) -> str:
+    """A conflict in words: each side with its gaps and idle, which cost the most idle, and to
+    change that first and measure again before turning the knob back for the other."""
+    sides = [_side_words(a, c.knob, True) for a in c.raising] + [
+        _side_words(a, c.knob, False) for a in c.lowering]
+    first = c.first
+    tied = sum(a.idle_s == first.idle_s for a in (*c.raising, *c.lowering)) > 1
+    words = STALL_WORDS.get(first.stall, first.stall)
+    which = (f"they cost the same idle ({first.idle_s:.1f} s each): change one first (say "
+             f"{first.setting} for '{words}')" if tied else
+             f"'{words}' cost the most idle ({first.idle_s:.1f} s): change {first.setting} for "
+             "it first")
+    return (f"{c.knob} is pulled both ways: {'; '.join(sides)}. {which}, then measure again "
+            "(gapwatch compare BEFORE AFTER: idle by cause, before and after) before turning "
+            "the knob the other way")
+
+
+def _side_words(a: Advice, knob: str, up: bool) -> str:
+    way = "up" if up else "down"
+    inverse = "" if a.setting == knob else f" (which moves {knob} {way})"
+    count = _count_words(a.gaps, a.idle_s, a.open_gaps)
+    return (f"'{STALL_WORDS.get(a.stall, a.stall)}' ({count}) wants it {way}: "
+            f"{a.setting}: {a.change}{inverse}")
 
 
 _Found = Found
@@ -991,6 +1051,8 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
     """The advice as text lines: the report's "What to change" section, summary.md and the
     help screen say it in these words."""
     out = [f"{indent}note: {n}" for n in report.notes]
+    # Before the settings: which to change first is said before any is acted on.
+    out += [f"{indent}conflict: {conflict_words(c)}" for c in report.conflicts]
     if not report.advice and not report.no_setting:
         return [*out, f"{indent}nothing to change: no gap"]
     by_stall: dict[str, list[Advice]] = {}
@@ -1041,5 +1103,16 @@ def advice_json(report: AdviceReport) -> dict[str, Any]:
                         "why": n.why, "gaps": n.gaps, "idle_s": n.idle_s}
                        for n in report.no_setting],
         "advice_notes": list(report.notes),
+        "advice_conflicts": [{
+            "knob": c.knob,
+            "raising": [_side_json(a) for a in c.raising],
+            "lowering": [_side_json(a) for a in c.lowering],
+            "first": _side_json(c.first), "words": conflict_words(c),
+        } for c in report.conflicts],
     }
+
+
+def _side_json(a: Advice) -> dict[str, Any]:
+    return {"stall": a.stall, "setting": a.setting, "change": a.change, "gaps": a.gaps,
+            "idle_s": a.idle_s}
 

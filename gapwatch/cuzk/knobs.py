@@ -1,9 +1,9 @@
 """One setting an advice names, typed: its words, and which way it moves cuzk's knobs.
 
-Who calls it: `gapwatch.cuzk.advice` (every setting it advises; each advice keeps its pulls),
-`gapwatch.cuzk.paths` and `gapwatch.cuzk.pool_churn` (the settings they add). Its own module so
-that those two, which `advice` imports, can build settings without importing `advice`. Pure
-data.
+Who calls it: `gapwatch.cuzk.advice` (every setting it advises, and the rule that says where two
+stalls of one report pull one knob opposite ways: `advice.conflicts`), `gapwatch.cuzk.paths` and
+`gapwatch.cuzk.pool_churn` (the settings they add). Its own module so that those two, which
+`advice` imports, can build settings without importing `advice`. Pure data.
 
 The direction is typed (`Pull`), never read back from the change's words: "raise it above 18
 (0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an explicit

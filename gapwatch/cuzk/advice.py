@@ -26,9 +26,9 @@ its evidence (what this run showed), the expected payoff (the report's payoff fo
 work taken as fixed), and says when it is a guess (what gapwatch could not tell). A stall no
 setting closes is said as such (`no_setting`), never given a setting the evidence does not
 support: the first synthesis of a circuit is unpinned by design, PoSt is monolithic by design, a
-dispatch stall has no knob (but a second GPU worker where the log says one: `second_worker_closes`),
-pinned copies at line rate have nothing to turn: they run under cuzk's per-GPU lock, which no
-worker count overlaps (`COPIES_UNDER_LOCK`).
+dispatch stall has no knob, the wait inside the GPU workers none but a second worker where the
+log says one (`second_worker_closes`), pinned copies at line rate have nothing to turn: they run
+under cuzk's per-GPU lock, which no worker count overlaps (`COPIES_UNDER_LOCK`).
 
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
@@ -646,11 +646,12 @@ COPIES_UNDER_LOCK = (
     "copies never overlap another worker's kernels, whatever gpu_workers_per_device; at line "
     "rate they are pinned already, and upstream names no setting that shrinks them")
 #: Stalls where the GPU waited between one worker's proves, on that worker's own CPU work:
-#: `inside_workers` (/status: every worker of the GPU `proving` while it idles: CPU work before
-#: the lock, cuzk's locks at pickup, or the wait for prep under the lock) and `dispatch_stall`
-#: (partitions ready while the GPU's worker was not back for them). With one worker per GPU a
-#: second closes the part outside the lock (`SECOND_WORKER_WHY`).
-BETWEEN_PROVES_STALLS = frozenset({"inside_workers", "dispatch_stall"})
+#: `inside_workers` (every worker of the GPU holding a partition while it idles: CPU work before
+#: the lock, cuzk's locks at pickup, or the wait for prep under the lock). With one worker per
+#: GPU a second closes the part outside the lock (`SECOND_WORKER_WHY`). Not `dispatch_stall`: a
+#: worker free while a partition waits for it (`gapwatch.cuzk.causes`) waits on the dispatch
+#: itself (the StatusTracker's lock, `status_ms`), where a second worker would wait the same.
+BETWEEN_PROVES_STALLS = frozenset({"inside_workers"})
 ONE_WORKER_SAID = "the log's 'initializing GPU workers' says gpu_workers_per_device=1"
 
 

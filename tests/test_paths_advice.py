@@ -247,6 +247,100 @@ def test_the_job_tracker_wait_is_inside_the_workers_and_no_dispatch_stall() -> N
     assert a.setting.startswith("[cuzk] status_period_s") and a.guess
 
 
+JOB = "porep-1000-7"
+
+
+def _three_queued(*after: str) -> list[str]:
+    """One GPU, two workers (`initializing GPU workers`, engine.rs:1339): partitions 0-2 of
+    JOB synthesised and queued for the GPU (engine.rs:1752, 1778) by 14:00:05.2; worker 0
+    picks up partition 0 at 14:00:06, worker 1 partition 1 at 14:00:06.1 (engine.rs:3023,
+    3131); then `after`; worker 0 picks up partition 2 at 14:00:12."""
+    lines = [ENGINE, line("initializing GPU workers", 0.05, num_gpus=1,
+                          gpu_workers_per_device=2)]
+    for p in range(3):
+        lines += [timeline(5000 + p * 100, "SYNTH_END", JOB, f"partition={p},synth_ms=2000"),
+                  timeline(5000 + p * 100, "GPU_QUEUE", JOB, f"partition={p}")]
+    return [*lines,
+            timeline(6000, "GPU_PICKUP", JOB, "worker=0,partition=0"),
+            timeline(6001, "GPU_START", JOB, "worker=0,partition=0"),
+            timeline(6100, "GPU_PICKUP", JOB, "worker=1,partition=1"),
+            timeline(6101, "GPU_START", JOB, "worker=1,partition=1"),
+            *after,
+            timeline(12000, "GPU_PICKUP", JOB, "worker=0,partition=2"),
+            timeline(12001, "GPU_START", JOB, "worker=0,partition=2")]
+
+
+def test_a_partition_queued_while_both_gpu_workers_hold_one_waits_inside_the_workers() -> None:
+    """A worker holds its partition from GPU_PICKUP until gpu_prove_start returns
+    (engine.rs:3023, 3139-3148), then loops back to the queue: with both workers of the GPU
+    holding one (one under the per-GPU lock, one waiting on it), a third partition queued
+    waits for a worker. The GPU idling 14:00:10-11 then is inside the workers, not a dispatch
+    stall, whose advice ("a worker showed idle while synthesised partitions waited") was false."""
+    lines = _three_queued()
+    view = fed(PipelineFacts(), lines).log_view(0, _wall("14:00:10"), _wall("14:00:11"),
+                                                "host_stall")
+    assert view.cause == "inside_workers"
+    said = " ".join(view.evidence)
+    assert ("both GPU workers of GPU 0 held partitions for 1.0 s of the 1.0 s gap (worker 0: "
+            f"partition 0 of {JOB} since 14:00:06.000, worker 1: partition 1 of {JOB} since "
+            "14:00:06.100; workers: gpu_workers_per_device=2") in said
+    assert "picked up (GPU_PICKUP) only at 14:00:12.000" in said
+    assert "waited for a worker, not for dispatch" in said
+    facts, pipeline = read(lines)
+    report = advise([_gap(cause=view.cause, evidence=view.evidence)], pipeline,
+                    rules=lambda s, g: path_rule(s, g, facts))
+    (n,) = report.no_setting
+    assert n.stall == "inside_workers" and "inside the GPU workers" in n.why
+    assert "showed idle" not in " ".join(advice_lines(report))
+
+
+def test_a_partition_queued_while_a_gpu_worker_is_free_is_still_a_dispatch_stall() -> None:
+    """Worker 0's prove_start returned at 14:00:08 (its `spawn_blocking prove_start` line,
+    engine.rs:3139; or, its stdout not read, partition 0's GPU_END, written after it): it was
+    free from then, yet partition 2 waited in the queue until 14:00:12."""
+    for freed in (line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=0,
+                       partition="Some(0)"),
+                  timeline(8000, "GPU_END", JOB, "worker=0,partition=0,gpu_ms=2000")):
+        view = fed(PipelineFacts(), _three_queued(freed)).log_view(
+            0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
+        assert view.cause == "dispatch_stall", freed
+        said = " ".join(view.evidence)
+        assert "a GPU worker of GPU 0 was free for 1.0 s of the 1.0 s gap" in said
+        assert f"worker 0: free since 14:00:08.000 (partition 0 of {JOB}: " in said
+        assert f"worker 1: partition 1 of {JOB} since 14:00:06.100" in said
+    # A line of worker 0's earlier partition read late (its stdout read behind its stderr)
+    # frees nothing: partition 1's prove_start is worker 1's, not worker 0's.
+    late = line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=0, partition="Some(1)")
+    view = fed(PipelineFacts(), _three_queued(late)).log_view(
+        0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
+    assert view.cause == "inside_workers"
+
+
+def test_a_restart_frees_the_workers_its_old_run_held() -> None:
+    """cuzk keeps nothing across a restart (its start line): what its workers held then died
+    with the old run; a hold bounded by none of its lines is not kept for good."""
+    facts = fed(PipelineFacts(), _three_queued())
+    assert {(h.worker, h.partition) for h in facts.holds.open.values()} == {(0, 2), (1, 1)}
+    facts.feed(events_of_lines([at("14:00:20", ENGINE)])[0])
+    assert not facts.holds.open
+    assert all(h.until_s is not None for h in facts.holds.done)
+
+
+def test_a_pinned_pool_failure_outranks_a_status_dispatch_stall() -> None:
+    """The log says `pinned_pool` only of a pcie_starved gap: the GPU copying a/b/c under the
+    per-GPU lock its workers share (cuzk-log-formats.md §3.2), so a worker /status shows idle
+    could only have waited on that lock, and the pool's advice is what closes the gap. It read
+    `dispatch_stall` ("no cuzk setting"). The log's `inside_workers` (every worker held a
+    partition, `gapwatch.cuzk.gpu_workers`) stands over the snapshots' `dispatch_stall` too:
+    status.rs marks a worker idle after its previous partition's finalizer even when it holds
+    its next. Elsewhere the snapshots' cause stands, as before."""
+    assert with_log_cause("dispatch_stall", "pinned_pool") == "pinned_pool"
+    assert with_log_cause("inside_workers", "pinned_pool") == "pinned_pool"
+    assert with_log_cause("dispatch_stall", "inside_workers") == "inside_workers"
+    assert with_log_cause("dispatch_stall", "waits_on_synthesis") == "dispatch_stall"
+    assert with_log_cause("waits_on_synthesis", "pinned_pool") == "waits_on_synthesis"
+
+
 def _picked_up(worker: int, partitions: range) -> list[str]:
     """A GPU worker's pickups (engine.rs:3023) and, in its span, its hot-path line (3057)."""
     return [x for i in partitions

@@ -21,6 +21,7 @@ from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.causes import with_log_cause
 from gapwatch.cuzk.errors import error_event
+from gapwatch.cuzk.gpu_workers import HISTORY, MAX_WORKERS
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
 from gapwatch.cuzk.prover import CuzkProver
@@ -324,6 +325,73 @@ def test_a_restart_frees_the_workers_its_old_run_held() -> None:
     facts.feed(events_of_lines([at("14:00:20", ENGINE)])[0])
     assert not facts.holds.open
     assert all(h.until_s is not None for h in facts.holds.done)
+
+
+def _in_worker_span(second: float, worker: int, partition: int, text: str) -> str:
+    """`text` (a message and its fields) written at 14:00:`second` inside GPU worker
+    `worker`'s span, as engine.rs instruments its loop (3005-3012, 3356)."""
+    return (f"{T0}{second:09.6f}Z  INFO gpu_worker{{worker_id={worker} gpu=0 job_id={JOB} "
+            f"proof_kind=porep-c2 batch_size=1 partition=Some({partition})}}: "
+            f"cuzk_core::engine: {text}")
+
+
+def test_a_synchronous_prove_frees_its_worker_at_its_result_line_in_the_workers_span() -> None:
+    """`CUZK_DISABLE_SPLIT_PROVE=1` (engine.rs:3078-3118) writes no GPU_START, no GPU_END and
+    no prove_start line: the worker holds its partition until its result is processed inside
+    its span (`partition GPU prove complete`, engine.rs:474 via 3105). The split prove's
+    finalizer writes that line in no span, after the worker looped back: it frees nothing."""
+    done = f"partition GPU prove complete job_id={JOB} partition=0 gpu_ms=1900 filled=0"
+    sync = [x for x in _three_queued(_in_worker_span(8.0, 0, 0, done))
+            if ",GPU_START," not in x]
+    view = fed(PipelineFacts(), sync).log_view(0, _wall("14:00:10"), _wall("14:00:11"),
+                                               "host_stall")
+    assert view.cause == "dispatch_stall"
+    assert "worker 0: free since 14:00:08.000 (partition 0 of porep-1000-7: 'partition GPU " \
+        "prove complete' in its worker's span)" in " ".join(view.evidence)
+    finalizer = line("partition GPU prove complete", 8.0, job_id=JOB, partition=0)
+    view = fed(PipelineFacts(), _three_queued(finalizer)).log_view(
+        0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
+    assert view.cause == "inside_workers"
+
+
+def test_each_gpus_workers_are_its_own() -> None:
+    """Two GPUs, two workers each (`pipeline GPU worker started worker_id gpu`, engine.rs:2958:
+    the parser's worker map). GPU 1's workers both hold a partition while partition 4 waits for
+    them; GPU 0's worker 1 is free from 14:00:08 while partition 5 waits: over the same second
+    GPU 1 waited inside its workers and GPU 0 on dispatch."""
+    lines = [ENGINE, line("initializing GPU workers", 0.05, num_gpus=2,
+                          gpu_workers_per_device=2, total_workers=4, gpus="[0,1]")]
+    lines += [line("pipeline GPU worker started", 0.06 + w / 100, worker_id=w, gpu=w // 2,
+                   sub_id=w % 2) for w in range(4)]
+    for p in range(6):
+        lines.append(timeline(5000 + p * 100, "GPU_QUEUE", JOB, f"partition={p}"))
+    for w in range(4):
+        lines.append(timeline(6000 + w * 100, "GPU_PICKUP", JOB, f"worker={w},partition={w}"))
+    lines += [line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=1,
+                   partition="Some(1)"),
+              line("GPU_TIMING spawn_blocking prove_start", 11.9, worker_id=2,
+                   partition="Some(2)"),
+              timeline(12000, "GPU_PICKUP", JOB, "worker=2,partition=4"),
+              line("GPU_TIMING spawn_blocking prove_start", 11.95, worker_id=0,
+                   partition="Some(0)"),
+              timeline(12001, "GPU_PICKUP", JOB, "worker=0,partition=5")]
+    facts = fed(PipelineFacts(), lines)
+    gap = (_wall("14:00:10"), _wall("14:00:11"), "host_stall")
+    busy, free = facts.log_view(1, *gap), facts.log_view(0, *gap)
+    assert busy.cause == "inside_workers" and free.cause == "dispatch_stall"
+    assert "both GPU workers of GPU 1 held partitions" in busy.evidence[0]
+    assert "worker 2: partition 2" in busy.evidence[0] and "worker 0:" not in busy.evidence[0]
+    assert "worker 1: free since 14:00:08.000" in " ".join(free.evidence)
+
+
+def test_the_workers_holds_are_bounded() -> None:
+    """A long log: the holds kept are the latest `HISTORY`, the workers the latest
+    `MAX_WORKERS`, whatever ids and how many pickups its lines give."""
+    facts = fed(PipelineFacts(), [ENGINE] + [
+        timeline(1000 + i, "GPU_PICKUP", f"porep-1000-{i}", f"worker={i % 999},partition=0")
+        for i in range(3000)])
+    holds = facts.holds
+    assert len(holds.open) <= MAX_WORKERS and len(holds.done) <= HISTORY
 
 
 def test_a_pinned_pool_failure_outranks_a_status_dispatch_stall() -> None:

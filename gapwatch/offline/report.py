@@ -72,7 +72,8 @@ from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuild
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
-from gapwatch.logs.files import log_file_events
+from gapwatch.logs.files import LinesRead, log_file_events
+from gapwatch.logs.not_a_log import not_a_log_notes
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
@@ -175,21 +176,22 @@ class ReportData:
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
                observe: Callable[[LogEvent], None] | None = None,
                progress: Progress | None = None, notes: list[str] | None = None,
-               unplaced: list[Unplaced] | None = None,
+               unplaced: list[Unplaced] | None = None, read: list[LinesRead] | None = None,
                ) -> tuple[EventSpool, dict[str, int]]:
     """The `--log` files parsed (`logs.files.log_file_events`), the events held on disk: read
     back sorted by time (equal times in the order parsed), one at a time; `observe` sees each
     as it is parsed (`LogSpan.observe`); `progress` is told how far the files are read;
     `notes` gets what the reading says of the files' engine runs (`LogSpan.runs_unplaced`),
-    `unplaced` the files whose C++ lines could not be placed (`LogSpan.unplaced`). The caller
-    closes the spool. Raises OSError."""
+    `unplaced` the files whose C++ lines could not be placed (`LogSpan.unplaced`), `read`
+    what of each file's lines was understood (`LinesRead`). The caller closes the spool.
+    Raises OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
     paths = list(paths)
     on_read = LogBytes(progress, paths).at if progress is not None else None
     try:
         for ev in log_file_events(paths, config, timeline_epoch_s, counters, on_read,
-                                  notes, unplaced):
+                                  notes, unplaced, read):
             if observe is not None:
                 observe(ev)
             spool.add(ev)
@@ -366,8 +368,12 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
     part = (spool_window(log_paths, config, epoch, span, window, progress) if window is not None
             else None)
     split = part or spool_split(log_paths, config, epoch, span, progress)
+    read: list[LinesRead] = []
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress,
-                                          span.runs_unplaced, span.unplaced)
+                                          span.runs_unplaced, span.unplaced, read)
+    if split is not None:  # one file, parsed in parts: the parser's counters are its own
+        read = [LinesRead.counted(log_paths[0], counters)]
+    span.not_logs = not_a_log_notes(read)
     if span.repeats is not None:
         span.repeats.seen.clear()  # all read: what was found stays, the sample is not needed
     return LogInput(extra, span, counters)

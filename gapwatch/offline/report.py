@@ -139,8 +139,12 @@ class ReportData:
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
     #: What makes the figures above less than the whole story (samples dropped as out of
-    #: order, clock jumps, a GPU whose data stopped early): said first, in plain words.
+    #: order, clock jumps, a GPU whose data stopped early, a recording still being written):
+    #: said first, in plain words (`said_of_input` decides what is one).
     warnings: list[str] = field(default_factory=list)
+    #: What is worth saying of the input but changes nothing the report means (a `--log`'s
+    #: lines the recording held too, each counted once): said beside the warnings, not as one.
+    notes: list[str] = field(default_factory=list)
     #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
     advice: AdviceReport = field(default_factory=AdviceReport)
     #: GPU health over the run, GPU errors (XID, ECC, PCIe replays; the first
@@ -438,6 +442,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     sums = _GapSums(found.gaps, found.copies, found.pipeline)
     tally = found.gap_tally
     partitions = _partitions(found.timeline)
+    said = said_of_input(path, found)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
@@ -447,10 +452,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
-        warnings=[*found.log_notes, *log_warnings(found.counters),
-                  *data_warnings(found.detector_counters, totals,
-                                 [g.index for g in found.header.gpus],
-                                 found.last_host_wall_s)],
+        warnings=said.warnings, notes=said.notes,
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
                              lambda these: gap_payoff(totals, these),
@@ -510,6 +512,42 @@ class _GapSums:
                     pageable_s += sweep.time_in(g.gpu, g.start_s, g.end_s)
                 self.copy_gaps[g.gpu] = (gap_s, pageable_s)
             yield g
+
+
+@dataclass(frozen=True, slots=True)
+class InputSaid:
+    """What the report says of its input, sorted (`said_of_input`)."""
+
+    #: What changes what the report means: said first, under WARNING.
+    warnings: list[str]
+    #: What does not: said beside them, as notes.
+    notes: list[str]
+
+
+def said_of_input(path: str | Path, found: Detected) -> InputSaid:
+    """The one home where what is said of the input is sorted into warnings and notes.
+
+    Warnings change what the report means: the `--log` files' span and reading (a log of
+    another run, lines outside the recording, a file that is no log: `LogSpan.notes`), a gzip
+    log cut short, a recording still being written (read only up to where it stood: `replay`
+    says it as a warning too), the data's own problems (`data_warnings`). Notes do not: a
+    `--log` file's lines the recording held too are each counted once, the report the same
+    as without them (it was under WARNING, a data problem it is not)."""
+    warnings = [*found.log_notes, *log_warnings(found.counters),
+                *_still_written(path, found.counters),
+                *data_warnings(found.detector_counters, found.totals,
+                               [g.index for g in found.header.gpus], found.last_host_wall_s)]
+    return InputSaid(warnings, list(found.log_recorded_notes))
+
+
+def _still_written(path: str | Path, counters: dict[str, int]) -> list[str]:
+    """A recording another process is writing (its writer's lock held: the reader counts it
+    `still_written`, its words with the line it read to are in the report's problems)."""
+    if not counters.get("still_written"):
+        return []
+    return [f"{path} is still being written by another process: this report reads it only "
+            "up to where it stood when read (its last part is not in it; report it again for "
+            "more)"]
 
 
 def log_warnings(counters: dict[str, int]) -> list[str]:
@@ -751,6 +789,8 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         # The data's own problems first (out of order, clock jumps, silent GPUs), then the
         # reader's (bad lines, truncation).
         "problems": [*r.warnings, *r.problems],
+        # What changes nothing the report means (`said_of_input`).
+        "notes": r.notes,
     }
 
 

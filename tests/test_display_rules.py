@@ -17,7 +17,7 @@ from gapwatch.core.evidence_types import (
     EventEvidence,
 )
 from gapwatch.core.explain import Evidence, GapFacts, hint_of
-from gapwatch.core.hints import traced_copy_words
+from gapwatch.core.hints import JOB_CHARS, traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -142,6 +142,46 @@ def test_a_host_stall_says_pageable_buffers_only_of_its_own_window() -> None:
     assert "pageable" not in old
     assert "pageable" not in hint_lines([replace(gap, start_s=692.0, log_events=[failed])], 2.0)[0]
     assert "pageable" in hint_lines([replace(gap, start_s=101.0, log_events=[failed])], 2.0)[0]
+
+
+def _unpinned(t_s: float, job: str, *partitions: int) -> list[EventEvidence]:
+    return [EventEvidence(t_s, "partition synthesis complete", partition=p, warning="unpinned",
+                          job_id=job) for p in partitions]
+
+
+def test_a_hint_names_each_partition_with_its_job() -> None:
+    """Several jobs are in flight at once: "partitions 6, 7, 8" were another job's than the
+    partition the GPU was starting (porep-1000-3's, synthesised 2 s before, while the GPU took
+    porep-1000-1's 9), and "partitions 9, 0, 1" spanned two jobs. Each is named with its job,
+    grouped by job, at most three, a long job id cut: the hint is one line."""
+    def starved(events: list[EventEvidence]) -> str:
+        return hint_of(GapFacts("pcie_starved", 1.2, 4.1e9, 4e7, LINK, "high", since_s=99.0),
+                       Evidence(NO_HOST, events, NO_COPIES))
+
+    one_job = starved(_unpinned(100.0, "porep-1000-3", 6, 7, 8))
+    assert one_job.startswith("porep-1000-3 partitions 6, 7, 8 were synthesised with "
+                              "is_pinned=false: a/b/c in pageable memory?")
+    two = starved(_unpinned(100.0, "porep-1000-5", 9) + _unpinned(100.5, "porep-1000-6", 0, 1))
+    assert two.startswith("porep-1000-5 partition 9 and porep-1000-6 partitions 0, 1 were "
+                          "synthesised with is_pinned=false")
+    # The same number of two jobs is two partitions, not one.
+    same = starved(_unpinned(100.0, "porep-1000-4", 9) + _unpinned(100.5, "porep-1000-5", 9))
+    assert same.startswith("porep-1000-4 partition 9 and porep-1000-5 partition 9 were")
+    many = starved(_unpinned(100.0, "porep-1000-4", 2, 3, 4, 5, 6))
+    assert many.startswith("porep-1000-4 partitions 2, 3, 4 ... were synthesised")
+    # A line that named no job: the number alone, as the log gave it.
+    bare = starved([EventEvidence(100.0, "synth", partition=4, warning="unpinned")])
+    assert bare.startswith("partition 4 was synthesised with is_pinned=false")
+    long_job = "porep-" + "9" * 500
+    cut = starved(_unpinned(100.0, long_job, 1))
+    phrase = cut.split("; ")[0]
+    assert phrase.startswith(long_job[:JOB_CHARS - 1] + "… partition 1 was synthesised")
+    assert len(phrase) < 150
+    # A warning of before the gap's window is said as earlier, with its job.
+    earlier = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=140.0),
+                      Evidence(NO_HOST, _unpinned(100.0, "porep-1000-3", 4), NO_COPIES))
+    assert earlier.startswith("is_pinned=false seen earlier in the run (last: porep-1000-3 "
+                              "partition 4): a/b/c in pageable memory?")
 
 
 def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:

@@ -8,12 +8,15 @@ A hint leads with the memory behind the copies when something names it (the copy
 memory kind, or the prover's log warned: `is_pinned=false`, a pinned-pool fallback): that is the
 one fact a user needs, and the first thing lost when a pane or a table column is narrow. Then
 what the GPU did and what PCIe did, then the likeliest cause, then host pressure; phrases are
-joined by `HINT_SEP`. RX is what the GPU receives (host-to-device, "H2D"), TX what it sends
-(D2H).
+joined by `HINT_SEP` (a host stall the prover gave a cause leads with that cause instead:
+`gapwatch.core.explain.hint_of`). RX is what the GPU receives (host-to-device, "H2D"), TX what
+it sends (D2H).
 
 Partitions are named with their job (`porep-1000-3 partitions 6, 7, 8`, `parts_words`): several
 jobs are in flight at once, and a number alone named another job's partition than the one the
 GPU was on. At most `MAX_PARTS_NAMED`, each job id cut past `JOB_CHARS`: a hint is one line.
+Warnings the prover says it leaves unpinned by design (`UnpinnedByDesign`: cuzk's first
+syntheses of a run) are said in its words, not as pageable memory to look into.
 
 `hint_cause` gives the cause a gap's log names, without that gap's figures (durations, rates,
 partition numbers): the snapshot summary groups its gaps by kind and it, so 15 near-identical
@@ -38,6 +41,7 @@ from gapwatch.core.evidence_types import (
     ProcessEvidence,
     known,
 )
+from gapwatch.core.prover import UnpinnedByDesign
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
@@ -178,24 +182,41 @@ def hole_phrase(hole_after_s: float) -> str:
             "last idle reading; the GPU worked again after it)")
 
 
+def _by_design(events: list[EventEvidence], since_s: float | None,
+               by_design: UnpinnedByDesign | None) -> UnpinnedByDesign | None:
+    """`by_design` where the gap's own `is_pinned=false` warnings are all ones the prover
+    leaves unpinned by design and its pinned pool did not fail in the window (a failure never
+    is); else None."""
+    if by_design is None or _pool_failed(events, since_s):
+        return None
+    own = [e.t_s for e in events if e.warning == "unpinned" and e.partition is not None
+           and (since_s is None or e.t_s >= since_s)]
+    return by_design if own and all(by_design.holds(t) for t in own) else None
+
+
 def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,
-                    since_s: float | None) -> list[str]:
+                   since_s: float | None, by_design: UnpinnedByDesign | None = None
+                   ) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the
-    prover's warnings (`is_pinned=false`, a pinned-pool fallback)."""
+    prover's warnings (`is_pinned=false`, a pinned-pool fallback). Warnings the prover says it
+    leaves unpinned by design (`by_design`: e.g. cuzk's first syntheses of a run) are said in
+    its words, not as pageable memory to look into."""
     if kind == "unknown":
         return []
     unpinned = _partitions(events, "unpinned", since_s)
+    design = _by_design(events, since_s, by_design)
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
         out = [traced_copy_words(traced, kind)]
         if unpinned and kind == "pcie_starved":
-            out.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
+            why = f": {design.words}" if design is not None else ""
+            out.append(f"{_plural(unpinned)} synthesised with is_pinned=false{why}")
         return out
     if kind == "pcie_starved":
         if unpinned:
-            return [f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable "
-                    "memory?"]
+            why = design.words if design is not None else "a/b/c in pageable memory?"
+            return [f"{_plural(unpinned)} synthesised with is_pinned=false: {why}"]
         earlier = _partitions(events, "unpinned", since_s, earlier=True) \
             if since_s is not None else []
         if earlier:
@@ -208,6 +229,8 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
         # minutes before (cuzk's first wave always is, its pinned pool not yet grown) said
         # "pageable buffers seen" on every host stall of the run, before the prover's own
         # cause (a batch wait, a restart).
+        if design is not None:
+            return [f"is_pinned=false: {design.words}"]
         return [PAGEABLE_SEEN_WORDS]
     return []
 

@@ -105,6 +105,45 @@ def test_each_stall_gets_its_setting_or_says_why_none() -> None:
         assert not advise([_gap(cause=cause)], PipelineView()).advice
 
 
+def test_each_setting_says_which_way_it_moves_typed_as_its_words_say() -> None:
+    """A headline has no room for a change's conditions ("raise it if total_budget is
+    \"auto\" ..."): each advice carries its step, typed where its setting is written, and the
+    step agrees with the words beside it."""
+    pool = PipelineView(pool=PoolState(checkout_failed=3))
+    cases = [
+        (_gap(kind="pcie_starved", warnings=("pinned_pool_fallback",)), pool),
+        (_gap(cause="waits_on_budget"), PipelineView()),
+        (_gap(cause="pacer_hold"), PipelineView(pacer_target=8)),
+        (_gap(cause="srs_loading"), PipelineView(srs_evictions=("porep-32g",))),
+        (_gap(cause="monolithic"), PipelineView(pipeline_enabled=False)),
+        (_gap(cause="batch_wait"), PipelineView()),
+        (_gap(cause="empty_pipeline"), PipelineView()),
+        (_gap(cause="waits_on_synthesis"), PipelineView()),
+        (_gap(kind="transfer_bound"), PipelineView(gpu_workers_per_device=1)),
+        (_gap(kind="transfer_bound"), PipelineView()),
+        (_gap(cause="inside_workers"), PipelineView(gpu_workers_per_device=1)),
+    ]
+    said = {}
+    for gap, view in cases:
+        for a in advise([gap], view).advice:
+            assert a.step is not None, a.setting
+            if a.step.value is not None:
+                assert a.change.startswith(a.step.value), (a.setting, a.change)
+            else:
+                assert a.step.verb in a.change, (a.setting, a.change)
+            said[(a.stall, a.setting)] = a.step.words(a.setting)
+    assert said[("pinned_pool", "[memory] safety_margin")] == "raise [memory] safety_margin"
+    assert said[("pinned_pool", "[pipeline] max_parallel_synthesis")] == (
+        "lower [pipeline] max_parallel_synthesis")
+    assert said[("batch_wait", "[scheduler] max_batch_size")] == (
+        "set [scheduler] max_batch_size = 1")
+    assert said[("batch_wait", "[scheduler] max_batch_wait_ms")] == (
+        "lower [scheduler] max_batch_wait_ms")
+    assert said[("monolithic", "[pipeline] enabled")] == "set [pipeline] enabled = true"
+    assert said[("copies_not_overlapped", "[gpus] gpu_workers_per_device")] == (
+        "set [gpus] gpu_workers_per_device = 2")
+
+
 def test_pageable_copies_by_a_failed_pool_name_the_budget_margin_as_a_guess() -> None:
     pool = PoolState(total_gib=0.0, buffers=0, free=0, checkout_failed=3)
     gaps = [_gap(kind="pcie_starved", warnings=("pinned_pool_fallback",))]

@@ -53,7 +53,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
-from gapwatch.cuzk.knobs import Pull, Setting, lowers, raises
+from gapwatch.cuzk.knobs import LOWER, RAISE, Pull, Setting, Step, lowers, raises, set_to
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -132,6 +132,10 @@ class Advice:
     open_gaps: int = 0
     #: Which way it moves cuzk's knobs (`gapwatch.cuzk.knobs.Pull`).
     pulls: tuple[Pull, ...] = ()
+    #: Which way `change` moves the setting itself, typed (`gapwatch.cuzk.knobs.Step`): what a
+    #: headline with no room for `change`'s conditions says ("raise [memory] safety_margin");
+    #: None only for an advice made without one.
+    step: Step | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +214,7 @@ def batch_setting(kinds: Iterable[str] = ()) -> Setting:
         "with 1 every request takes the partitioned, pinned pipeline",
         "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
         "extern/cuzk/cuzk.example.toml:97-100; the budget: engine.rs:2644-2648, "
-        "memory.rs:41, 53", lowers("[scheduler] max_batch_size"))
+        "memory.rs:41, 53", set_to("1"), lowers("[scheduler] max_batch_size"))
 
 
 #: PoSt job kinds, as TIMELINE and a monolithic worker's `proof_kind` name them.
@@ -432,13 +436,14 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
     threads = Setting(
         "[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
         "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
-        "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs", raises("[synthesis] threads"))
+        "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs", RAISE,
+        raises("[synthesis] threads"))
     # No pull: 0 is all CPUs, so "32 rather than 0" has no direction a rule could compare.
     gpu_threads = Setting(
         "[gpus] gpu_threads", "32 rather than 0 on a many-core box",
         "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
         "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
-        "extern/cuzk/cuzk.example.toml")
+        "extern/cuzk/cuzk.example.toml", set_to("32"))
     if not gaps.judged:
         # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
         # snapshots, or no snapshot at all): both remedies, said as a guess.
@@ -448,7 +453,7 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
                          "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) "
                          "synthesis workers (engine.rs); more of them synthesise more "
                          "partitions ahead",
-                         "extern/cuzk/cuzk-core/src/config.rs, engine.rs",
+                         "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
                          raises(MAX_PARALLEL_SYNTHESIS)), threads], True,
                 "gapwatch could not tell how many synthesis workers cuzk runs (no "
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
@@ -473,12 +478,12 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
                            f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
                            "(memory.rs)",
                            "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
-                           raises(TOTAL_BUDGET))
+                           RAISE, raises(TOTAL_BUDGET))
     raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
                         f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
                         f"{why_more}: below the budget's limit, max_parallel_synthesis is the "
                         "limit",
-                        "extern/cuzk/cuzk-core/src/config.rs, engine.rs",
+                        "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
                         raises(MAX_PARALLEL_SYNTHESIS))
     guess, guess_why = False, ""
     if budget is None:
@@ -548,7 +553,7 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
         for s in settings:
             out.advice.append(Advice(stall, s.setting, s.change, s.why, s.source, evidence,
                                      len(these), idle, these.ids.tolist(), guess, guess_why,
-                                     pay, these.open, s.pulls))
+                                     pay, these.open, s.pulls, s.step))
     out.conflicts.extend(conflicts(out.advice))
     return out
 
@@ -600,13 +605,13 @@ PIPELINE_SETTING = Setting(
     "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
     "prover: no pinned a/b/c, no synthesis overlapping GPU proving",
     "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml",
-    raises("[pipeline] enabled"))
+    set_to("true"), raises("[pipeline] enabled"))
 MAX_PENDING_SETTING = Setting(
     "Curio [Cuzk] MaxPending", "raise it (default 10), if Curio had proofs waiting",
     "Curio sends at most MaxPending requests to cuzk at once, one limit shared by PoRep, "
     "SnapDeals and PoSt tasks",
     "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
-    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163",
+    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163", RAISE,
     raises("Curio [Cuzk] MaxPending"))
 #: Stalls that, with `[pipeline] enabled = false`, are the monolithic workers themselves: each
 #: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
@@ -658,7 +663,7 @@ ONE_WORKER_SAID = "the log's 'initializing GPU workers' says gpu_workers_per_dev
 def second_worker(change: str = "2 (the default)") -> Setting:
     """`[gpus] gpu_workers_per_device = 2`, saying what it closes (`SECOND_WORKER_WHY`)."""
     return Setting(GPU_WORKERS_PER_DEVICE, change, SECOND_WORKER_WHY, SECOND_WORKER_SOURCE,
-                   raises(GPU_WORKERS_PER_DEVICE))
+                   set_to("2"), raises(GPU_WORKERS_PER_DEVICE))
 
 
 def second_worker_closes(stall: str, pipeline: PipelineView) -> bool:
@@ -743,7 +748,7 @@ def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
                      "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 "
                      "GiB) before a synthesis worker takes it (engine.rs, memory.rs): with less "
                      "free, synthesis waits however many workers are free",
-                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs",
+                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs", RAISE,
                      raises(TOTAL_BUDGET))], False, "",
             # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
             # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
@@ -763,7 +768,8 @@ def _for_over_budget(over: OverBudget) -> _Found:
                         "for a request over the total (memory.rs:187-236), so it waits until "
                         f"cuzk restarts: {over.blocks()}",
                         "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, "
-                        "1623-1628, 1927-1971, cuzk.example.toml", raises(TOTAL_BUDGET))]
+                        "1623-1628, 1927-1971, cuzk.example.toml", RAISE,
+                        raises(TOTAL_BUDGET))]
     if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_FULL_BYTES // GIB:
         settings.append(batch_setting(["porep-c2"]))  # a 136 GiB request is a PoRep batch's
     return settings, False, "", []
@@ -776,7 +782,7 @@ def _for_pacer_hold(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
                      "raise it, or 0 to turn the pacer off",
                      "the PI pacer dispatches synthesis to keep this many synthesised "
                      "partitions waiting for the GPU; 0 = no throttle, the default (config.rs)",
-                     "extern/cuzk/cuzk-core/src/config.rs, engine.rs",
+                     "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
                      raises("[pipeline] max_gpu_queue_depth"))], False, "",
             [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
 
@@ -787,7 +793,7 @@ def _for_srs_loading(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
                          "idle SRS/PCE entries become eviction candidates after this long; "
                          "'set higher for stable workloads' (cuzk.example.toml): an evicted "
                          "SRS is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
-                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs",
+                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs", RAISE,
                          raises("[memory] eviction_min_idle"))], False,
                 "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
     return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
@@ -816,11 +822,11 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
         "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
         "a/b/c, copied at 1-4 GB/s)",
         "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
-        "config.rs:100-104, cuzk.example.toml", lowers(TOTAL_BUDGET)),
+        "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET)),
         Setting(MAX_PARALLEL_SYNTHESIS, "lower it",
                 "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
                 "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-                "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs",
+                "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
                 lowers(MAX_PARALLEL_SYNTHESIS)), *churn], True,
             "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
             "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
@@ -913,11 +919,12 @@ _BATCH_WAIT_SOURCE = ("extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; "
 #: of a run that lowered max_batch_wait_ms as it said.
 BATCH_WAIT_MS_SETTING = Setting("[scheduler] max_batch_wait_ms",
                                 "lower it (0 = flush at once), to keep batching",
-                                _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE,
+                                _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE, LOWER,
                                 lowers("[scheduler] max_batch_wait_ms"))
 BATCH_WAIT_SETTINGS = [
     Setting("[scheduler] max_batch_size", "1 (the default): no request waits for company",
-            _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE, lowers("[scheduler] max_batch_size")),
+            _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE, set_to("1"),
+            lowers("[scheduler] max_batch_size")),
     BATCH_WAIT_MS_SETTING,
 ]
 

@@ -1,19 +1,24 @@
-"""One setting an advice names, typed: its words, and which way it moves cuzk's knobs.
+"""One setting an advice names, typed: its words, which way it is changed, and which way it
+moves cuzk's knobs.
 
 Who calls it: `gapwatch.cuzk.advice` (every setting it advises, and the rule that says where two
 stalls of one report pull one knob opposite ways: `advice.conflicts`), `gapwatch.cuzk.paths` and
-`gapwatch.cuzk.pool_churn` (the settings they add). Its own module so that those two, which
-`advice` imports, can build settings without importing `advice`. Pure data.
+`gapwatch.cuzk.pool_churn` (the settings they add), `gapwatch.cuzk.why_now` (the verdict's
+change in words: the dashboard's headline). Its own module so that those two, which `advice`
+imports, can build settings without importing `advice`. Pure data.
 
-The direction is typed (`Pull`), never read back from the change's words: "raise it above 18
-(0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an explicit
-total_budget, lower that instead" say their direction to a person, not to a rule.
+The direction is typed (`Step`, `Pull`), never read back from the change's words: "raise it
+above 18 (0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an
+explicit total_budget, lower that instead" say their direction to a person, not to a rule. The
+step is the setting's own (what a one-line headline has room for: "raise [memory]
+safety_margin", "set [scheduler] max_batch_size = 1"); the pulls are the knobs it moves, its
+inverse said as the knob (safety_margin raised is the budget lowered).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,16 +34,44 @@ class Pull:
     up: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Which way a setting itself is changed: raised, lowered, set to a value (as its file
+    writes it), or unset (an environment knob)."""
+
+    verb: Literal["raise", "lower", "set", "unset"]
+    #: The value `set` sets (`1`, `true`); None for the other verbs.
+    value: str | None = None
+
+    def words(self, setting: str) -> str:
+        """`raise [memory] safety_margin`, `set [scheduler] max_batch_size = 1`."""
+        if self.value is not None:
+            return f"{self.verb} {setting} = {self.value}"
+        return f"{self.verb} {setting}"
+
+
+RAISE = Step("raise")
+LOWER = Step("lower")
+UNSET = Step("unset")
+
+
+def set_to(value: str) -> Step:
+    """The step that sets a setting to `value`, as its file writes it."""
+    return Step("set", value)
+
+
 class Setting(NamedTuple):
     """One setting of an advice: cuzk's key as its TOML spells it (or a service's or gapwatch's
     setting), the change in words, why it closes the stall (upstream's words, with the file),
-    the files, and which way it moves cuzk's knobs (none for a change with no direction:
+    the files, which way the setting is changed (its step, required: every setting says one),
+    and which way it moves cuzk's knobs (none for a change with no direction a rule compares:
     unsetting an env knob)."""
 
     setting: str
     change: str
     why: str
     source: str
+    step: Step
     pulls: tuple[Pull, ...] = ()
 
 

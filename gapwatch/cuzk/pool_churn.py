@@ -55,7 +55,7 @@ from dataclasses import dataclass, replace
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.core.values import size_field
-from gapwatch.cuzk.knobs import Setting, lowers
+from gapwatch.cuzk.knobs import Setting, lowers, set_to
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, POOL_ALLOCATED_MESSAGE
 from gapwatch.cuzk.settings import info_from
 
@@ -118,7 +118,8 @@ QUEUE_DEPTH_GUESS = Setting(
     "cudaHostAlloc that can fail; the pacer starts syntheses only to keep this many partitions "
     "waiting for the GPU, which 'also ensures enough free budget' (config.rs:328-345)",
     "extern/cuzk/cuzk-core/src/config.rs:328-345, engine.rs:1257-1265, 1455-1457, 1628; "
-    "memory.rs:214-225; pinned_pool.rs:212, 240", lowers("[pipeline] max_gpu_queue_depth"))
+    "memory.rs:214-225; pinned_pool.rs:212, 240", set_to("8"),
+    lowers("[pipeline] max_gpu_queue_depth"))
 #: Why it is a guess, in the advice's `guess_why`.
 QUEUE_DEPTH_GUESS_WHY = (
     "that [pipeline] max_gpu_queue_depth stops the churn before the failures is gapwatch's "

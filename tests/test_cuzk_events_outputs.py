@@ -4,6 +4,7 @@ JSON); a replay derives them again instead of reading them back."""
 
 from __future__ import annotations
 
+import json
 import random
 from datetime import UTC, datetime
 from pathlib import Path
@@ -461,3 +462,19 @@ def test_a_recording_from_before_failed_proofs_reads_as_it_did() -> None:
                                         error="proof failed: x"))
     again = msgspec.json.decode(msgspec.json.encode(now), type=ProverEvent)
     assert again == now and not again.proof.proved  # type: ignore[union-attr]
+
+
+def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: Path) -> None:
+    """The `post` scenario's panic is said once its message has ended, after the line that
+    preceded it: the report's Errors listed `16:22:13.646` above `.594`."""
+    from sim_recordings import record_sim, report_of
+
+    rec, _err = record_sim(tmp_path, "post", 100)
+    doc = json.loads(report_of(rec, "--json"))
+    errors = doc["prover_events"]["error"]
+    times = [e["t_wall_s"] for e in errors]
+    assert len(times) >= 2 and times == sorted(times)
+    text = report_of(rec).split("\n  Errors\n")[1].split("\n\n")[0]
+    listed = [line[4:16] for line in text.splitlines() if line.startswith("    1")]
+    assert listed == [datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:12]
+                      for t in times]

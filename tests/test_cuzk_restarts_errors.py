@@ -481,6 +481,39 @@ def test_a_gap_spanning_a_restart_of_cuzk_is_caused_by_the_restart_not_the_srs_r
     assert "killed or crashed: cuzk handles SIGINT alone" in note.why
 
 
+#: restart.log's new run's first wave (pipeline.rs:270, 2397-2402): its first synthesis finds
+#: no capacity hint, is unpinned, and caches the hint; put after its SRS load.
+FIRST_WAVE_LINES = [
+    '2026-05-12T17:01:07.000000Z  INFO synthesize_partition{job_id="porep-1000-77" partition=0}:'
+    " cuzk_core::pipeline: no capacity hint cached — first synthesis will grow organically "
+    "circuit_id=porep-32g",
+    "2026-05-12T17:01:33.800000Z  INFO cuzk_core::pipeline: cached synthesis capacity hint "
+    "circuit_id=porep-32g num_constraints=3 num_aux=3 num_inputs=3",
+    '2026-05-12T17:01:33.900000Z  INFO synthesize_partition{job_id="porep-1000-77" partition=0}:'
+    " cuzk_core::pipeline: partition synthesis complete partition=0 synth_ms=26900 "
+    "is_pinned=false",
+]
+
+
+def test_a_restart_gaps_hint_leads_with_the_restart_and_says_its_first_wave_is_by_design(
+        ) -> None:
+    """The restart gap read "pageable buffers seen (is_pinned=false); SMs idle ...; prover log:
+    cuzk restarted ...": its new run's first wave, unpinned by design (no capacity hint yet,
+    upstream's pinned pool is used only with one), led the hint of a gap the restart explains.
+    The restart leads; the first wave is said as by design, after."""
+    lines = (DATA / "restart.log").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "SRS loaded successfully" in line) + 1
+    lines[at:at] = FIRST_WAVE_LINES[:1]
+    at = next(i for i, line in enumerate(lines) if "pinned pool: allocated" in line)
+    lines[at:at] = FIRST_WAVE_LINES[1:]
+    [gap], _ = _gaps_over(events_of_lines(lines), RESTART_BUSY_S)
+    assert gap.kind == "host_stall" and gap.prover_cause == "restart"
+    assert gap.hint.startswith("prover log: cuzk restarted")
+    assert gap.hint.endswith("; is_pinned=false: the new run's first syntheses, unpinned by "
+                             "design (its first wave: no capacity hint yet)")
+    assert "pageable" not in gap.hint
+
+
 def test_a_restart_whose_exit_blinded_nvml_is_still_the_cause_of_the_idle_after_the_hole() -> None:
     """A real restart: NVML answers nothing for seconds while the driver frees the killed
     run's pinned pool. The hole used to retract the gap over the restart, and the idle after

@@ -251,6 +251,24 @@ def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:
     assert "stalled on memory 40 %" in g.hint
 
 
+def test_a_gaps_log_events_keep_their_job_and_its_hint_names_it() -> None:
+    """A partition number alone names no partition once several jobs are in flight: the job a
+    line names reaches the gap's evidence, and its hint."""
+    det = detector()
+    out: list[Gap | StateChange] = []
+    for t, job, part in ((2.3, "porep-1000-3", 8), (2.5, "porep-1000-4", 0)):
+        det.feed_log(LogEvent(t_wall_s=T0_WALL + t, time_source="line", kind="tracing",
+                              name="partition synthesis complete", raw="... is_pinned=false",
+                              job_id=job, partition=part, warning="unpinned"))
+    for s in stream([(2, 95, 2e6), (1.2, 0, 2.8e9), (2, 95, 2e6)]):
+        out += det.feed_gpu(s)
+    (g,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    assert [(e.job_id, e.partition) for e in g.log_events] == [("porep-1000-3", 8),
+                                                               ("porep-1000-4", 0)]
+    assert g.hint.startswith("porep-1000-3 partition 8 and porep-1000-4 partition 0 were "
+                             "synthesised with is_pinned=false")
+
+
 def _host(s: GpuSample, mem: float | None, share: float | None = None) -> HostSample:
     return HostSample(t_mono_ns=s.t_mono_ns, t_wall_s=s.t_wall_s, interval_ns=None,
                       mem_used_pct=mem, mem_available_bytes=None, swap_used_bytes=None,

@@ -17,9 +17,10 @@ from gapwatch.core.evidence_types import (
     EventEvidence,
 )
 from gapwatch.core.explain import Evidence, GapFacts, hint_of
-from gapwatch.core.hints import traced_copy_words
+from gapwatch.core.hints import JOB_CHARS, PAGEABLE_SEEN_WORDS, traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
+from gapwatch.core.prover import ProverView, UnpinnedByDesign
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline
 from gapwatch.engine.summary import gap_counts_text
@@ -142,6 +143,98 @@ def test_a_host_stall_says_pageable_buffers_only_of_its_own_window() -> None:
     assert "pageable" not in old
     assert "pageable" not in hint_lines([replace(gap, start_s=692.0, log_events=[failed])], 2.0)[0]
     assert "pageable" in hint_lines([replace(gap, start_s=101.0, log_events=[failed])], 2.0)[0]
+
+
+def _unpinned(t_s: float, job: str, *partitions: int) -> list[EventEvidence]:
+    return [EventEvidence(t_s, "partition synthesis complete", partition=p, warning="unpinned",
+                          job_id=job) for p in partitions]
+
+
+def test_a_hint_names_each_partition_with_its_job() -> None:
+    """Several jobs are in flight at once: "partitions 6, 7, 8" were another job's than the
+    partition the GPU was starting (porep-1000-3's, synthesised 2 s before, while the GPU took
+    porep-1000-1's 9), and "partitions 9, 0, 1" spanned two jobs. Each is named with its job,
+    grouped by job, at most three, a long job id cut: the hint is one line."""
+    def starved(events: list[EventEvidence]) -> str:
+        return hint_of(GapFacts("pcie_starved", 1.2, 4.1e9, 4e7, LINK, "high", since_s=99.0),
+                       Evidence(NO_HOST, events, NO_COPIES))
+
+    one_job = starved(_unpinned(100.0, "porep-1000-3", 6, 7, 8))
+    assert one_job.startswith("porep-1000-3 partitions 6, 7, 8 were synthesised with "
+                              "is_pinned=false: a/b/c in pageable memory?")
+    two = starved(_unpinned(100.0, "porep-1000-5", 9) + _unpinned(100.5, "porep-1000-6", 0, 1))
+    assert two.startswith("porep-1000-5 partition 9 and porep-1000-6 partitions 0, 1 were "
+                          "synthesised with is_pinned=false")
+    # The same number of two jobs is two partitions, not one.
+    same = starved(_unpinned(100.0, "porep-1000-4", 9) + _unpinned(100.5, "porep-1000-5", 9))
+    assert same.startswith("porep-1000-4 partition 9 and porep-1000-5 partition 9 were")
+    many = starved(_unpinned(100.0, "porep-1000-4", 2, 3, 4, 5, 6))
+    assert many.startswith("porep-1000-4 partitions 2, 3, 4 ... were synthesised")
+    # A line that named no job: the number alone, as the log gave it.
+    bare = starved([EventEvidence(100.0, "synth", partition=4, warning="unpinned")])
+    assert bare.startswith("partition 4 was synthesised with is_pinned=false")
+    long_job = "porep-" + "9" * 500
+    cut = starved(_unpinned(100.0, long_job, 1))
+    phrase = cut.split("; ")[0]
+    assert phrase.startswith(long_job[:JOB_CHARS - 1] + "… partition 1 was synthesised")
+    assert len(phrase) < 150
+    # A warning of before the gap's window is said as earlier, with its job.
+    earlier = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=140.0),
+                      Evidence(NO_HOST, _unpinned(100.0, "porep-1000-3", 4), NO_COPIES))
+    assert earlier.startswith("is_pinned=false seen earlier in the run (last: porep-1000-3 "
+                              "partition 4): a/b/c in pageable memory?")
+
+
+#: A restart's words, as a prover says them (cuzk's: gapwatch.cuzk.prover.prover_phrase).
+RESTART_WORDS = ("prover log: cuzk restarted: the GPU waited from its old run's last work to its "
+                 "new run's first")
+
+
+def test_a_host_stall_the_prover_explains_leads_with_its_cause() -> None:
+    """A restart gap read "pageable buffers seen (is_pinned=false); SMs idle 16.4 s ...; prover
+    log: cuzk restarted ...": the pageable words led a gap PCIe was quiet in, whose cause the
+    prover gave. Its cause leads now, what the GPU did next, the memory words after."""
+    view = ProverView("restart", [], [], RESTART_WORDS)
+    facts = GapFacts("host_stall", 16.4, 4.2e8, 6e6, LINK, "high", since_s=99.0)
+    hint = hint_of(facts, Evidence(NO_HOST, _unpinned(100.0, "porep-1000-8", 0, 1), NO_COPIES,
+                                   prover=view))
+    assert hint.startswith(RESTART_WORDS + "; SMs idle 16.4 s with PCIe quiet")
+    assert hint.endswith("; " + PAGEABLE_SEEN_WORDS)
+    # Without a cause of the prover's, the memory words still lead (they are all that is said
+    # of the host's side), and a pcie_starved gap's always do: its copies' memory is its cause.
+    plain = hint_of(facts, Evidence(NO_HOST, _unpinned(100.0, "porep-1000-8", 0), NO_COPIES))
+    assert plain.startswith(PAGEABLE_SEEN_WORDS + "; SMs idle 16.4 s")
+    starved = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=99.0),
+                      Evidence(NO_HOST, _unpinned(100.0, "porep-1000-8", 0), NO_COPIES,
+                               prover=ProverView("pinned_pool", [], [], "prover log: a/b/c")))
+    assert starved.startswith("porep-1000-8 partition 0 was synthesised with is_pinned=false")
+
+
+def test_warnings_the_prover_leaves_unpinned_by_design_are_said_as_such() -> None:
+    """A restart's new run synthesises its first wave unpinned by design (no capacity hint
+    yet): said as that, not as pageable memory to look into; a warning outside the prover's
+    spans, or the pinned pool failing in the window, is still said as pageable."""
+    wave = UnpinnedByDesign(((99.5, 101.0),), "the new run's first syntheses, unpinned by design")
+    view = ProverView("restart", [], [], RESTART_WORDS, unpinned_by_design=wave)
+    facts = GapFacts("host_stall", 16.4, 4.2e8, 6e6, LINK, "high", since_s=99.0)
+
+    def stall(events: list[EventEvidence]) -> str:
+        return hint_of(facts, Evidence(NO_HOST, events, NO_COPIES, prover=view))
+
+    first_wave = stall(_unpinned(100.0, "porep-1000-8", 0, 1))
+    assert first_wave.endswith("; is_pinned=false: the new run's first syntheses, unpinned by "
+                               "design")
+    assert "pageable" not in first_wave
+    later = stall(_unpinned(100.0, "porep-1000-8", 0) + _unpinned(102.0, "porep-1000-8", 5))
+    assert later.endswith("; " + PAGEABLE_SEEN_WORDS)
+    failed = stall(_unpinned(100.0, "porep-1000-8", 0)
+                   + [EventEvidence(100.2, "pool", warning="pinned_pool_fallback")])
+    assert failed.endswith("; " + PAGEABLE_SEEN_WORDS)
+    starved = hint_of(GapFacts("pcie_starved", 1.0, 3e9, 1e6, LINK, "high", since_s=99.0),
+                      Evidence(NO_HOST, _unpinned(100.0, "porep-1000-8", 0), NO_COPIES,
+                               prover=view))
+    assert starved.startswith("porep-1000-8 partition 0 was synthesised with is_pinned=false: "
+                              "the new run's first syntheses, unpinned by design; SMs idle")
 
 
 def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:

@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from gapwatch.core.models import (
+    GAP_KINDS,
     CopyRecord,
     Gap,
     GpuHealth,
@@ -283,6 +284,21 @@ def test_the_hardware_events_help_names_a_lost_gpu_among_its_kinds(
     words = help_text["gapwatch_gpu_hardware_events"]
     for said in ("XID", "ECC", "PCIe replay", "GPU lost"):
         assert said in words, said
+
+
+def test_the_gap_counters_help_names_their_kind_label_not_a_cause(
+        live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
+    # `gapwatch_gaps_total`'s label is `kind` (the detector's gap kinds); its HELP said "by
+    # GPU and cause", and the prover's causes are another family's label
+    # (`gapwatch_gaps_by_prover_cause_total{cause}`).
+    _, _, handle = live
+    with urllib.request.urlopen(handle.url, timeout=5) as resp:
+        text = resp.read().decode()
+    help_text = {f.name: f.documentation for f in text_string_to_metric_families(text)}
+    for family in ("gapwatch_gaps", "gapwatch_gap_seconds"):
+        words = help_text[family]
+        assert "by GPU and kind" in words and "cause" not in words, words
+    assert all(kind in help_text["gapwatch_gaps"] for kind in GAP_KINDS)
 
 
 def test_gap_seconds_count_once_when_the_gap_closes(live: tuple[Session, ScriptedDetector,

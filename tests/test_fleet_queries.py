@@ -276,7 +276,7 @@ def test_once_json_prints_the_rows_and_exits_1_when_prometheus_cannot_answer(
         assert main(["fleet", "--prometheus", fake.url, "--once", "--json"]) == 1
         out = capsys.readouterr()
         assert json.loads(out.out)["errors"]["state"] == "HTTP 500"
-        assert "query state: HTTP 500" in out.err
+        assert f"every query ({len(QUERIES)}) to {fake.url}: HTTP 500" in out.err
 
 
 def test_once_as_text_has_the_screen_columns(capsys: pytest.CaptureFixture[str]) -> None:

@@ -85,7 +85,9 @@ def test_a_recording_made_with_its_log_reported_with_that_log_again_counts_each_
     assert _told(twice) == _told(alone)
     assert not any("started 2 times" in n for n in twice["advice_notes"])
     assert {p["run"] for p in twice["partitions"]["items"]} == {1}
-    [said] = [p for p in twice["problems"] if "already in the recording" in p]
+    # A note, not a problem of the data: each line is counted once, as it should be.
+    [said] = twice["notes"]
+    assert not any("already in the recording" in p for p in twice["problems"])
     n = twice["counters"]["log_already_recorded"]
     assert said.startswith(f"{n:,} events of {log} were already in the recording") and n > 1000
     assert "each line counted once" in said
@@ -97,6 +99,20 @@ def test_a_recording_made_with_its_log_reported_with_that_log_again_counts_each_
     windowed = _report(capsys, rec, "--log", log, *since)
     assert _told(windowed) == _told(_report(capsys, bare, "--log", log, *since))
     assert windowed["counters"]["log_already_recorded"] > 500
+
+
+def test_lines_the_recording_held_too_are_a_note_of_the_text_report_not_a_warning(
+    recorded: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The overlap said under `WARNING: the data has problems that change what this report
+    means`, of a report the same as the recording's alone: a note is said as one."""
+    rec, log, _bare = recorded
+    assert main(["report", str(rec), "--log", str(log)]) == 0
+    head = capsys.readouterr().out.split("\n\nGPUs")[0]
+    assert "WARNING" not in head
+    assert "\n\nNotes on the input\n  - " in head
+    assert head.endswith(f"events of {log} were already in the recording (made with `record "
+                         "--log` of the same log): each line counted once, as the file has it")
 
 
 @pytest.mark.usefixtures("no_stray_threads")  # else it may read in one process (conftest)

@@ -21,6 +21,7 @@ from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.causes import with_log_cause
 from gapwatch.cuzk.errors import error_event
+from gapwatch.cuzk.gpu_workers import HISTORY, MAX_WORKERS
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
 from gapwatch.cuzk.prover import CuzkProver
@@ -245,6 +246,167 @@ def test_the_job_tracker_wait_is_inside_the_workers_and_no_dispatch_stall() -> N
     (a,) = advise([_gap(cause="dispatch_stall")], PipelineView(),
                   rules=lambda s, g: path_rule(s, g, facts2)).advice
     assert a.setting.startswith("[cuzk] status_period_s") and a.guess
+
+
+JOB = "porep-1000-7"
+
+
+def _three_queued(*after: str) -> list[str]:
+    """One GPU, two workers (`initializing GPU workers`, engine.rs:1339): partitions 0-2 of
+    JOB synthesised and queued for the GPU (engine.rs:1752, 1778) by 14:00:05.2; worker 0
+    picks up partition 0 at 14:00:06, worker 1 partition 1 at 14:00:06.1 (engine.rs:3023,
+    3131); then `after`; worker 0 picks up partition 2 at 14:00:12."""
+    lines = [ENGINE, line("initializing GPU workers", 0.05, num_gpus=1,
+                          gpu_workers_per_device=2)]
+    for p in range(3):
+        lines += [timeline(5000 + p * 100, "SYNTH_END", JOB, f"partition={p},synth_ms=2000"),
+                  timeline(5000 + p * 100, "GPU_QUEUE", JOB, f"partition={p}")]
+    return [*lines,
+            timeline(6000, "GPU_PICKUP", JOB, "worker=0,partition=0"),
+            timeline(6001, "GPU_START", JOB, "worker=0,partition=0"),
+            timeline(6100, "GPU_PICKUP", JOB, "worker=1,partition=1"),
+            timeline(6101, "GPU_START", JOB, "worker=1,partition=1"),
+            *after,
+            timeline(12000, "GPU_PICKUP", JOB, "worker=0,partition=2"),
+            timeline(12001, "GPU_START", JOB, "worker=0,partition=2")]
+
+
+def test_a_partition_queued_while_both_gpu_workers_hold_one_waits_inside_the_workers() -> None:
+    """A worker holds its partition from GPU_PICKUP until gpu_prove_start returns
+    (engine.rs:3023, 3139-3148), then loops back to the queue: with both workers of the GPU
+    holding one (one under the per-GPU lock, one waiting on it), a third partition queued
+    waits for a worker. The GPU idling 14:00:10-11 then is inside the workers, not a dispatch
+    stall, whose advice ("a worker showed idle while synthesised partitions waited") was false."""
+    lines = _three_queued()
+    view = fed(PipelineFacts(), lines).log_view(0, _wall("14:00:10"), _wall("14:00:11"),
+                                                "host_stall")
+    assert view.cause == "inside_workers"
+    said = " ".join(view.evidence)
+    assert ("both GPU workers of GPU 0 held partitions for 1.0 s of the 1.0 s gap (worker 0: "
+            f"partition 0 of {JOB} since 14:00:06.000, worker 1: partition 1 of {JOB} since "
+            "14:00:06.100; workers: gpu_workers_per_device=2") in said
+    assert "picked up (GPU_PICKUP) only at 14:00:12.000" in said
+    assert "waited for a worker, not for dispatch" in said
+    facts, pipeline = read(lines)
+    report = advise([_gap(cause=view.cause, evidence=view.evidence)], pipeline,
+                    rules=lambda s, g: path_rule(s, g, facts))
+    (n,) = report.no_setting
+    assert n.stall == "inside_workers" and "inside the GPU workers" in n.why
+    assert "showed idle" not in " ".join(advice_lines(report))
+
+
+def test_a_partition_queued_while_a_gpu_worker_is_free_is_still_a_dispatch_stall() -> None:
+    """Worker 0's prove_start returned at 14:00:08 (its `spawn_blocking prove_start` line,
+    engine.rs:3139; or, its stdout not read, partition 0's GPU_END, written after it): it was
+    free from then, yet partition 2 waited in the queue until 14:00:12."""
+    for freed in (line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=0,
+                       partition="Some(0)"),
+                  timeline(8000, "GPU_END", JOB, "worker=0,partition=0,gpu_ms=2000")):
+        view = fed(PipelineFacts(), _three_queued(freed)).log_view(
+            0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
+        assert view.cause == "dispatch_stall", freed
+        said = " ".join(view.evidence)
+        assert "a GPU worker of GPU 0 was free for 1.0 s of the 1.0 s gap" in said
+        assert f"worker 0: free since 14:00:08.000 (partition 0 of {JOB}: " in said
+        assert f"worker 1: partition 1 of {JOB} since 14:00:06.100" in said
+    # A line of worker 0's earlier partition read late (its stdout read behind its stderr)
+    # frees nothing: partition 1's prove_start is worker 1's, not worker 0's.
+    late = line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=0, partition="Some(1)")
+    view = fed(PipelineFacts(), _three_queued(late)).log_view(
+        0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
+    assert view.cause == "inside_workers"
+
+
+def test_a_restart_frees_the_workers_its_old_run_held() -> None:
+    """cuzk keeps nothing across a restart (its start line): what its workers held then died
+    with the old run; a hold bounded by none of its lines is not kept for good."""
+    facts = fed(PipelineFacts(), _three_queued())
+    assert {(h.worker, h.partition) for h in facts.holds.open.values()} == {(0, 2), (1, 1)}
+    facts.feed(events_of_lines([at("14:00:20", ENGINE)])[0])
+    assert not facts.holds.open
+    assert all(h.until_s is not None for h in facts.holds.done)
+
+
+def _in_worker_span(second: float, worker: int, partition: int, text: str) -> str:
+    """`text` (a message and its fields) written at 14:00:`second` inside GPU worker
+    `worker`'s span, as engine.rs instruments its loop (3005-3012, 3356)."""
+    return (f"{T0}{second:09.6f}Z  INFO gpu_worker{{worker_id={worker} gpu=0 job_id={JOB} "
+            f"proof_kind=porep-c2 batch_size=1 partition=Some({partition})}}: "
+            f"cuzk_core::engine: {text}")
+
+
+def test_a_synchronous_prove_frees_its_worker_at_its_result_line_in_the_workers_span() -> None:
+    """`CUZK_DISABLE_SPLIT_PROVE=1` (engine.rs:3078-3118) writes no GPU_START, no GPU_END and
+    no prove_start line: the worker holds its partition until its result is processed inside
+    its span (`partition GPU prove complete`, engine.rs:474 via 3105). The split prove's
+    finalizer writes that line in no span, after the worker looped back: it frees nothing."""
+    done = f"partition GPU prove complete job_id={JOB} partition=0 gpu_ms=1900 filled=0"
+    sync = [x for x in _three_queued(_in_worker_span(8.0, 0, 0, done))
+            if ",GPU_START," not in x]
+    view = fed(PipelineFacts(), sync).log_view(0, _wall("14:00:10"), _wall("14:00:11"),
+                                               "host_stall")
+    assert view.cause == "dispatch_stall"
+    assert "worker 0: free since 14:00:08.000 (partition 0 of porep-1000-7: 'partition GPU " \
+        "prove complete' in its worker's span)" in " ".join(view.evidence)
+    finalizer = line("partition GPU prove complete", 8.0, job_id=JOB, partition=0)
+    view = fed(PipelineFacts(), _three_queued(finalizer)).log_view(
+        0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
+    assert view.cause == "inside_workers"
+
+
+def test_each_gpus_workers_are_its_own() -> None:
+    """Two GPUs, two workers each (`pipeline GPU worker started worker_id gpu`, engine.rs:2958:
+    the parser's worker map). GPU 1's workers both hold a partition while partition 4 waits for
+    them; GPU 0's worker 1 is free from 14:00:08 while partition 5 waits: over the same second
+    GPU 1 waited inside its workers and GPU 0 on dispatch."""
+    lines = [ENGINE, line("initializing GPU workers", 0.05, num_gpus=2,
+                          gpu_workers_per_device=2, total_workers=4, gpus="[0,1]")]
+    lines += [line("pipeline GPU worker started", 0.06 + w / 100, worker_id=w, gpu=w // 2,
+                   sub_id=w % 2) for w in range(4)]
+    for p in range(6):
+        lines.append(timeline(5000 + p * 100, "GPU_QUEUE", JOB, f"partition={p}"))
+    for w in range(4):
+        lines.append(timeline(6000 + w * 100, "GPU_PICKUP", JOB, f"worker={w},partition={w}"))
+    lines += [line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=1,
+                   partition="Some(1)"),
+              line("GPU_TIMING spawn_blocking prove_start", 11.9, worker_id=2,
+                   partition="Some(2)"),
+              timeline(12000, "GPU_PICKUP", JOB, "worker=2,partition=4"),
+              line("GPU_TIMING spawn_blocking prove_start", 11.95, worker_id=0,
+                   partition="Some(0)"),
+              timeline(12001, "GPU_PICKUP", JOB, "worker=0,partition=5")]
+    facts = fed(PipelineFacts(), lines)
+    gap = (_wall("14:00:10"), _wall("14:00:11"), "host_stall")
+    busy, free = facts.log_view(1, *gap), facts.log_view(0, *gap)
+    assert busy.cause == "inside_workers" and free.cause == "dispatch_stall"
+    assert "both GPU workers of GPU 1 held partitions" in busy.evidence[0]
+    assert "worker 2: partition 2" in busy.evidence[0] and "worker 0:" not in busy.evidence[0]
+    assert "worker 1: free since 14:00:08.000" in " ".join(free.evidence)
+
+
+def test_the_workers_holds_are_bounded() -> None:
+    """A long log: the holds kept are the latest `HISTORY`, the workers the latest
+    `MAX_WORKERS`, whatever ids and how many pickups its lines give."""
+    facts = fed(PipelineFacts(), [ENGINE] + [
+        timeline(1000 + i, "GPU_PICKUP", f"porep-1000-{i}", f"worker={i % 999},partition=0")
+        for i in range(3000)])
+    holds = facts.holds
+    assert len(holds.open) <= MAX_WORKERS and len(holds.done) <= HISTORY
+
+
+def test_a_pinned_pool_failure_outranks_a_status_dispatch_stall() -> None:
+    """The log says `pinned_pool` only of a pcie_starved gap: the GPU copying a/b/c under the
+    per-GPU lock its workers share (cuzk-log-formats.md §3.2), so a worker /status shows idle
+    could only have waited on that lock, and the pool's advice is what closes the gap. It read
+    `dispatch_stall` ("no cuzk setting"). The log's `inside_workers` (every worker held a
+    partition, `gapwatch.cuzk.gpu_workers`) stands over the snapshots' `dispatch_stall` too:
+    status.rs marks a worker idle after its previous partition's finalizer even when it holds
+    its next. Elsewhere the snapshots' cause stands, as before."""
+    assert with_log_cause("dispatch_stall", "pinned_pool") == "pinned_pool"
+    assert with_log_cause("inside_workers", "pinned_pool") == "pinned_pool"
+    assert with_log_cause("dispatch_stall", "inside_workers") == "inside_workers"
+    assert with_log_cause("dispatch_stall", "waits_on_synthesis") == "dispatch_stall"
+    assert with_log_cause("waits_on_synthesis", "pinned_pool") == "waits_on_synthesis"
 
 
 def _picked_up(worker: int, partitions: range) -> list[str]:
@@ -1058,3 +1220,100 @@ def test_an_empty_pipelines_no_work_leaves_a_snapshot_cause_it_does_not_explain(
         assert with_log_cause(seen, "no_work") == seen
         assert with_log_cause(seen, "no_work", spans_restart=True) == "no_work"
     assert with_log_cause("waits_on_synthesis", "no_work") == "no_work"
+
+
+ONE_WORKER = line("initializing GPU workers", 0.05, num_gpus=1, gpu_workers_per_device=1)
+
+
+def test_the_gpu_waiting_between_one_workers_proves_is_told_a_second_worker() -> None:
+    """cuzk.example.toml: `gpu_workers_per_device = 2` "eliminates the 10-200ms GPU idle gaps
+    between partition proves" (config.rs: the default is 2): a second worker does its CPU work
+    outside the per-GPU lock while the other holds it. With 1 in the log, the wait inside the
+    workers said "no setting"."""
+    facts, view = read([ENGINE, ONE_WORKER])
+    assert view.gpu_workers_per_device == 1
+    for rules in (lambda s, g: path_rule(s, g, facts), None):  # the report's, the dashboard's
+        report = advise([_gap(cause="inside_workers")], view, rules=rules)
+        assert not report.no_setting
+        (a,) = report.advice
+        assert (a.setting, a.change, a.guess) == ("[gpus] gpu_workers_per_device",
+                                                  "2 (the default)", False)
+        assert "'eliminates the 10-200ms GPU idle gaps between partition proves'" in a.why
+        assert "It overlaps no copies and no kernels" in a.why
+        assert "cuzk.example.toml" in a.source and "config.rs" in a.source
+        assert any("says gpu_workers_per_device=1" in e for e in a.evidence)
+        # A worker free while a partition waited: the dispatch, not the worker's own work; a
+        # second worker would wait on it the same.
+        (d,) = advise([_gap(cause="dispatch_stall")], view, rules=rules).no_setting
+        assert d.why.startswith("no cuzk setting")
+    # Two workers already (the default): no setting, as before.
+    facts2, view2 = read([ENGINE, line("initializing GPU workers", 0.05, num_gpus=1,
+                                       gpu_workers_per_device=2)])
+    (n,) = advise([_gap(cause="inside_workers")], view2,
+                  rules=lambda s, g: path_rule(s, g, facts2)).no_setting
+    assert "no setting is shown to close it" in n.why
+
+
+def test_a_paths_own_answer_for_one_worker_keeps_it_beside_the_second_worker() -> None:
+    # CUZK_VALIDATE_PARTITIONS=1 holds the JobTracker mutex at pickup (engine.rs:532, 861): its
+    # env knob first, the second worker beside it; the JobTracker's no-setting words, evidence.
+    validate = facts_of([ENGINE, ONE_WORKER,
+                         line("CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier "
+                              "against known-good proof", 2.0)])
+    view = read([ENGINE, ONE_WORKER])[1]
+    report = advise([_gap(cause="inside_workers")], view,
+                    rules=lambda s, g: path_rule(s, g, validate))
+    assert [a.setting for a in report.advice] == ["env CUZK_VALIDATE_PARTITIONS",
+                                                  "[gpus] gpu_workers_per_device"]
+    tracker = facts_of([ENGINE, ONE_WORKER,
+                        line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
+                             fail_check_ms=1800, mark_busy_ms=0, total_overhead_ms=1800)])
+    (a,) = advise([_gap(cause="inside_workers")], view,
+                  rules=lambda s, g: path_rule(s, g, tracker)).advice
+    assert a.setting == "[gpus] gpu_workers_per_device"
+    assert any(e.startswith("what else the log shows: no setting: after pickup GPU workers "
+                            "wait on cuzk's JobTracker mutex") for e in a.evidence)
+
+
+def test_with_the_pipeline_off_no_second_gpu_worker_is_advised() -> None:
+    """With the pipeline off cuzk runs one GPU worker per GPU whatever the setting
+    (engine.rs:1333-1337): `[pipeline] enabled = true` is the advice, never 2 workers."""
+    off = [line("starting cuzk engine", 0.0, pipeline_enabled="false"), ONE_WORKER]
+    facts, view = read(off)
+    assert view.pipeline_enabled is False and view.gpu_workers_per_device == 1
+    for rules in (lambda s, g: path_rule(s, g, facts), None):
+        (a,) = advise([_gap(cause="inside_workers")], view, rules=rules).advice
+        assert (a.setting, a.change) == ("[pipeline] enabled", "true")
+        assert any("setting it to 2 changes nothing" in e for e in a.evidence)
+        report = advise([_gap(cause="inside_workers")], view, rules=rules)
+        assert "[gpus] gpu_workers_per_device" not in [x.setting for x in report.advice]
+
+
+def test_two_stalls_pulling_the_budget_opposite_ways_are_said_with_which_to_change_first() -> None:
+    """A budget wait wants the budget raised (or, with "auto", safety_margin lowered); a pinned
+    pool failure wants safety_margin raised: the budget lowered. Both rows stay, each with its
+    idle; the advice says they pull one knob apart, which stall cost more idle, to change that
+    first and measure again. Before, the two sat side by side unremarked."""
+    facts, view = read([ENGINE])
+    t0 = 1_778_594_400.0
+    budget = [_gap(cause="waits_on_budget", start_s=t0 + 10 * i) for i in range(3)]
+    pool = [_gap(kind="pcie_starved", cause="pinned_pool", start_s=t0 + 100.0)]
+    report = advise([*budget, *pool], view, rules=lambda s, g: path_rule(s, g, facts))
+    rows = [(a.stall, a.setting, a.idle_s) for a in report.advice]
+    assert ("waits_on_budget", "[memory] total_budget", 3.0) in rows
+    assert ("pinned_pool", "[memory] safety_margin", 1.0) in rows
+    (c,) = report.conflicts
+    assert c.knob == "[memory] total_budget"
+    assert ([a.stall for a in c.raising], [a.stall for a in c.lowering]) == (
+        ["waits_on_budget"], ["pinned_pool"])
+    assert c.first.stall == "waits_on_budget"
+    said = "\n".join(advice_lines(report))
+    assert "conflict: [memory] total_budget is pulled both ways" in said
+    assert "(3 gap(s), 3.0 s idle) wants it up: [memory] total_budget: raise it" in said
+    assert "(1 gap(s), 1.0 s idle) wants it down: [memory] safety_margin: raise it" in said
+    assert "(which moves [memory] total_budget down)" in said
+    assert ("cost the most idle (3.0 s): change [memory] total_budget for it first, then "
+            "measure again (gapwatch compare BEFORE AFTER") in said
+    (j,) = advice_json(report)["advice_conflicts"]
+    assert (j["knob"], j["first"]["stall"]) == ("[memory] total_budget", "waits_on_budget")
+    assert [x["stall"] for x in j["lowering"]] == ["pinned_pool"]

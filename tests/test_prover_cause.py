@@ -13,6 +13,7 @@ from cuzk_fakes import (
     WAITS_ON_SYNTHESIS,
     cuzk_doc,
 )
+from parsed_logs import fed
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.core.config import DetectorConfig
@@ -96,6 +97,56 @@ def test_workers_count_per_gpu_while_synthesis_is_shared() -> None:
     assert snapshot_cause(st, 1) == "dispatch_stall"
     assert gap_state(st, 1).workers == "II"
     assert worker_letters(st.workers) == "PPII"
+
+
+def test_a_worker_status_shows_idle_while_it_holds_its_next_partition_is_not_free() -> None:
+    """status.rs's `partition_gpu_end(job, partition, worker_id)` sets that worker idle and
+    clears its partition unconditionally, and cuzk calls it in the finalizer, which runs apart
+    while the worker loops back once gpu_prove_start returns (engine.rs:3139-3185, 3238): a
+    worker that picked up its next partition before its previous one's finalizer ended shows
+    `idle`, that partition in `gpu` named by no worker. It is not counted free: such a snapshot
+    read `dispatch_stall`, the advice "a worker showed idle while partitions waited"."""
+    # Worker 0 proves partition 0; worker 1, marked idle, holds partition 1 (state gpu).
+    clobbered = _status(cuzk_doc(synth_done=1, gpu=2, synthesizing=4,
+                                 workers=("proving", "idle")))
+    assert snapshot_cause(clobbered, 0) is None
+    # Every gpu partition named by its worker: the idle worker is free, a dispatch stall.
+    free = _status(cuzk_doc(synth_done=1, gpu=1, synthesizing=4, workers=("proving", "idle")))
+    assert snapshot_cause(free, 0) == "dispatch_stall"
+    assert snapshot_evidence(free, 0, "dispatch_stall", None) == [
+        "1 partition(s) in synth_done while worker(s) 1 of GPU 0 idle"]
+    # Two idle on GPU 1, one unnamed gpu partition: one of them is still free, and said so.
+    doc = cuzk_doc(synth_done=1, gpu=3, synthesizing=4,
+                   workers=("proving", "proving", "idle", "idle"), gpu_of=(0, 0, 1, 1))
+    two_idle = _status(doc)
+    assert snapshot_cause(two_idle, 1) == "dispatch_stall"
+    assert any("1 partition(s) in state gpu named by no worker" in e and "1 of them counted free"
+               in e for e in snapshot_evidence(two_idle, 1, "dispatch_stall", None))
+
+
+def test_the_logs_holds_decide_a_gap_the_snapshots_show_an_idle_worker_holding_one() -> None:
+    """The log shows both workers of GPU 0 holding a partition (GPU_PICKUP .. prove_start
+    returned) while a third waited in the GPU queue; /status, polled during the gap, shows
+    worker 1 idle (its previous partition's finalizer ended after its pickup). The gap waited
+    inside the workers: it read `dispatch_stall` from both."""
+    j, t0 = "porep-1000-7", 1_778_594_400.0
+    lines = ["2026-05-12T14:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+             "pipeline_enabled=true",
+             "2026-05-12T14:00:00.050000Z  INFO cuzk_core::engine: initializing GPU workers "
+             "num_gpus=1 gpu_workers_per_device=2 total_workers=2 gpus=[0]"]
+    for p in range(3):
+        lines.append(f"TIMELINE,{5000 + p * 100},GPU_QUEUE,{j},partition={p}")
+    lines += [f"TIMELINE,6000,GPU_PICKUP,{j},worker=0,partition=0",
+              f"TIMELINE,6100,GPU_PICKUP,{j},worker=1,partition=1",
+              f"TIMELINE,12000,GPU_PICKUP,{j},worker=0,partition=2"]
+    facts = fed(PipelineFacts(), lines)
+    acc = CuzkGap(0, t0 + 10.0, facts)
+    acc.add_status(_status(cuzk_doc(synth_done=1, gpu=2, workers=("proving", "idle"),
+                                    job=j), t0 + 10.5))
+    view = acc.view(t0 + 11.0, t0 + 10.0, "host_stall", t0 + 11.0)
+    assert view.cause == "inside_workers"
+    assert "prover log: the wait is inside the workers" in view.words
+    assert any("both GPU workers of GPU 0 held partitions" in e for e in view.evidence)
 
 
 def test_a_gaps_cause_is_the_majority_during_it_else_the_one_just_before() -> None:

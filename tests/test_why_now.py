@@ -3,10 +3,11 @@ chaining window, the setting that closes it, the payoff; the line alerts and eve
 
 from __future__ import annotations
 
-from gapwatch.core.evidence_types import CopiesEvidence
+from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
 from gapwatch.core.models import Gap, GpuInfo, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
+from gapwatch.cuzk.knobs import RAISE
 from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
 
 
@@ -42,6 +43,22 @@ def test_a_cause_with_a_setting_names_it_in_the_line() -> None:
                  "pool could not pin", "[memory] safety_margin", "raise it", 1.8, 12.0)
     assert why.line() == ("GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool "
                           "could not pin; change [memory] safety_margin; payoff ~1.8x")
+
+
+def test_the_verdict_says_which_way_its_setting_moves_as_the_advice_does() -> None:
+    """The headline read "change [memory] safety_margin (payoff ~1.7x)" while the advice row
+    said "raise it": the verdict carries the advice's step (typed, not read from its words),
+    and says the setting with it, or the value it is set to."""
+    failed = [EventEvidence(80.0, "pool", warning="pinned_pool_fallback")]
+    pool = why_now(_snap(_gap(2, 75.0, 6.0, log_events=failed)), 0)
+    assert (pool.setting, pool.step) == ("[memory] safety_margin", RAISE)
+    assert pool.change_words() == "raise [memory] safety_margin"
+    held = why_now(_snap(_gap(2, 75.0, 6.0, kind="host_stall", prover_cause="batch_wait")), 0)
+    assert held.change_words() == "set [scheduler] max_batch_size = 1"
+    # No step said (an advice made without one): the setting alone, as before.
+    bare = WhyNow(0, "BREAKDOWN", "pinned_pool", "x", "[memory] safety_margin", "raise it")
+    assert bare.change_words() == "change [memory] safety_margin"
+    assert WhyNow(0, "BREAKDOWN").change_words() == ""
 
 
 def test_no_gap_in_the_window_or_no_window_yet_is_no_cause() -> None:

@@ -128,8 +128,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
         return int(run_fleet_screen(client, opts, args.refresh))
     result = refresh(client, opts)
-    for name, why in result.errors.items():
-        say(f"gapwatch fleet: query {name}: {why}")
+    for line in result.error_lines(client.base_url):
+        say(f"gapwatch fleet: {line}")
     if args.json:
         # Label values are Prometheus's text: `encode_json` writes their C1 controls and bidi
         # overrides as \uXXXX (as every JSON output), so none reaches the terminal raw.

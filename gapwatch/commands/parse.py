@@ -39,7 +39,8 @@ from gapwatch.cuzk.log_lines import Unplaced, unplaced_note
 from gapwatch.cuzk.partition_table import LONG_IDLE_S
 from gapwatch.cuzk.partitions import RunTimeline, TimelineBuilder, timeline_event
 from gapwatch.engine.console import OutputFailed, say
-from gapwatch.logs.files import LogFile, ReadOrder, read_order, runs_apart
+from gapwatch.logs.files import LinesRead, LogFile, ReadOrder, read_order, runs_apart
+from gapwatch.logs.not_a_log import not_a_log_note, starts_like_recording
 from gapwatch.logs.once import LinesOnce, itself
 from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED, LogParser
 from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
@@ -76,6 +77,9 @@ def _unopenable(path: str) -> str | None:
         return f"cannot read: {exc.strerror or exc}"
     return None
 
+
+#: Where `parse` tells a gapwatch recording given as a LOG to go (`gapwatch.logs.not_a_log`).
+RECORDING_TO_REPORT = "read it with `gapwatch report FILE`, `replay FILE` or `export FILE`"
 
 #: How much of a file is looked at to tell a binary file from a log, and the share of that which
 #: may be other than text (a log with a few odd bytes is still a log).
@@ -218,8 +222,13 @@ def _files_events(order: ReadOrder, parser: LogParser, config: Config, read: _Re
         log = LogFile(path, config.logs.max_line_bytes)
         runs = _runs_apart(parser, path, config) if path in order.apart else None
         before, timeline_before = parser.counters[UNPLACED], parser.counters[TIMELINE_UNPLACED]
+        lines_before = dict(parser.counters)
         status = yield from _file_events(path, log, parser, path in order.apart)
         parser.runs_apart = None
+        not_a_log = not_a_log_note(LinesRead.counted(path, parser.counters, lines_before),
+                                   starts_like_recording(path), RECORDING_TO_REPORT)
+        if not_a_log is not None and status < 2:  # one that could not be opened is said so
+            say(f"gapwatch parse: {not_a_log}")
         if parser.counters[UNPLACED] > before:
             unplaced = Unplaced(path, parser.counters[UNPLACED] - before, tuple(order.placed))
             if read.unplaced is not None:

@@ -30,6 +30,7 @@ from itertools import islice
 from operator import attrgetter
 from typing import Final
 
+from msgspec import UNSET
 from msgspec.structs import replace
 
 from gapwatch.core import fmt
@@ -277,7 +278,8 @@ class GapEvidence:
         keep = warned[:MAX_EVENTS_PUBLISHED] + (rest[-room:] if room else [])
         keep.sort(key=_event_time)
         return [EventEvidence(e.t_wall_s, e.name, e.worker, e.partition, e.warning,
-                              e.raw[:RAW_CHARS]) for e in keep]
+                              e.raw[:RAW_CHARS], UNSET if e.job_id is None else e.job_id)
+                for e in keep]
 
 
 class EvidenceBuffer:

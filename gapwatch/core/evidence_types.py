@@ -41,7 +41,8 @@ class HostEvidence(Struct, frozen=True, gc=False):
 
 
 class EventEvidence(Struct, frozen=True, gc=False):
-    """A prover log event as a gap keeps it: its time, name, ids, warning, the start of its line."""
+    """A prover log event as a gap keeps it: its time, name, ids, warning, the start of its line,
+    and the job it is of (`LogEvent.job_id`, as the log gives it)."""
 
     t_s: float
     name: str
@@ -49,6 +50,11 @@ class EventEvidence(Struct, frozen=True, gc=False):
     partition: int | None = None
     warning: str | None = None
     raw: str = ""
+    #: The job the event is of (a partition's parent job, e.g. cuzk's `porep-1000-3`): a
+    #: partition number alone names no partition once several jobs are in flight. UNSET (no
+    #: key) where the line named none, and in a gap line of an older recording, which then
+    #: reads back as it was written.
+    job_id: str | UnsetType = UNSET
 
 
 class CopyKindEvidence(Struct, frozen=True, gc=False):

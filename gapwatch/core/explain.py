@@ -10,7 +10,10 @@ settings, e.g. `gapwatch.cuzk.advice`) groups these explained gaps by their caus
 A hint leads with the memory behind the copies when something names it (the copy trace saw the
 memory kind, or the prover's log warned), then what the GPU did and what PCIe did, then the
 likeliest cause (the prover's own words where it gave a cause: `gapwatch.core.prover`), then
-/proc and host pressure; `gapwatch.core.hints` holds the words. Pure functions over values.
+/proc and host pressure; `gapwatch.core.hints` holds the words. A host stall (PCIe quiet: no
+copy's memory was what the GPU waited on) the prover gave a cause leads with that cause (a
+restart, a batch wait), its memory words after the GPU's; warnings the prover leaves unpinned
+by design (its `UnpinnedByDesign`) are said as such. Pure functions over values.
 """
 
 from __future__ import annotations
@@ -101,22 +104,30 @@ def explain(gap: GapFacts, evidence: Evidence) -> Explanation:
 
 def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     """One line in plain words, in named steps: the memory behind the copies (said first), what
-    the GPU and PCIe did, the likeliest cause, the prover's own words, /proc, host pressure."""
-    kind, copies, events = gap.kind, evidence.copies, evidence.events
+    the GPU and PCIe did, the likeliest cause, the prover's own words, /proc, host pressure. A
+    host stall the prover gave a cause (a restart, a batch wait) leads with the prover's words
+    instead, its memory words after: PCIe was quiet, so no copy's memory was what the GPU
+    waited on."""
+    kind, copies, events, view = gap.kind, evidence.copies, evidence.events, evidence.prover
     traced = copies.traced is True
-    memory = memory_phrases(kind, events, copies if traced else None, gap.since_s)
-    parts = [activity_phrase(kind, gap.duration_s, gap.is_open, gap.confidence,
-                             gap.rx_bytes_per_s, gap.tx_bytes_per_s, gap.link_bytes_per_s,
-                             evidence.link_down, gap.quiet_below_bytes_per_s)]
+    memory = memory_phrases(kind, events, copies if traced else None, gap.since_s,
+                            view.unpinned_by_design)
+    prover_leads = kind == "host_stall" and bool(view.words)
+    parts = [view.words] if prover_leads else []
+    parts.append(activity_phrase(kind, gap.duration_s, gap.is_open, gap.confidence,
+                                 gap.rx_bytes_per_s, gap.tx_bytes_per_s, gap.link_bytes_per_s,
+                                 evidence.link_down, gap.quiet_below_bytes_per_s))
     if gap.hole_after_s is not None:
         parts.append(hole_phrase(gap.hole_after_s))
-    parts += cause_phrases(kind, events, traced, bool(memory), evidence.prover.cause)
-    if evidence.prover.words:
-        parts.append(evidence.prover.words)
-    if evidence.prover.error_words:
-        parts.append(evidence.prover.error_words)
+    parts += cause_phrases(kind, events, traced, bool(memory), view.cause)
+    if view.words and not prover_leads:
+        parts.append(view.words)
+    if view.error_words:
+        parts.append(view.error_words)
     if evidence.hardware:
         parts.append(evidence.hardware)
+    if prover_leads:
+        parts += memory
     if not traced and kind in ("pcie_starved", "transfer_bound"):
         procs = process_memory_words(copies.process_list())
         if procs:
@@ -124,4 +135,4 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     pressure = host_pressure(evidence.host)
     if pressure:
         parts.append(f"host: {pressure}")
-    return HINT_SEP.join(memory + parts)
+    return HINT_SEP.join(parts if prover_leads else memory + parts)

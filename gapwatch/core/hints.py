@@ -8,7 +8,15 @@ A hint leads with the memory behind the copies when something names it (the copy
 memory kind, or the prover's log warned: `is_pinned=false`, a pinned-pool fallback): that is the
 one fact a user needs, and the first thing lost when a pane or a table column is narrow. Then
 what the GPU did and what PCIe did, then the likeliest cause, then host pressure; phrases are
-joined by `HINT_SEP`. RX is what the GPU receives (host-to-device, "H2D"), TX what it sends (D2H).
+joined by `HINT_SEP` (a host stall the prover gave a cause leads with that cause instead:
+`gapwatch.core.explain.hint_of`). RX is what the GPU receives (host-to-device, "H2D"), TX what
+it sends (D2H).
+
+Partitions are named with their job (`porep-1000-3 partitions 6, 7, 8`, `parts_words`): several
+jobs are in flight at once, and a number alone named another job's partition than the one the
+GPU was on. At most `MAX_PARTS_NAMED`, each job id cut past `JOB_CHARS`: a hint is one line.
+Warnings the prover says it leaves unpinned by design (`UnpinnedByDesign`: cuzk's first
+syntheses of a run) are said in its words, not as pageable memory to look into.
 
 `hint_cause` gives the cause a gap's log names, without that gap's figures (durations, rates,
 partition numbers): the snapshot summary groups its gaps by kind and it, so 15 near-identical
@@ -33,6 +41,7 @@ from gapwatch.core.evidence_types import (
     ProcessEvidence,
     known,
 )
+from gapwatch.core.prover import UnpinnedByDesign
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
 # not background noise: PSI "some" of a few % is common on a busy box).
@@ -50,18 +59,29 @@ HINT_SEP: Final = "; "
 PAGEABLE_SEEN_WORDS = "pageable buffers seen (is_pinned=false)"
 
 
+#: A partition as a hint names it: its job (None: the line named none) and its number.
+Part = tuple[str | None, int]
+#: Partitions a hint names (the rest said as " ..."), and characters of a job id it keeps: a
+#: hint is one line on the dashboard, and a job id is the log's text (cuzk's are ~20).
+MAX_PARTS_NAMED: Final = 3
+JOB_CHARS: Final = 40
+
+
 def _partitions(events: list[EventEvidence], warning: str,
-                since_s: float | None = None, earlier: bool = False) -> list[int]:
-    """Partitions named by the events carrying `warning`, first seen first. With `since_s`, only
-    those of the gap's own evidence window (`earlier` False) or only those before it (True)."""
-    seen: list[int] = []
+                since_s: float | None = None, earlier: bool = False) -> list[Part]:
+    """Partitions named by the events carrying `warning`, each with its job, first seen first.
+    With `since_s`, only those of the gap's own evidence window (`earlier` False) or only those
+    before it (True)."""
+    seen: list[Part] = []
     for e in events:
         p = e.partition
-        if e.warning != warning or p is None or p in seen:
+        if e.warning != warning or p is None:
             continue
         if since_s is not None and (e.t_s < since_s) != earlier:
             continue
-        seen.append(p)
+        part = (known(e.job_id), p)
+        if part not in seen:
+            seen.append(part)
     return seen
 
 
@@ -78,11 +98,29 @@ def _pageable_seen(events: list[EventEvidence], since_s: float | None) -> bool:
     return bool(_partitions(events, "unpinned", since_s)) or _pool_failed(events, since_s)
 
 
-def _plural(ps: list[int]) -> str:
-    if len(ps) == 1:
-        return f"partition {ps[0]} was"
-    more = " ..." if len(ps) > 3 else ""
-    return "partitions " + ", ".join(str(p) for p in ps[:3]) + more + " were"
+def _job(job: str) -> str:
+    """A job id as a hint says it: as the log gave it, cut past `JOB_CHARS`, made visible."""
+    return fmt.visible(job if len(job) <= JOB_CHARS else job[:JOB_CHARS - 1] + "…")
+
+
+def parts_words(ps: list[Part]) -> str:
+    """`porep-1000-3 partitions 6, 7, 8`, `porep-1000-1 partition 9 and porep-1000-2
+    partitions 0, 1`: partitions with their jobs (several jobs are in flight at once, so a
+    number alone names none), grouped by job in the order first seen, at most
+    `MAX_PARTS_NAMED` (" ..." for more). A partition whose line named no job is said by its
+    number alone."""
+    groups: dict[str | None, list[int]] = {}
+    for job, p in ps[:MAX_PARTS_NAMED]:
+        groups.setdefault(job, []).append(p)
+    said = [(f"{_job(job)} " if job is not None else "")
+            + ("partition " if len(nums) == 1 else "partitions ")
+            + ", ".join(str(p) for p in nums) for job, nums in groups.items()]
+    words = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
+    return words + (" ..." if len(ps) > MAX_PARTS_NAMED else "")
+
+
+def _plural(ps: list[Part]) -> str:
+    return parts_words(ps) + (" was" if len(ps) == 1 else " were")
 
 
 def host_pressure(host: HostEvidence) -> str:
@@ -144,29 +182,46 @@ def hole_phrase(hole_after_s: float) -> str:
             "last idle reading; the GPU worked again after it)")
 
 
+def _by_design(events: list[EventEvidence], since_s: float | None,
+               by_design: UnpinnedByDesign | None) -> UnpinnedByDesign | None:
+    """`by_design` where the gap's own `is_pinned=false` warnings are all ones the prover
+    leaves unpinned by design and its pinned pool did not fail in the window (a failure never
+    is); else None."""
+    if by_design is None or _pool_failed(events, since_s):
+        return None
+    own = [e.t_s for e in events if e.warning == "unpinned" and e.partition is not None
+           and (since_s is None or e.t_s >= since_s)]
+    return by_design if own and all(by_design.holds(t) for t in own) else None
+
+
 def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,
-                    since_s: float | None) -> list[str]:
+                   since_s: float | None, by_design: UnpinnedByDesign | None = None
+                   ) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the
-    prover's warnings (`is_pinned=false`, a pinned-pool fallback)."""
+    prover's warnings (`is_pinned=false`, a pinned-pool fallback). Warnings the prover says it
+    leaves unpinned by design (`by_design`: e.g. cuzk's first syntheses of a run) are said in
+    its words, not as pageable memory to look into."""
     if kind == "unknown":
         return []
     unpinned = _partitions(events, "unpinned", since_s)
+    design = _by_design(events, since_s, by_design)
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
         out = [traced_copy_words(traced, kind)]
         if unpinned and kind == "pcie_starved":
-            out.append(f"{_plural(unpinned)} synthesised with is_pinned=false")
+            why = f": {design.words}" if design is not None else ""
+            out.append(f"{_plural(unpinned)} synthesised with is_pinned=false{why}")
         return out
     if kind == "pcie_starved":
         if unpinned:
-            return [f"{_plural(unpinned)} synthesised with is_pinned=false: a/b/c in pageable "
-                    "memory?"]
+            why = design.words if design is not None else "a/b/c in pageable memory?"
+            return [f"{_plural(unpinned)} synthesised with is_pinned=false: {why}"]
         earlier = _partitions(events, "unpinned", since_s, earlier=True) \
             if since_s is not None else []
         if earlier:
-            return [f"is_pinned=false seen earlier in the run (last: partition {earlier[-1]}): "
-                    "a/b/c in pageable memory?"]
+            return [f"is_pinned=false seen earlier in the run (last: {parts_words(earlier[-1:])}"
+                    "): a/b/c in pageable memory?"]
         if _pool_failed(events):
             return [POOL_FALLBACK_WORDS]
     if kind == "host_stall" and _pageable_seen(events, since_s):
@@ -174,6 +229,8 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
         # minutes before (cuzk's first wave always is, its pinned pool not yet grown) said
         # "pageable buffers seen" on every host stall of the run, before the prover's own
         # cause (a batch wait, a restart).
+        if design is not None:
+            return [f"is_pinned=false: {design.words}"]
         return [PAGEABLE_SEEN_WORDS]
     return []
 

@@ -9,7 +9,8 @@ package (e.g. `gapwatch.cuzk.prover.CuzkProver`) implements it; the composition 
 
 What the core asks, and nothing more:
 - what the prover was doing around a gap (`ProverGap.view`: its cause, the snapshots, the facts
-  in words and, typed, those its advice reads back, the phrase the hint says);
+  in words and, typed, those its advice reads back, the phrase the hint says, and where it
+  left buffers unpinned by design);
 - which status snapshots concern a GPU (`concerns`);
 - what it has learnt about its pipeline so far (`facts`: an immutable view of the package's own
   type, kept by the store for the dashboard, `/metrics` and the advice), and what it lacks
@@ -31,6 +32,20 @@ from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 
 
 @dataclass(frozen=True, slots=True)
+class UnpinnedByDesign:
+    """Where the prover leaves buffers unpinned by design (e.g. cuzk's first syntheses of a run,
+    before its pinned pool is used): the spans of wall time it did so, and the words that say
+    why. A gap's `is_pinned=false` warnings all inside `spans_s` are said in these words, not
+    as pageable memory to look into (`gapwatch.core.hints.memory_phrases`)."""
+
+    spans_s: tuple[tuple[float, float], ...]
+    words: str
+
+    def holds(self, t_s: float) -> bool:
+        return any(lo <= t_s <= hi for lo, hi in self.spans_s)
+
+
+@dataclass(frozen=True, slots=True)
 class ProverView:
     """What the prover says about one gap: its cause (None: it gives none), the snapshots of the
     evidence window as the gap keeps them, the facts behind the cause in plain words, and the
@@ -46,6 +61,8 @@ class ProverView:
     #: The facts of `evidence` its package's advice reads, typed (`Gap.prover_facts`); UNSET:
     #: the prover decides none (its words are all there is).
     facts: ProverGapFacts | UnsetType = UNSET
+    #: Unpinned syntheses around the gap the prover expects (None: none it knows of).
+    unpinned_by_design: UnpinnedByDesign | None = None
 
 
 #: A prover that says nothing about a gap.

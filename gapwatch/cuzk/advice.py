@@ -26,8 +26,9 @@ its evidence (what this run showed), the expected payoff (the report's payoff fo
 work taken as fixed), and says when it is a guess (what gapwatch could not tell). A stall no
 setting closes is said as such (`no_setting`), never given a setting the evidence does not
 support: the first synthesis of a circuit is unpinned by design, PoSt is monolithic by design, a
-dispatch stall has no knob, pinned copies at line rate with two workers already have nothing to
-turn.
+dispatch stall has no knob, the wait inside the GPU workers none but a second worker where the
+log says one (`second_worker_closes`), pinned copies at line rate have nothing to turn: they run
+under cuzk's per-GPU lock, which no worker count overlaps (`COPIES_UNDER_LOCK`).
 
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
@@ -52,6 +53,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
+from gapwatch.cuzk.knobs import LOWER, RAISE, Pull, Setting, Step, lowers, raises, set_to
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -71,6 +73,13 @@ from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
 PSI_PRESSURE_SHARE = 0.10
+
+#: cuzk's knobs more than one stall's advice turns, each its own way (`Pull`).
+TOTAL_BUDGET = "[memory] total_budget"
+MAX_PARALLEL_SYNTHESIS = "[pipeline] max_parallel_synthesis"
+GPU_WORKERS_PER_DEVICE = "[gpus] gpu_workers_per_device"
+#: The budget raised, as every stall that wants more of it says it.
+RAISE_BUDGET = "raise it (or, with \"auto\", lower safety_margin) if the host has the RAM"
 
 #: What each stall is, in words (the headline of its advice or no-setting note).
 STALL_WORDS: dict[str, str] = {
@@ -121,6 +130,12 @@ class Advice:
     payoff: IfClosed | None = None
     #: Of `gaps`, those still open (live): `idle_s` holds their idle time so far.
     open_gaps: int = 0
+    #: Which way it moves cuzk's knobs (`gapwatch.cuzk.knobs.Pull`).
+    pulls: tuple[Pull, ...] = ()
+    #: Which way `change` moves the setting itself, typed (`gapwatch.cuzk.knobs.Step`): what a
+    #: headline with no room for `change`'s conditions says ("raise [memory] safety_margin");
+    #: None only for an advice made without one.
+    step: Step | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +151,36 @@ class NoSetting:
 
 
 @dataclass(frozen=True, slots=True)
+class Conflict:
+    """Stalls of one report whose advice moves one of cuzk's knobs opposite ways (its inverse
+    said as the knob: `Pull`). Both advices stay, each with its own gaps and idle; this says
+    so, which cost the most idle, and to make that change first and measure again."""
+
+    knob: str
+    #: The advice, one per stall, that raises the knob; that lowers it.
+    raising: tuple[Advice, ...]
+    lowering: tuple[Advice, ...]
+
+    @property
+    def first(self) -> Advice:
+        """The advice whose stall cost the most idle (the first of them where tied): its change
+        comes first."""
+        return max((*self.raising, *self.lowering), key=lambda a: a.idle_s)
+
+
+@dataclass(frozen=True, slots=True)
 class AdviceReport:
     advice: list[Advice] = field(default_factory=list)
     no_setting: list[NoSetting] = field(default_factory=list)
     #: What the prover's log says regardless of the gaps (deprecated keys it ignores, env knobs
     #: it runs with), from the caller's `notes`.
     notes: list[str] = field(default_factory=list)
+    #: Where two stalls' advice pulls one knob opposite ways (`conflicts`).
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
-#: (settings: (setting, change, why, source)), guess, guess_why, evidence), or why none applies.
-Found = tuple[list[tuple[str, str, str, str]], bool, str, list[str]]
+#: (settings, guess, guess_why, evidence), or why none applies.
+Found = tuple[list[Setting], bool, str, list[str]]
 
 #: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
 #: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
@@ -161,7 +196,7 @@ def _batch_budget(kind: str) -> str:
     return gib if kind == "porep-c2" else f"{gib} (one partition's, for the whole batch)"
 
 
-def batch_setting(kinds: Iterable[str] = ()) -> tuple[str, str, str, str]:
+def batch_setting(kinds: Iterable[str] = ()) -> Setting:
     """`[scheduler] max_batch_size = 1`, its words naming the budget of the batches `kinds`
     names (`BATCH_KINDS`; none: both), each its own (engine.rs:2644-2648: a PoRep batch
     acquires 136 GiB, a SnapDeals batch its kind's partition size, 9 GiB)."""
@@ -172,14 +207,14 @@ def batch_setting(kinds: Iterable[str] = ()) -> tuple[str, str, str, str]:
     else:
         budget = "acquiring a budget of " + ", ".join(
             f"{_batch_budget(k)} for a {_BATCH_NAMES[k]} batch" for k in which)
-    return (
+    return Setting(
         "[scheduler] max_batch_size", "1 (the default)",
         f"a batch of 2+ {names} requests is proved as one monolithic job: synthesised with no "
         f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status; "
         "with 1 every request takes the partitioned, pinned pipeline",
         "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
         "extern/cuzk/cuzk.example.toml:97-100; the budget: engine.rs:2644-2648, "
-        "memory.rs:41, 53")
+        "memory.rs:41, 53", set_to("1"), lowers("[scheduler] max_batch_size"))
 
 
 #: PoSt job kinds, as TIMELINE and a monolithic worker's `proof_kind` name them.
@@ -395,25 +430,31 @@ def open_gap_words(g: Gap) -> str:
 
 
 def _synthesis(gaps: StallGaps, pipeline: PipelineView
-               ) -> tuple[list[tuple[str, str, str, str]], bool, str]:
-    """(settings: (setting, change, why, source)), guess, guess_why) for synthesis waits."""
+               ) -> tuple[list[Setting], bool, str]:
+    """(settings, guess, guess_why) for synthesis waits."""
     pressure = gaps.pressure
-    threads = ("[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
-               "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
-               "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs")
-    gpu_threads = ("[gpus] gpu_threads", "32 rather than 0 on a many-core box",
-                   "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
-                   "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
-                   "extern/cuzk/cuzk.example.toml")
+    threads = Setting(
+        "[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
+        "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
+        "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs", RAISE,
+        raises("[synthesis] threads"))
+    # No pull: 0 is all CPUs, so "32 rather than 0" has no direction a rule could compare.
+    gpu_threads = Setting(
+        "[gpus] gpu_threads", "32 rather than 0 on a many-core box",
+        "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
+        "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
+        "extern/cuzk/cuzk.example.toml", set_to("32"))
     if not gaps.judged:
         # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
         # snapshots, or no snapshot at all): both remedies, said as a guess.
-        return ([("[pipeline] max_parallel_synthesis",
-                  f"raise it (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS}) if every synthesis worker "
-                  "was busy",
-                  "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) synthesis "
-                  "workers (engine.rs); more of them synthesise more partitions ahead",
-                  "extern/cuzk/cuzk-core/src/config.rs, engine.rs"), threads], True,
+        return ([Setting("[pipeline] max_parallel_synthesis",
+                         f"raise it (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS}) if every synthesis "
+                         "worker was busy",
+                         "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) "
+                         "synthesis workers (engine.rs); more of them synthesise more "
+                         "partitions ahead",
+                         "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
+                         raises(MAX_PARALLEL_SYNTHESIS)), threads], True,
                 "gapwatch could not tell how many synthesis workers cuzk runs (no "
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
                 f"budget in /status{_dropped(pipeline, 'synth_worker_count', 'total_budget_gib')}"
@@ -433,15 +474,17 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
     why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "
                 "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) of them "
                 "(engine.rs)")
-    raise_budget = ("[memory] total_budget", "raise it (or, with \"auto\", lower "
-                    "safety_margin) if the host has the RAM",
-                    f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
-                    "(memory.rs)",
-                    "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs")
-    raise_cap = ("[pipeline] max_parallel_synthesis",
-                 f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
-                 f"{why_more}: below the budget's limit, max_parallel_synthesis is the limit",
-                 "extern/cuzk/cuzk-core/src/config.rs, engine.rs")
+    raise_budget = Setting(TOTAL_BUDGET, RAISE_BUDGET,
+                           f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
+                           "(memory.rs)",
+                           "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
+                           RAISE, raises(TOTAL_BUDGET))
+    raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
+                        f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
+                        f"{why_more}: below the budget's limit, max_parallel_synthesis is the "
+                        "limit",
+                        "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
+                        raises(MAX_PARALLEL_SYNTHESIS))
     guess, guess_why = False, ""
     if budget is None:
         settings = [raise_cap, raise_budget]
@@ -501,32 +544,75 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
         found = rules(stall, these) if rules is not None else None
         if found is None:
             found = _settings_for(stall, these, pipeline)
+        found = _with_second_worker(stall, found, pipeline)
         if isinstance(found, str):
             out.no_setting.append(NoSetting(stall, found, len(these), idle, these.open))
             continue
         settings, guess, guess_why, extra = found
         evidence = _evidence(these) + extra
-        for setting, change, why, source in settings:
-            out.advice.append(Advice(stall, setting, change, why, source, evidence, len(these),
-                                     idle, these.ids.tolist(), guess, guess_why, pay,
-                                     these.open))
+        for s in settings:
+            out.advice.append(Advice(stall, s.setting, s.change, s.why, s.source, evidence,
+                                     len(these), idle, these.ids.tolist(), guess, guess_why,
+                                     pay, these.open, s.pulls, s.step))
+    out.conflicts.extend(conflicts(out.advice))
     return out
+
+
+def conflicts(advice: Sequence[Advice]) -> list[Conflict]:
+    """Where the stalls of one report pull one knob opposite ways (`Pull`: a knob's inverse,
+    `[memory] safety_margin`, said as the budget it lowers): the one rule that tells, over a
+    report's advice (`advise_stalls`), in the order the knobs first come (the advice's: most
+    idle first). Each stall is one side's once, by its first advice pulling that way."""
+    ways: dict[str, tuple[dict[str, Advice], dict[str, Advice]]] = {}
+    for a in advice:
+        for pull in a.pulls:
+            up, down = ways.setdefault(pull.knob, ({}, {}))
+            (up if pull.up else down).setdefault(a.stall, a)
+    return [Conflict(knob, tuple(up.values()), tuple(down.values()))
+            for knob, (up, down) in ways.items() if up and down]
+
+
+def conflict_words(c: Conflict) -> str:
+    """A conflict in words: each side with its gaps and idle, which cost the most idle, and to
+    change that first and measure again before turning the knob back for the other."""
+    sides = [_side_words(a, c.knob, True) for a in c.raising] + [
+        _side_words(a, c.knob, False) for a in c.lowering]
+    first = c.first
+    tied = sum(a.idle_s == first.idle_s for a in (*c.raising, *c.lowering)) > 1
+    words = STALL_WORDS.get(first.stall, first.stall)
+    which = (f"they cost the same idle ({first.idle_s:.1f} s each): change one first (say "
+             f"{first.setting} for '{words}')" if tied else
+             f"'{words}' cost the most idle ({first.idle_s:.1f} s): change {first.setting} for "
+             "it first")
+    return (f"{c.knob} is pulled both ways: {'; '.join(sides)}. {which}, then measure again "
+            "(gapwatch compare BEFORE AFTER: idle by cause, before and after) before turning "
+            "the knob the other way")
+
+
+def _side_words(a: Advice, knob: str, up: bool) -> str:
+    way = "up" if up else "down"
+    inverse = "" if a.setting == knob else f" (which moves {knob} {way})"
+    count = _count_words(a.gaps, a.idle_s, a.open_gaps)
+    return (f"'{STALL_WORDS.get(a.stall, a.stall)}' ({count}) wants it {way}: "
+            f"{a.setting}: {a.change}{inverse}")
 
 
 _Found = Found
 
 
-PIPELINE_SETTING = (
+PIPELINE_SETTING = Setting(
     "[pipeline] enabled", "true",
     "with the pipeline off every proof is monolithic through filecoin-proofs' heap-backed "
     "prover: no pinned a/b/c, no synthesis overlapping GPU proving",
-    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml")
-MAX_PENDING_SETTING = (
+    "extern/cuzk/cuzk-core/src/engine.rs:3422-3439, extern/cuzk/cuzk.example.toml",
+    set_to("true"), raises("[pipeline] enabled"))
+MAX_PENDING_SETTING = Setting(
     "Curio [Cuzk] MaxPending", "raise it (default 10), if Curio had proofs waiting",
     "Curio sends at most MaxPending requests to cuzk at once, one limit shared by PoRep, "
     "SnapDeals and PoSt tasks",
     "curio deps/config/types.go:135-138, harmony/taskhelp/max.go:74-76, "
-    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163")
+    "documentation/en/experimental-features/cuzk-proving-daemon.md:148-163", RAISE,
+    raises("Curio [Cuzk] MaxPending"))
 #: Stalls that, with `[pipeline] enabled = false`, are the monolithic workers themselves: each
 #: worker synthesises then proves on one blocking thread, nothing overlaps (engine.rs:3362-3440),
 #: cuzk runs one worker per GPU whatever `gpu_workers_per_device` says (engine.rs:1333-1337), and
@@ -536,6 +622,71 @@ MAX_PENDING_SETTING = (
 PIPELINE_OFF_STALLS = frozenset({
     "no_work", "host_stall", "inside_workers", "copies_not_overlapped", "pageable_copies",
     "slow_copies"})
+
+
+#: What cuzk's per-GPU lock covers (cuzk-log-formats.md 3.2): one C++ std::mutex per GPU, shared
+#: by that GPU's workers (engine.rs:2916-2955), taken after a worker's split-vector allocation and
+#: its prep thread's start, released after the tail MSMs (groth16_cuda.cu:900-1070).
+GPU_LOCK_WORDS = (
+    "one mutex per GPU, shared by its GPU workers, is held from the H2D copies of a/b/c through "
+    "the NTTs, the H MSM, the wait for CPU prep (barrier_wait), the batch additions and the "
+    "tail MSMs (groth16_cuda.cu:900-1070, engine.rs:2916-2955)")
+#: What a second GPU worker per GPU overlaps, and what it does not: the CPU work outside the
+#: lock, never copies or kernels (`GPU_LOCK_WORDS`).
+SECOND_WORKER_WHY = (
+    "with 2 GPU workers per GPU one does its CPU work outside the GPU's lock while the other "
+    "holds it: its pickup, the split-vector allocation and the start of its prep thread before "
+    "the lock (pre_lock_cpu_ms), and b_g2_msm and the epilogue where the worker runs them "
+    "itself (CUZK_DISABLE_SPLIT_PROVE=1; else a finalizer task does): 'eliminates the 10-200ms "
+    "GPU idle gaps between partition proves' (cuzk.example.toml; the default is 2, config.rs). "
+    f"It overlaps no copies and no kernels: {GPU_LOCK_WORDS}; the GPU idle under that lock "
+    "(barrier_wait_ms) stays")
+SECOND_WORKER_SOURCE = ("extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs, "
+                        "engine.rs:2916-2955; extern/supraseal-c2/cuda/groth16_cuda.cu:900-1070")
+#: What a transfer_bound gap's copies are in cuzk, and why no worker count hides them.
+COPIES_UNDER_LOCK = (
+    f"cuzk copies under the GPU's lock: {GPU_LOCK_WORDS}, a partition's a/b/c and the SRS "
+    "points its MSMs read streaming from host memory inside it (about 23.6 GiB host-to-device "
+    "a PoRep partition by c2-optimization-proposal-9, sizes approximate), so one worker's "
+    "copies never overlap another worker's kernels, whatever gpu_workers_per_device; at line "
+    "rate they are pinned already, and upstream names no setting that shrinks them")
+#: Stalls where the GPU waited between one worker's proves, on that worker's own CPU work:
+#: `inside_workers` (every worker of the GPU holding a partition while it idles: CPU work before
+#: the lock, cuzk's locks at pickup, or the wait for prep under the lock). With one worker per
+#: GPU a second closes the part outside the lock (`SECOND_WORKER_WHY`). Not `dispatch_stall`: a
+#: worker free while a partition waits for it (`gapwatch.cuzk.causes`) waits on the dispatch
+#: itself (the StatusTracker's lock, `status_ms`), where a second worker would wait the same.
+BETWEEN_PROVES_STALLS = frozenset({"inside_workers"})
+ONE_WORKER_SAID = "the log's 'initializing GPU workers' says gpu_workers_per_device=1"
+
+
+def second_worker(change: str = "2 (the default)") -> Setting:
+    """`[gpus] gpu_workers_per_device = 2`, saying what it closes (`SECOND_WORKER_WHY`)."""
+    return Setting(GPU_WORKERS_PER_DEVICE, change, SECOND_WORKER_WHY, SECOND_WORKER_SOURCE,
+                   set_to("2"), raises(GPU_WORKERS_PER_DEVICE))
+
+
+def second_worker_closes(stall: str, pipeline: PipelineView) -> bool:
+    """Whether a second GPU worker per GPU is advised for `stall`: the GPU waited between one
+    worker's proves (`BETWEEN_PROVES_STALLS`), the log says one worker per GPU, and the
+    pipeline is not off (cuzk then runs one whatever the setting, engine.rs:1333-1337, and
+    `[pipeline] enabled = true` is the advice)."""
+    return (stall in BETWEEN_PROVES_STALLS and pipeline.gpu_workers_per_device == 1
+            and pipeline.pipeline_enabled is not False)
+
+
+def _with_second_worker(stall: str, found: Found | str, pipeline: PipelineView) -> Found | str:
+    """`found` (the path's answer or the general one) with `[gpus] gpu_workers_per_device = 2`
+    added where a second worker closes the stall (`second_worker_closes`): the one place it is
+    added, whoever answered. A path's no-setting words stay as evidence."""
+    if not second_worker_closes(stall, pipeline):
+        return found
+    said = [f"{ONE_WORKER_SAID}: the GPU idles while its one worker does the CPU work between "
+            "its proves"]
+    if isinstance(found, str):
+        return [second_worker()], False, "", [*said, f"what else the log shows: {found}"]
+    settings, guess, guess_why, evidence = found
+    return [*settings, second_worker()], guess, guess_why, [*evidence, *said]
 
 
 def pipeline_off_evidence(by_workers: bool) -> str:
@@ -553,7 +704,7 @@ def _pipeline_off(stall: str, pipeline: PipelineView) -> Found:
     `PIPELINE_OFF_STALLS`); for `no_work`, where the log shows no proof in flight, Curio's
     limit as a guess."""
     evidence = [pipeline_off_evidence(pipeline.pipeline_off_by_workers)]
-    if stall == "copies_not_overlapped":
+    if stall == "copies_not_overlapped" or stall in BETWEEN_PROVES_STALLS:
         evidence.append("with the pipeline off cuzk runs one GPU worker per GPU whatever "
                         "[gpus] gpu_workers_per_device says (engine.rs:1333-1337): setting "
                         "it to 2 changes nothing")
@@ -573,6 +724,8 @@ def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found
     """The settings for one stall, or why none applies (a string)."""
     if pipeline.pipeline_enabled is False and stall in PIPELINE_OFF_STALLS:
         return _pipeline_off(stall, pipeline)
+    if second_worker_closes(stall, pipeline):
+        return [], False, "", []  # the setting is `_with_second_worker`'s to add
     why = _NO_SETTING.get(stall)
     if why is not None:
         return why
@@ -591,12 +744,12 @@ def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
     over = pipeline.over_budget
     if over is not None and gaps.over_budget:
         return _for_over_budget(over)
-    return ([("[memory] total_budget", "raise it (or, with \"auto\", lower safety_margin) "
-              "if the host has the RAM",
-              "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 GiB) "
-              "before a synthesis worker takes it (engine.rs, memory.rs): with less free, "
-              "synthesis waits however many workers are free",
-              "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs")], False, "",
+    return ([Setting(TOTAL_BUDGET, RAISE_BUDGET,
+                     "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 "
+                     "GiB) before a synthesis worker takes it (engine.rs, memory.rs): with less "
+                     "free, synthesis waits however many workers are free",
+                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs", RAISE,
+                     raises(TOTAL_BUDGET))], False, "",
             # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
             # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
             ["a PCE in /status allocations.pce holds budget unused by this cuzk version "
@@ -609,13 +762,14 @@ def _for_over_budget(over: OverBudget) -> _Found:
     lets it through."""
     need = (f"raise it above {over.amount_gib:g} GiB, the request's size" if over.amount_gib
             is not None else "raise it above the request's size")
-    settings = [("[memory] total_budget", f"{need} (or, with \"auto\", lower safety_margin), "
-                 "if the host has the RAM",
-                 "acquire loops until used + amount fits the total, which never holds for a "
-                 "request over the total (memory.rs:187-236), so it waits until cuzk restarts: "
-                 f"{over.blocks()}",
-                 "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, 1623-1628, "
-                 "1927-1971, cuzk.example.toml")]
+    settings = [Setting(TOTAL_BUDGET, f"{need} (or, with \"auto\", lower safety_margin), "
+                        "if the host has the RAM",
+                        "acquire loops until used + amount fits the total, which never holds "
+                        "for a request over the total (memory.rs:187-236), so it waits until "
+                        f"cuzk restarts: {over.blocks()}",
+                        "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, "
+                        "1623-1628, 1927-1971, cuzk.example.toml", RAISE,
+                        raises(TOTAL_BUDGET))]
     if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_FULL_BYTES // GIB:
         settings.append(batch_setting(["porep-c2"]))  # a 136 GiB request is a PoRep batch's
     return settings, False, "", []
@@ -623,22 +777,24 @@ def _for_over_budget(over: OverBudget) -> _Found:
 
 def _for_pacer_hold(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     target = pipeline.pacer_target
-    return ([("[pipeline] max_gpu_queue_depth",
-              f"raise it above {target}, or 0 to turn the pacer off" if target else
-              "raise it, or 0 to turn the pacer off",
-              "the PI pacer dispatches synthesis to keep this many synthesised partitions "
-              "waiting for the GPU; 0 = no throttle, the default (config.rs)",
-              "extern/cuzk/cuzk-core/src/config.rs, engine.rs")], False, "",
+    return ([Setting("[pipeline] max_gpu_queue_depth",
+                     f"raise it above {target}, or 0 to turn the pacer off" if target else
+                     "raise it, or 0 to turn the pacer off",
+                     "the PI pacer dispatches synthesis to keep this many synthesised "
+                     "partitions waiting for the GPU; 0 = no throttle, the default (config.rs)",
+                     "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
+                     raises("[pipeline] max_gpu_queue_depth"))], False, "",
             [f"pacer: {_pacer_words(pipeline)}"] if pipeline.pacer else [])
 
 
 def _for_srs_loading(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     if pipeline.srs_evictions:
-        return ([("[memory] eviction_min_idle", "raise it (default 5m)",
-                  "idle SRS/PCE entries become eviction candidates after this long; "
-                  "'set higher for stable workloads' (cuzk.example.toml): an evicted SRS "
-                  "is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs")], False,
+        return ([Setting("[memory] eviction_min_idle", "raise it (default 5m)",
+                         "idle SRS/PCE entries become eviction candidates after this long; "
+                         "'set higher for stable workloads' (cuzk.example.toml): an evicted "
+                         "SRS is loaded again from disk (30-60 s, cuzk-memory-manager.md)",
+                         "extern/cuzk/cuzk.example.toml, cuzk-core/src/srs_manager.rs", RAISE,
+                         raises("[memory] eviction_min_idle"))], False,
                 "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
     return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
             "no preload since the memory manager): nothing to change unless it repeats")
@@ -653,29 +809,32 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
     # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
     # explicit budget, raising it changes nothing, so the change says which to turn.
-    return ([("[memory] safety_margin",
-              "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
-              "explicit total_budget, lower that instead",
-              "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
-              "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
-              "idle ones stay pinned outside any accounting (pinned bytes are never in "
-              "used_bytes) until the evictor frees them, and it frees and re-pins them on "
-              "short acquires (pinned_pool.rs:127-129, 194-198; memory.rs:214-225); a failed "
-              "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
-              "a/b/c, copied at 1-4 GB/s)",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
-              "config.rs:100-104, cuzk.example.toml"),
-             ("[pipeline] max_parallel_synthesis", "lower it",
-              "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
-              "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-              "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs"), *churn], True,
+    # Either reading lowers the budget: its pull is the budget's, down (`Pull`).
+    return ([Setting(
+        "[memory] safety_margin",
+        "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
+        "explicit total_budget, lower that instead",
+        "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
+        "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
+        "idle ones stay pinned outside any accounting (pinned bytes are never in "
+        "used_bytes) until the evictor frees them, and it frees and re-pins them on "
+        "short acquires (pinned_pool.rs:127-129, 194-198; memory.rs:214-225); a failed "
+        "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
+        "a/b/c, copied at 1-4 GB/s)",
+        "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
+        "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET)),
+        Setting(MAX_PARALLEL_SYNTHESIS, "lower it",
+                "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+                "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+                "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
+                lowers(MAX_PARALLEL_SYNTHESIS)), *churn], True,
             "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
             "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
             + churn_why, facts)
 
 
 def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
-                ) -> tuple[list[tuple[str, str, str, str]], str]:
+                ) -> tuple[list[Setting], str]:
     """Where the pool churned before it failed (`gapwatch.cuzk.pool_churn`): the candidate
     knob, said as a guess, and its why (the churn's words added to `facts` where the gaps'
     evidence does not carry them); where the log kept no INFO line of the pool, that churn is
@@ -710,24 +869,23 @@ def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
 
 
 def _for_copies_not_overlapped(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
+    """Copies at line rate with the SMs idle: under cuzk's per-GPU lock, which no worker count
+    overlaps (`COPIES_UNDER_LOCK`). With one worker a second is still named, a guess: it closes
+    only the part of such a gap that was that worker's CPU work between proves."""
     per = pipeline.gpu_workers_per_device
+    only_cpu = ("these gaps are copies at line rate with the SMs idle, and "
+                f"{COPIES_UNDER_LOCK}: a second worker closes only the part of them that was "
+                "the one worker's CPU work between proves, which the samples do not tell from "
+                "the copies")
     if per == 1:
-        return ([("[gpus] gpu_workers_per_device", "2",
-                  "with 2 workers one worker's copies and CPU work overlap the other's "
-                  "kernels: 'eliminates the 10-200ms GPU idle gaps between partition "
-                  "proves' (cuzk.example.toml; the default is 2, config.rs)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], False, "",
-                ["the log's 'initializing GPU workers' says gpu_workers_per_device=1"])
+        return [second_worker()], True, only_cpu, [ONE_WORKER_SAID]
     if per is None:
-        return ([("[gpus] gpu_workers_per_device", "2, if it is 1",
-                  "with 2 workers one worker's copies overlap the other's kernels "
-                  "(cuzk.example.toml; the default is 2, config.rs)",
-                  "extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs")], True,
+        return ([second_worker("2, if it is 1")], True,
                 "the log read did not say how many GPU workers cuzk runs per GPU (its "
-                "'initializing GPU workers' line"
-                f"{_dropped(pipeline, 'gpu_workers_per_device')})", [])
-    return (f"already {per} GPU workers per GPU: the copies run at line rate and each "
-            "outlasts the other worker's kernels; no cuzk setting shrinks a/b/c")
+                f"'initializing GPU workers' line{_dropped(pipeline, 'gpu_workers_per_device')})"
+                f"; and at 1, {only_cpu}", [])
+    return (f"already {per} GPU workers per GPU, and no worker count overlaps these copies: "
+            f"{COPIES_UNDER_LOCK}")
 
 
 def _for_monolithic(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
@@ -759,12 +917,14 @@ _BATCH_WAIT_SOURCE = ("extern/cuzk/cuzk-core/src/engine.rs:1984-2011, 2053; "
 #: Either closes a batch wait, each its own advice: `gapwatch compare` reads each setting from
 #: its own startup field, and one advice naming both read "unchanged: max_batch_size 2 on both"
 #: of a run that lowered max_batch_wait_ms as it said.
-BATCH_WAIT_MS_SETTING = ("[scheduler] max_batch_wait_ms",
-                         "lower it (0 = flush at once), to keep batching",
-                         _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE)
+BATCH_WAIT_MS_SETTING = Setting("[scheduler] max_batch_wait_ms",
+                                "lower it (0 = flush at once), to keep batching",
+                                _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE, LOWER,
+                                lowers("[scheduler] max_batch_wait_ms"))
 BATCH_WAIT_SETTINGS = [
-    ("[scheduler] max_batch_size", "1 (the default): no request waits for company",
-     _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE),
+    Setting("[scheduler] max_batch_size", "1 (the default): no request waits for company",
+            _BATCH_WAIT_WHY, _BATCH_WAIT_SOURCE, set_to("1"),
+            lowers("[scheduler] max_batch_size")),
     BATCH_WAIT_MS_SETTING,
 ]
 
@@ -899,6 +1059,8 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
     """The advice as text lines: the report's "What to change" section, summary.md and the
     help screen say it in these words."""
     out = [f"{indent}note: {n}" for n in report.notes]
+    # Before the settings: which to change first is said before any is acted on.
+    out += [f"{indent}conflict: {conflict_words(c)}" for c in report.conflicts]
     if not report.advice and not report.no_setting:
         return [*out, f"{indent}nothing to change: no gap"]
     by_stall: dict[str, list[Advice]] = {}
@@ -949,5 +1111,16 @@ def advice_json(report: AdviceReport) -> dict[str, Any]:
                         "why": n.why, "gaps": n.gaps, "idle_s": n.idle_s}
                        for n in report.no_setting],
         "advice_notes": list(report.notes),
+        "advice_conflicts": [{
+            "knob": c.knob,
+            "raising": [_side_json(a) for a in c.raising],
+            "lowering": [_side_json(a) for a in c.lowering],
+            "first": _side_json(c.first), "words": conflict_words(c),
+        } for c in report.conflicts],
     }
+
+
+def _side_json(a: Advice) -> dict[str, Any]:
+    return {"stall": a.stall, "setting": a.setting, "change": a.change, "gaps": a.gaps,
+            "idle_s": a.idle_s}
 

@@ -15,7 +15,11 @@ The rules, for one GPU, per snapshot, first match:
 
 - `inside_workers`: every worker of this GPU is `proving`: the wait is inside the workers
   (copies, the GPU mutex, CPU work), not in the pipeline that feeds them;
-- `dispatch_stall`: partitions wait in `synth_done` while a worker of this GPU is `idle`;
+- `dispatch_stall`: partitions wait in `synth_done` while a worker of this GPU is `idle` and
+  shown free: status.rs marks a worker idle when its previous partition's result is processed,
+  in the finalizer, even after it picked up its next (engine.rs:3185, 3238), so an idle worker
+  counts free only beyond the partitions in `gpu` that no worker names
+  (`free_idle_workers`); with none free the snapshot gives no cause and the log's holds decide;
 - with no partition in `synth_done`:
   - `waits_on_budget`: partitions pending, a synthesis worker free (or the capacity unknown),
     and cuzk's memory budget has less free than one pending partition needs (the dispatcher
@@ -36,12 +40,15 @@ where the log shows the wait for the request was most of the gap, it says `no_wo
 The log can say more (`gapwatch.cuzk.pipeline.PipelineFacts.log_view`: an SRS load, PoSt or other
 monolithic work `/status` never lists, a budget wait line, a queue wait, a synthesis that ended
 during the gap): where the snapshots give no cause or `no_work`, the log's cause stands
-(`srs_loading`, `monolithic`, ...). A `restart` (the gap spans one of cuzk, from the restart to
-its new run's first GPU work: `gapwatch.cuzk.restarts`, from its start lines or `/status`
-uptime going back) stands whatever the snapshots say: they saw a daemon going down and a new
-one reloading its SRS and synthesising its first wave, all of it the restart's cost. So does
-the `no_work` the log gives such a gap where most of it the new run, ready, waited for its
-first job (its `job enqueued` line says when it came): Curio sent nothing.
+(`srs_loading`, `monolithic`, ...). Its `inside_workers` (a partition queued through the gap
+while every worker of the GPU held one, `gapwatch.cuzk.gpu_workers`) and its `pinned_pool`
+stand over the snapshots' `dispatch_stall` (`with_log_cause`). A `restart` (the gap spans one
+of cuzk, from the restart to its new run's first GPU work: `gapwatch.cuzk.restarts`, from its
+start lines or `/status` uptime going back) stands whatever the snapshots say: they saw a
+daemon going down and a new one reloading its SRS and synthesising its first wave, all of it
+the restart's cost. So does the `no_work` the log gives such a gap where most of it the new
+run, ready, waited for its first job (its `job enqueued` line says when it came): Curio sent
+nothing.
 A gap's cause is the most frequent cause among the snapshots taken during it (ties in the
 order of `PROVER_CAUSES`); a gap with no snapshot of its own (shorter than the poll period) takes
 the cause of the latest snapshot before it, within the evidence window, and says so. Synthesis
@@ -121,6 +128,30 @@ def budget_short(status: ProverStatus) -> tuple[int, int] | None:
     return (free, need) if free < need else None
 
 
+def unclaimed_gpu_partitions(status: ProverStatus) -> int:
+    """Partitions in state `gpu` that no `proving` worker names (`current_job`,
+    `current_partition`). status.rs's `partition_gpu_end(job, partition, worker_id)` sets that
+    worker idle and clears its current partition unconditionally, and cuzk calls it in the
+    finalizer (`process_partition_result`), which runs apart while the worker loops back to the
+    queue once `gpu_prove_start` returns (engine.rs:3139-3185): a worker that picked up its
+    next partition before its previous one's finalizer ended shows `idle` with that partition
+    in `gpu`, named by no worker. (Such a partition may also be one in its own finalizer whose
+    worker took another since: the snapshot cannot tell which.)"""
+    named = {(w.job_id, w.partition) for w in status.workers if w.state == "proving"}
+    return sum(1 for p in status.partitions
+               if p.state == "gpu" and (p.job_id, p.index) not in named)
+
+
+def free_idle_workers(status: ProverStatus, gpu: int) -> list[ProverWorker]:
+    """The idle workers of `gpu` that the snapshot shows free: those beyond as many as the
+    partitions in `gpu` no worker names (`unclaimed_gpu_partitions`), each of which an idle
+    worker may hold; counted over the whole snapshot (its partitions do not say their GPU)."""
+    idle = sorted((w for w in workers_on(status, gpu) if w.state == "idle"),
+                  key=lambda w: w.worker_id)
+    held = unclaimed_gpu_partitions(status) if idle else 0
+    return idle[held:] if held < len(idle) else []
+
+
 def snapshot_cause(status: ProverStatus, gpu: int, capacity: Capacity | None = None,
                    pacer_on: bool = False) -> str | None:
     """The cause one snapshot gives for an idle `gpu`, or None when no rule applies.
@@ -131,10 +162,12 @@ def snapshot_cause(status: ProverStatus, gpu: int, capacity: Capacity | None = N
     synth_done = counts.get("synth_done")
     if mine and all(w.state == "proving" for w in mine):
         return "inside_workers"
-    if synth_done and any(w.state == "idle" for w in mine):
+    if synth_done and free_idle_workers(status, gpu):
         return "dispatch_stall"
     if synth_done != 0:
-        return None  # unknown (no pipelines list), or partitions ready but no idle worker here
+        # Unknown (no pipelines list), or partitions ready but no worker here shown free (an
+        # idle one may hold a partition: `free_idle_workers`); the log's holds can tell.
+        return None
     busy = counts.get("synthesizing") or 0
     pending = live_pending(status)
     if pending:
@@ -165,6 +198,14 @@ def snapshot_evidence(status: ProverStatus, gpu: int, cause: str | None,
         idle = [w.worker_id for w in workers_on(status, gpu) if w.state == "idle"]
         out.append(f"{counts.get('synth_done')} partition(s) in synth_done while worker(s) "
                    f"{', '.join(str(w) for w in idle)} of GPU {gpu} idle")
+        unclaimed = unclaimed_gpu_partitions(status)
+        if unclaimed:
+            free = len(free_idle_workers(status, gpu))
+            out.append(f"{unclaimed} partition(s) in state gpu named by no worker, each of "
+                       "which an idle worker may hold (status.rs partition_gpu_end marks a "
+                       "worker idle when its previous partition's result is processed, in the "
+                       "finalizer, engine.rs:3185, 3238, even after it picked up the next): "
+                       f"{free} of them counted free")
     elif cause in ("waits_on_synthesis", "waits_on_budget", "pacer_hold"):
         out.append("no partition in synth_done")
         if capacity is not None:
@@ -247,9 +288,16 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
     load, PoSt work and a request held in the batch collector are invisible in `/status`, and
     the log's budget waits, queue waits and synthesis ends say more than a gap without
     snapshots. A pinned pool that failed refines `inside_workers` (the workers' copies ran
-    from pageable memory: that is why). A restart the gap spans is its cause whatever the
-    snapshots say, and so is the wait for work after it where that was most of the gap (see
-    the module docstring).
+    from pageable memory: that is why), and stands over a `dispatch_stall` too: the log gives
+    it only to a pcie_starved gap, the GPU copying a/b/c under the per-GPU lock that its
+    workers share (cuzk-log-formats.md §3.2), so a worker shown idle (status.rs marks one idle
+    after its finalizer even when it holds its next partition: `free_idle_workers`) could only
+    have waited on that lock; its advice (the pool's) is the one that closes the gap. The log's
+    `inside_workers` (every worker of the GPU held a partition through most of the gap, read
+    from their pickups and prove_start lines: `gapwatch.cuzk.gpu_workers`) stands over the
+    snapshots' `dispatch_stall`, whose idle flag that finalizer may have set. A restart the
+    gap spans is its cause whatever the snapshots say, and so is the wait for work after it
+    where that was most of the gap (see the module docstring).
     Not a synthesis that ended in the gap over `no_work` the snapshots saw during most of it
     (`seen_during`): nothing was pending or synthesising then, so that synthesis began on
     work that arrived mid-gap; the GPU waited for work. It read `waits_on_synthesis` (raise
@@ -278,7 +326,9 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
         # An empty pipeline's wait for the next request only over the synthesis they saw it
         # start, not over a budget wait, the pacer or an SRS load they saw (each its own).
         return log_cause
-    if log_cause == "pinned_pool" and snapshots_cause == "inside_workers":
+    if log_cause == "pinned_pool" and snapshots_cause in ("inside_workers", "dispatch_stall"):
+        return log_cause
+    if log_cause == "inside_workers" and snapshots_cause == "dispatch_stall":
         return log_cause
     return snapshots_cause
 

@@ -3,7 +3,9 @@
 Who calls it: `gapwatch.cuzk.pipeline.PipelineFacts` (its view's `first_waves`, which
 `gapwatch.cuzk.advice.stall_of` reads) and `gapwatch.cuzk.paths.PathsSeen` (`PathFacts`), each
 feeding every tracing line; both ask `wave_of` whether a gap falls in a wave and say it with
-`wave_words`; the paths ask `in_waves` how many of a stall's gaps do (judged as a whole).
+`wave_words`; the paths ask `in_waves` how many of a stall's gaps do (judged as a whole);
+`gapwatch.cuzk.prover.CuzkGap` asks `unpinned_by_design` for a gap's hint (its `is_pinned=false`
+warnings in a wave said as by design).
 Pure, bounded (`MAX_WAVES`).
 
 Upstream (curio e0294b0f, cuzk unchanged since 2026-05-05), `cuzk-core/src/pipeline.rs`:
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, LogEvent
+from gapwatch.core.prover import UnpinnedByDesign
 from gapwatch.cuzk.daemons import PerDaemon
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, NO_CAPACITY_HINT_MESSAGE
 
@@ -256,6 +259,27 @@ def wave_words(wave: FirstWave | None, unhinted: int) -> str:
             "(pipeline.rs:181-204, 270-275); no setting: each circuit type's hint is lost at "
             "every restart, so it repeats after every restart of cuzk, for each circuit type's "
             "first proof")
+
+
+#: How far before a gap's start a wave still counts for its hint: a gap's own evidence window
+#: begins a few seconds before it (the detector's `evidence_before_s`); the core checks each
+#: warning's time against the waves' spans, so reaching further only passes more spans.
+WAVE_REACH_S = 60.0
+
+
+def unpinned_by_design(waves: tuple[FirstWave, ...], start_s: float, end_s: float,
+                       restarted: bool) -> UnpinnedByDesign | None:
+    """The first waves around a gap over [start_s, end_s] as the hint's `UnpinnedByDesign`
+    (None: none): their syntheses are unpinned by design (pipeline.rs:270-275, no capacity hint
+    yet), said as the new run's where the gap spans a restart (`restarted`), else its run's."""
+    lo = start_s - WAVE_REACH_S
+    spans = tuple((w.start_s, math.inf if w.end_s is None else w.end_s) for w in waves
+                  if w.start_s <= end_s and (w.end_s is None or w.end_s >= lo))
+    if not spans:
+        return None
+    run = "the new run's" if restarted else "the run's"
+    return UnpinnedByDesign(spans, f"{run} first syntheses, unpinned by design (its first "
+                                   "wave: no capacity hint yet)")
 
 
 def gap_moment(g: Gap) -> float:

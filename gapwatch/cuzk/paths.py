@@ -44,6 +44,7 @@ from gapwatch.cuzk.advice import (
     PIPELINE_OFF_STALLS,
     PIPELINE_SETTING,
     POST_KINDS,
+    Found,
     StallGaps,
     batch_setting,
     pipeline_off_evidence,
@@ -57,6 +58,7 @@ from gapwatch.cuzk.first_wave import (
     wave_of,
     wave_words,
 )
+from gapwatch.cuzk.knobs import RAISE, UNSET, Setting, raises
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     CONFIGURATION_LOADED_MESSAGE,
@@ -82,10 +84,6 @@ SELF_CHECK = "verifying PoRep proof (self-check)"
 PIPELINE_TARGET = "cuzk_core::pipeline"
 HOT_PATH_FIELDS = ("status_ms", "fail_check_ms", "mark_busy_ms")
 
-#: (setting, change, why, source): one setting of an advice, as `gapwatch.cuzk.advice` takes it.
-Setting = tuple[str, str, str, str]
-#: (settings, guess, guess_why, evidence), or the reason no setting applies.
-Found = tuple[list[Setting], bool, str, list[str]]
 
 
 #: The lines that tell which daemon a file is of (`gapwatch.cuzk.daemons.Daemons`).
@@ -238,21 +236,22 @@ class PathsSeen:
         )  # fmt: skip
 
 
-VALIDATE_SETTING: Setting = (
+VALIDATE_SETTING = Setting(
     "env CUZK_VALIDATE_PARTITIONS", "unset it (a debug knob)",
     "=1 runs 10 per-partition verifications after each PoRep self-check while the finalizer "
     "holds cuzk's JobTracker mutex, which every GPU worker takes twice at pickup "
     "(fail_check_ms, mark_busy_ms)",
-    "extern/cuzk/cuzk-core/src/engine.rs:532, 861, 3031, 3047, 3220")
-SPLIT_PROVE_SETTING: Setting = (
+    "extern/cuzk/cuzk-core/src/engine.rs:532, 861, 3031, 3047, 3220", UNSET)
+SPLIT_PROVE_SETTING = Setting(
     "env CUZK_DISABLE_SPLIT_PROVE", "unset it",
     "=1 proves synchronously: the worker is held through b_g2_msm and the epilogue, so the "
     "prove/finish overlap is gone and the GPU idles during the CPU tail",
-    "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139")
-STATUS_PERIOD_SETTING: Setting = (
+    "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139", UNSET)
+STATUS_PERIOD_SETTING = Setting(
     "[cuzk] status_period_s (gapwatch's config)", "raise it (poll /status less often)",
     "GET /status takes the StatusTracker write lock that GPU workers take at pickup (status_ms)",
-    "extern/cuzk/cuzk-core/src/status.rs:397, engine.rs:3018-3021")
+    "extern/cuzk/cuzk-core/src/status.rs:397, engine.rs:3018-3021", RAISE,
+    raises("[cuzk] status_period_s (gapwatch's config)"))
 
 
 def path_rule(stall: str, gaps: StallGaps, facts: PathFacts) -> Found | str | None:

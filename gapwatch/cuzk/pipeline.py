@@ -79,6 +79,7 @@ from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
 from gapwatch.cuzk.daemons import MAX_STREAMS, RestartsByDaemon
 from gapwatch.cuzk.first_wave import FirstWave, WavesByDaemon
+from gapwatch.cuzk.gpu_workers import HeldOver, WorkerHolds
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
@@ -737,6 +738,12 @@ class PipelineFacts(_Limits):
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
+        #: `initializing GPU workers num_gpus` (engine.rs:1339): how many GPUs its workers
+        #: drive (a worker's hold of no known GPU is the gap's where it is one).
+        self.num_gpus: int | None = None
+        #: Which partition each GPU worker holds (`gapwatch.cuzk.gpu_workers`): a queued
+        #: partition waits for a worker where every worker of its GPU holds one.
+        self.holds = WorkerHolds()
         #: Whether the first daemon's run has its pipeline on (`pipeline_enabled`,
         #: `pipeline_off_by_workers`).
         self.mode = PipelineMode()
@@ -818,6 +825,8 @@ class PipelineFacts(_Limits):
             restarted = self.restarts.feed_log(ev)
             if restarted:  # every event comes here: no call for the many that say nothing
                 self._restarted(restarted, self.restarts.daemon_of(ev.stream))
+            if ev.worker is not None:
+                self.holds.feed(ev, self.restarts.daemon_of(ev.stream))
             if kind == "timeline":
                 self._timeline(ev)
             else:
@@ -879,6 +888,8 @@ class PipelineFacts(_Limits):
         restarts = [e for e in events if e.kind == "restart"]
         if restarts:
             self.churn.restart()
+            for e in restarts:  # what its GPU workers held died with its old run
+                self.holds.restarted(daemon, e.t_wall_s)
             # Until the new run's start line is read, no failure naming no job is placed.
             for run in (self.daemon_runs if daemon is None else [self._daemon_run(daemon)]):
                 run.run.lost()
@@ -984,6 +995,7 @@ class PipelineFacts(_Limits):
             self.synth_workers = self._count(f, "synth_worker_count")
         elif msg == INIT_WORKERS:
             self.gpu_workers_per_device = self._count(f, "gpu_workers_per_device")
+            self.num_gpus = self._count(f, "num_gpus")
         elif msg == BUDGET_INITIALIZED:
             gib = self._count(f, "total_budget_gib")
             self.budget_total_bytes = gib * GIB if gib is not None else None
@@ -1033,6 +1045,7 @@ class PipelineFacts(_Limits):
         if msg == ANCHOR_MESSAGE:  # its daemon's work in flight died with its old run
             run.new_run(ev.stream, ev.t_wall_s)
             d = self.restarts.daemon_of(ev.stream)
+            self.holds.restarted(d, ev.t_wall_s)
             if d != 0:  # the first daemon's: `_new_run`, after its run's settings are read
                 self._drop_mono_of(d)
         elif msg == DISPATCHER_MESSAGE:
@@ -1577,12 +1590,7 @@ class PipelineFacts(_Limits):
                   if w[2] <= start_s + EDGE_SLACK_S and w[3] >= end_s - EDGE_SLACK_S
                   and (w[4] is None or w[4] == gpu)]
         if waited:
-            job, part, q, p, _ = waited[-1]
-            return LogView("dispatch_stall", [
-                f"partition {part} of {job} was queued for the GPU (GPU_QUEUE) at {_hms(q)}, "
-                f"before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
-                f"{p - q:.1f} s in the queue while the GPU idled"],
-                f"partition {part} {p - q:.1f} s in the GPU queue")
+            return self._queue_wait_view(gpu, start_s, end_s, waited[-1])
         queued_then = self.queued_at(start_s + EDGE_SLACK_S, gpu)
         ready_s = min((t for run in self._runs_of_gpu(gpu) for t in run.queue_times
                        if lo < t <= hi), default=None)
@@ -1600,6 +1608,58 @@ class PipelineFacts(_Limits):
             # Nothing nearer explains the idle; a request that can never be granted does.
             return self._over_budget_view(over)
         return LogView(None, [])
+
+    def _queue_wait_view(self, gpu: int, start_s: float, end_s: float,
+                         wait: tuple[str, int, float, float, int | None]) -> LogView:
+        """A host_stall gap of `gpu` a partition waited in the GPU queue through (its GPU_QUEUE
+        before the gap, its GPU_PICKUP at or after its end): a dispatch stall only where a
+        worker of `gpu` was free to take it for most of the gap (`gapwatch.cuzk.gpu_workers`:
+        a worker holds its partition from GPU_PICKUP until prove_start returns, engine.rs:3023,
+        3139-3148). Where every worker held one for most of it, the partition waited for a
+        worker and the GPU's idle was inside the workers (`inside_workers`: CPU prep and
+        barrier_wait under the per-GPU lock, the lock itself, the JobTracker after pickup), as
+        /status says of every worker proving; the majority decides, as the snapshots' does."""
+        job, part, q, p, _ = wait
+        queued = (f"partition {part} of {fmt.visible(job)} was queued for the GPU (GPU_QUEUE) "
+                  f"at {_hms(q)}, before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
+                  f"{p - q:.1f} s in the queue while the GPU idled")
+        detail = f"partition {part} {p - q:.1f} s in the GPU queue"
+        from_s, until_s = max(start_s, q), min(end_s, p)
+        if until_s <= from_s:  # the edges' slack: the wait met the gap only at its edges
+            from_s, until_s = start_s, end_s
+        held = self._held_over(gpu, from_s, until_s)
+        if held is None or (held.free_s * 2 >= until_s - from_s):
+            evidence = [queued]
+            if held is not None:
+                evidence.append(_free_words(held, from_s, until_s, gpu))
+            return LogView("dispatch_stall", evidence, detail)
+        return LogView("inside_workers", [
+            f"{_held_words(held, gpu)} for {until_s - from_s - held.free_s:.1f} s of the "
+            f"{until_s - from_s:.1f} s gap ({', '.join(h.words(until_s) for h in held.holds)}; "
+            f"workers: {held.workers_from})",
+            queued,
+            "a GPU worker holds its partition from GPU_PICKUP until gpu_prove_start returns "
+            "(GPU_TIMING spawn_blocking prove_start, prove_start returned: engine.rs:3023, "
+            "3139-3148), then loops back to the queue: the partition waited for a worker, not "
+            "for dispatch; the GPU idled inside the workers (CPU prep and barrier_wait under "
+            "the per-GPU lock, the lock itself, the JobTracker after pickup)"],
+            f"{_held_words(held, gpu)}; {detail}")
+
+    def _held_over(self, gpu: int, from_s: float, until_s: float) -> HeldOver | None:
+        """What `gpu`'s workers held over [from_s, until_s] (`WorkerHolds.over`), or None
+        where how many workers it has is not known (no `initializing GPU workers` line and no
+        worker of it seen picking up)."""
+        daemons = self.restarts.of_gpu(gpu)
+        one_gpu = self.num_gpus is None or self.num_gpus <= 1
+        per_device = self.gpu_workers_per_device if 0 in daemons else None
+        if per_device:
+            workers = (per_device, f"gpu_workers_per_device={per_device} in '{INIT_WORKERS}'")
+        else:
+            seen = self.holds.workers_seen(gpu, daemons, one_gpu)
+            if not seen:
+                return None
+            workers = (seen, f"{seen} seen picking up on it; no '{INIT_WORKERS}' line read")
+        return self.holds.over(gpu, daemons, one_gpu, from_s, until_s, workers)
 
     def _empty_start_view(self, gpu: int, start_s: float, end_s: float, ready_s: float | None,
                           batch: tuple[float, tuple[float, float] | None, int | None]
@@ -1734,6 +1794,24 @@ class PipelineFacts(_Limits):
                 "was read): if cuzk restarted, the request died with it")
         return LogView("waits_on_budget", evidence, "a request over the whole budget",
                        facts=ProverGapFacts(over_budget=True))
+
+
+def _held_words(held: HeldOver, gpu: int) -> str:
+    """`both GPU workers of GPU 0 held partitions`: every worker of a GPU holding work."""
+    what = "partitions" if all(h.partition is not None for h in held.holds) else "work"
+    if held.workers == 1:
+        return f"the one GPU worker of GPU {gpu} held " + (
+            "a partition" if what == "partitions" else "work")
+    every = "both" if held.workers == 2 else f"all {held.workers}"
+    return f"{every} GPU workers of GPU {gpu} held {what}"
+
+
+def _free_words(held: HeldOver, from_s: float, until_s: float, gpu: int) -> str:
+    """A dispatch stall's worker free: for how long, and what the others held."""
+    said = [h.freed_words() for h in held.freed] + [h.words(until_s) for h in held.holds]
+    return (f"a GPU worker of GPU {gpu} was free for {held.free_s:.1f} s of the "
+            f"{until_s - from_s:.1f} s gap ({', '.join(said) or 'no worker held work'}; "
+            f"workers: {held.workers_from}): the partition waited with a worker free to take it")
 
 
 def _unplaced_failure_words(t_s: float, message: str, could: int) -> str:

@@ -55,6 +55,7 @@ from dataclasses import dataclass, replace
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.core.values import size_field
+from gapwatch.cuzk.knobs import Setting, lowers, set_to
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, POOL_ALLOCATED_MESSAGE
 from gapwatch.cuzk.settings import info_from
 
@@ -103,9 +104,10 @@ NOT_KNOWN = (f"whether the pool churned before its failures is not known: no INF
              "or a pool that never pinned a buffer), and its 'freed buffer (evictor)' and "
              "'allocated new buffer' lines are INFO (pinned_pool.rs:240, 212)")
 
-#: The candidate knob for churn, as `gapwatch.cuzk.advice` names it (setting, change, why,
-#: source): gapwatch's reading of the code, never upstream's claim, so always said as a guess.
-QUEUE_DEPTH_GUESS = (
+#: The candidate knob for churn, as `gapwatch.cuzk.advice` names it: gapwatch's reading of the
+#: code, never upstream's claim, so always said as a guess. From 0 (no pacer) to 8 is fewer
+#: partitions let ahead of the GPU: down (`gapwatch.cuzk.knobs.Pull`).
+QUEUE_DEPTH_GUESS = Setting(
     "[pipeline] max_gpu_queue_depth",
     "8 (its 'recommended starting point', config.rs:340-341), if it is 0 (the default: no "
     "pacer); a guess to measure, not upstream's claim",
@@ -116,7 +118,8 @@ QUEUE_DEPTH_GUESS = (
     "cudaHostAlloc that can fail; the pacer starts syntheses only to keep this many partitions "
     "waiting for the GPU, which 'also ensures enough free budget' (config.rs:328-345)",
     "extern/cuzk/cuzk-core/src/config.rs:328-345, engine.rs:1257-1265, 1455-1457, 1628; "
-    "memory.rs:214-225; pinned_pool.rs:212, 240")
+    "memory.rs:214-225; pinned_pool.rs:212, 240", set_to("8"),
+    lowers("[pipeline] max_gpu_queue_depth"))
 #: Why it is a guess, in the advice's `guess_why`.
 QUEUE_DEPTH_GUESS_WHY = (
     "that [pipeline] max_gpu_queue_depth stops the churn before the failures is gapwatch's "

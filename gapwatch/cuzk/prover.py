@@ -27,6 +27,7 @@ from gapwatch.cuzk.causes import (
     snapshot_evidence,
     with_log_cause,
 )
+from gapwatch.cuzk.first_wave import unpinned_by_design
 from gapwatch.cuzk.pipeline import (
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
@@ -190,8 +191,10 @@ class CuzkGap:
             if pool.churn_line is not None:
                 facts = replace(facts, pool_churn_line=len(evidence) + pool.churn_line)
             evidence = evidence + pool.lines
+        waves = unpinned_by_design(self.facts.first_waves.waves(), start_s,
+                                   end_s if end_s is not None else reach_s, log.spans_restart)
         return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, said_by),
-                          self.facts.error_words(start_s, reach_s), facts)
+                          self.facts.error_words(start_s, reach_s), facts, waves)
 
 
 def _after(facts: ProverGapFacts, lines: int) -> ProverGapFacts:

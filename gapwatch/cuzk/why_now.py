@@ -23,6 +23,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import STALL_WORDS, advise
+from gapwatch.cuzk.knobs import Step
 from gapwatch.cuzk.prover import view_of
 
 #: The cause and setting when the window holds no gap (nothing to explain).
@@ -43,6 +44,20 @@ class WhyNow:
     change: str = ""
     payoff_gain: float | None = None
     idle_s: float = 0.0
+    #: Which way the advice moves the setting (`Advice.step`); None: not said.
+    step: Step | None = None
+
+    def change_words(self) -> str:
+        """`raise [memory] safety_margin`, `set [scheduler] max_batch_size = 1`: the setting
+        with its step, as the dashboard's headline says it ("change SETTING" where the advice
+        gave no step); "" when no setting closes the cause. Not in `line`: the alert's `why`,
+        which `line` matches word for word, is made by Prometheus from the verdict's labels,
+        and they carry the setting alone."""
+        if self.setting == NO_CAUSE:
+            return ""
+        if self.step is None:
+            return f"change {self.setting}"
+        return self.step.words(self.setting)
 
     def line(self) -> str:
         """`GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool could not pin;
@@ -78,10 +93,10 @@ def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
     if not gaps:
         return WhyNow(gpu, state)
     report = advise(gaps, view_of(snap.pipeline))
-    by_idle: list[tuple[float, str, str, str]] = [
-        (a.idle_s, a.stall, a.setting, a.change) for a in report.advice[:1]]
-    by_idle += [(n.idle_s, n.stall, NO_CAUSE, "") for n in report.no_setting[:1]]
-    idle_s, stall, setting, change = max(by_idle, key=lambda t: t[0])
+    by_idle: list[tuple[float, str, str, str, Step | None]] = [
+        (a.idle_s, a.stall, a.setting, a.change, a.step) for a in report.advice[:1]]
+    by_idle += [(n.idle_s, n.stall, NO_CAUSE, "", None) for n in report.no_setting[:1]]
+    idle_s, stall, setting, change, step = max(by_idle, key=lambda t: t[0])
     gain = if_closed(None, span_s, idle_s).throughput_gain
     return WhyNow(gpu, state, stall, STALL_WORDS.get(stall, stall), setting, change, gain,
-                  idle_s)
+                  idle_s, step)

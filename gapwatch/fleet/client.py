@@ -18,6 +18,10 @@ Content-Length is said to be cut short. The host name is looked up, and each add
 connected, within the same deadline (`gapwatch.base.host_connect`, shared with the cuzk
 `/status` poller: `getaddrinfo` has no timeout of its own, and a resolver that does not answer
 held a refresh for its own retries, 10-30 s), the answer kept for `RESOLVED_FOR_S`.
+
+An address that is no Prometheus but a `/metrics` exporter (a box's own gapwatch, the likeliest
+wrong `--prometheus`) is named so (`not_prometheus`): its query API answers 501 or 404, or its
+answer is exposition text.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import contextlib
 import functools
 import http.client
 import math
+import re
 import socket
 import ssl
 import threading
@@ -62,6 +67,15 @@ MAX_TARGET_TEXT_CHARS = 256
 #: `--lookback` kept a refresh every 5 s downloading every active target (up to 16 MiB, ~0.4 s
 #: of decoding on 2 cores); a reason is then at most this old (three refreshes).
 TARGETS_FOR_S = 15.0
+
+
+#: What a query API answers where the address is no Prometheus: a `/metrics` exporter takes no
+#: POST (prometheus_client's server, gapwatch's `--prometheus PORT`: 501 Unsupported method),
+#: or serves no such path (404). Prometheus itself answers its query API with 200, or 400, 422
+#: or 503 and its error JSON.
+NOT_AN_API_STATUSES = (404, 501)
+#: The start of Prometheus's exposition text (what a `/metrics` page is): a HELP or TYPE line.
+_EXPOSITION = re.compile(rb"\s*# (?:HELP|TYPE) [a-zA-Z_:]")
 
 
 class PromError(Exception):
@@ -235,7 +249,7 @@ class PromClient:
             return held[2]
         # GET: the targets API takes no POST (405 Method Not Allowed).
         body = self._send("GET", "targets", {"state": "active"}, timeout_s)
-        answer = _decoded(_TARGETS_DECODER, body)
+        answer = self._answer(_TARGETS_DECODER, body)
         if answer.status != "success" or answer.data is None:
             raise _refusal(answer)
         found = answer.data.activeTargets
@@ -246,8 +260,28 @@ class PromClient:
         self._targets = (time.monotonic(), label_names, targets)
         return targets
 
+    def not_prometheus(self, status: int | None = None) -> str:
+        """What to say of an address that answers like a `/metrics` exporter (gapwatch's own,
+        its `--prometheus HOST:PORT`: the likeliest wrong address) where Prometheus's API
+        should be: which it is, and where to point instead. `status`: the HTTP status its
+        query API gave (None: it answered with exposition text)."""
+        how = (f"HTTP {status} on /api/v1/query" if status is not None else
+               "its answer is /metrics text")
+        # A 404 is also what Prometheus served under a path prefix answers without it.
+        prefix = " (with its path prefix, if it is served under one)" if status == 404 else ""
+        return (f"{self.base_url} answers like a /metrics exporter, not Prometheus ({how}): "
+                f"point --prometheus at the Prometheus server that scrapes it{prefix}")
+
+    def _answer(self, decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
+        """`body` decoded against its schema (`_decoded`), but exposition text (what any
+        path of gapwatch's `/metrics` server answers to a GET) is said as the wrong address
+        it is, not as "not Prometheus JSON"."""
+        if _EXPOSITION.match(body):
+            raise PromError(self.not_prometheus())
+        return _decoded(decoder, body)
+
     def _ask(self, path: str, form: dict[str, str], timeout_s: float | None) -> list[Series]:
-        answer = _decoded(_DECODER, self._send("POST", path, form, timeout_s))
+        answer = self._answer(_DECODER, self._send("POST", path, form, timeout_s))
         if answer.status != "success" or answer.data is None:
             raise _refusal(answer)
         result = answer.data.result
@@ -359,13 +393,15 @@ class PromClient:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
         conn.request(method, path or "/", body=data, headers=headers)
         with conn.getresponse() as resp:  # closed on every way out: the socket with it
-            return self._body(resp, watchdog)
+            return self._body(resp, watchdog, path)
 
-    def _body(self, resp: http.client.HTTPResponse, watchdog: _Watchdog) -> bytes:
+    def _body(self, resp: http.client.HTTPResponse, watchdog: _Watchdog, path: str) -> bytes:
         if 300 <= resp.status < 400:
             where = resp.getheader("Location") or "nowhere"
             raise PromError(f"HTTP {resp.status}: redirected to {where[:120]!r}, not followed "
                             "(give --prometheus the URL that answers)")
+        if resp.status in NOT_AN_API_STATUSES and "/api/v1/query" in path:
+            raise PromError(self.not_prometheus(resp.status))
         if resp.status != 200:
             # Prometheus answers 400/422/503 with a JSON error: say its words when it has them.
             detail = _error_words(resp)

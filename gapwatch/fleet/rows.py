@@ -3,8 +3,9 @@
 Who calls it: `gapwatch.commands.fleet` (`--once`) and `gapwatch.ui.fleet` (every refresh, on a
 worker thread). `refresh` asks every query of `gapwatch.fleet.queries.QUERIES` within one time
 budget; a query that fails is named in `Refresh.errors` and its column is empty (None), the
-others still fill the table. A refresh whose row query failed keeps nothing: the caller keeps
-showing the previous table and says why (the screen's footer).
+others still fill the table; `Refresh.error_lines` says them to people, each error once. A
+refresh whose row query failed keeps nothing: the caller keeps showing the previous table and
+says why (the screen's footer).
 
 A box is stale when Prometheus cannot scrape it now (`up` 0), no longer has it as a target
 (`up` absent), or last scraped it more than `stale_after_s` ago: its rows keep their last
@@ -145,10 +146,42 @@ class Refresh:
         # timeout can refuse it while `up` still answers).
         return "state" in self.errors
 
+    def error_lines(self, prometheus: str) -> list[str]:
+        """What failed, one line per distinct error (`said_errors`): stderr of `--once` and
+        the screen's footer say the same."""
+        return said_errors(self.errors, prometheus)
+
     def as_json(self, prometheus: str) -> dict[str, Any]:
         return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
                 "prometheus_s": self.prometheus_s, "errors": self.errors,
                 "rows": [r.as_json() for r in self.rows]}
+
+
+def said_errors(errors: dict[str, str], prometheus: str) -> list[str]:
+    """`errors` (query field -> why) as lines, each error once: a why several queries share
+    (Prometheus unreachable, an address that is no Prometheus, the budget spent) is one line
+    with how many queries it hit and the address asked, in the order first met; a why of its
+    own keeps its query's name (`query busy_ratio: HTTP 503: too many queries`). Each of 18
+    queries said `cannot reach Prometheus` on a line of its own."""
+    by_why: dict[str, list[str]] = {}
+    for name, why in errors.items():
+        by_why.setdefault(why, []).append(name)
+    lines = []
+    for why, names in by_why.items():
+        if len(names) == 1:
+            lines.append(f"query {names[0]}: {why}")
+            continue
+        which = f"every query ({len(names)})" if len(names) >= len(QUERIES) else \
+            f"{len(names)} queries ({_some(names)})"
+        # The address once: a why that names it already (`not_prometheus`) is not told it twice.
+        where = "" if prometheus in why else f" to {prometheus}"
+        lines.append(f"{which}{where}: {why}")
+    return lines
+
+
+def _some(names: list[str], shown: int = 4) -> str:
+    """The first `shown` names, then `...`: a line, not a list of 17."""
+    return ", ".join(names[:shown]) + (", ..." if len(names) > shown else "")
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,7 +60,7 @@ import errno
 import os
 import stat
 import zlib
-from collections.abc import Callable, Generator, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import islice
 from typing import TYPE_CHECKING, Final
@@ -239,10 +239,36 @@ def _next_data(fd: int, pos: int) -> int | None:
         return pos  # EINVAL: no SEEK_DATA on this filesystem; read on
 
 
+@dataclass(frozen=True, slots=True)
+class LinesRead:
+    """What of one file's lines the parser read: its lines (blank ones aside) and how many of
+    them a rule understood (`gapwatch.logs.not_a_log` says a file of none)."""
+
+    path: str
+    lines: int
+    understood: int
+
+    @classmethod
+    def counted(cls, path: str, counters: Mapping[str, int],
+                before: Mapping[str, int] | None = None) -> LinesRead:
+        """The file's, from a parser's counters after it (less those `before` it: several
+        files read by one parser)."""
+        def grew(name: str) -> int:
+            return counters.get(name, 0) - (before.get(name, 0) if before is not None else 0)
+
+        lines = grew("lines") - grew("blank")
+        return cls(path, lines, lines - grew("unparsed"))
+
+
+#: The parser's counters `LinesRead` reads.
+_LINE_COUNTERS: Final = ("lines", "blank", "unparsed")
+
+
 def log_file_events(
     paths: Iterable[str], config: Config, timeline_epoch_s: float | None,
     counters: dict[str, int], on_read: Callable[[str, int], object] | None = None,
     notes: list[str] | None = None, unplaced: list[Unplaced] | None = None,
+    read: list[LinesRead] | None = None,
 ) -> Iterator[LogEvent]:
     """The events of whole prover log files as parsed, file after file in `read_order` (not
     sorted: sorting is the caller's: `gapwatch.offline.report.spool_logs`, on disk);
@@ -251,7 +277,8 @@ def log_file_events(
     placed by their own run's start line (`engine_runs.runs_note`); `unplaced` gets each file
     whose C++ lines could not be placed beside the others' (said by the caller,
     `log_lines.unplaced_note`, once it knows whether a recording's own lock regions stand in
-    for them). Raises OSError."""
+    for them); `read` gets what of each file's lines was understood (`LinesRead`). Raises
+    OSError."""
     parser = offline_parser(config, timeline_epoch_s)
     nul_bytes = cut_lines = ends_early = 0
     order = read_order(list(paths), config)
@@ -262,8 +289,11 @@ def log_file_events(
         apart = path in order.apart
         runs = runs_apart(parser, path, config) if apart else None
         before, timeline_before = parser.counters[UNPLACED], parser.counters[TIMELINE_UNPLACED]
+        lines_before = {name: parser.counters[name] for name in _LINE_COUNTERS}
         yield from file_events(parser, log, apart=apart)
         parser.runs_apart = None
+        if read is not None:
+            read.append(LinesRead.counted(path, parser.counters, lines_before))
         lines = parser.counters[UNPLACED] - before
         if lines and unplaced is not None:
             unplaced.append(Unplaced(path, lines, tuple(order.placed)))

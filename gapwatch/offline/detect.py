@@ -98,9 +98,13 @@ class Detected:
     #: which can name their cause (`gapwatch.core.blind`).
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
-    #: `--log` files with lines outside the recording's span, one line each (`log_span`), and
-    #: those whose lines the recording held too (`gapwatch.logs.once`).
+    #: What the `--log` files' reading and span found, one line each (`LogSpan.notes`: lines
+    #: outside the recording's span, a file that is no log, ...): they change what the report
+    #: means.
     log_notes: list[str] = field(default_factory=list)
+    #: One line per `--log` file whose lines the recording held too (`LinesOnce.notes`): each
+    #: counted once, as it should be; a note, not a problem of the data.
+    log_recorded_notes: list[str] = field(default_factory=list)
     #: The recording's log events left out as lines the `--log` files hold too (their copies
     #: fed in their place: `gapwatch.logs.once`).
     log_already_recorded: int = 0
@@ -387,7 +391,7 @@ def detect_records(
         timeline=side.timeline, prover_status_count=side.statuses, gap_id_lines=gap_id_lines,
         copies=copies, pipeline=view_of(det.prover.facts()), prover_lacks=det.prover.lacks(),
         blind_spots=blind_spots, byes=byes,
-        log_notes=span.notes(end_s, once.locks_kept) + once.notes(),
+        log_notes=span.notes(end_s, once.locks_kept), log_recorded_notes=once.notes(),
         log_already_recorded=once.count,
         **health_side.fields(),
         prover_events=prover_events, most_gaps_held=published.most_held,

@@ -13,7 +13,8 @@ warnings), which describe the run being recorded. It also carries what reading t
 to say of them (from `gapwatch.logs.files`), said with its own notes: a file whose C++ lines
 could not be placed beside the others' (`unplaced`), in words that depend on what the recording
 holds (its own lock regions stand in for that file's: `notes(recorded_locks=)`), and a file whose
-TIMELINE lines could not all be placed by their own engine run's start line (`runs_unplaced`).
+TIMELINE lines could not all be placed by their own engine run's start line (`runs_unplaced`),
+and a file that is no prover log at all (`not_logs`: `gapwatch.logs.not_a_log`).
 """
 
 from __future__ import annotations
@@ -141,6 +142,9 @@ class LogSpan:
     #: One line per file whose TIMELINE lines could not all be placed by their own engine
     #: run's start line (`gapwatch.cuzk.engine_runs.runs_note`), known once the files are read.
     runs_unplaced: list[str] = field(default_factory=list)
+    #: One line per file that is no prover log: none of its lines understood, or a recording
+    #: given as a log (`gapwatch.logs.not_a_log`), known once the files are read.
+    not_logs: list[str] = field(default_factory=list)
 
     def observe(self, ev: LogEvent) -> None:
         """See one `--log` event (all of them, in time order, before `kept`): each file's first
@@ -200,7 +204,8 @@ class LogSpan:
         recorded lock region stands in for them: known before any event is read (all its
         files `observe`d), a replay says them as it starts, not at the end of an hour played
         at the recorded pace."""
-        said = [*(unplaced_note(u) for u in self.unplaced if unplaced), *self.runs_unplaced]
+        said = [*self.not_logs, *(unplaced_note(u) for u in self.unplaced if unplaced),
+                *self.runs_unplaced]
         if self.start_s <= 0:
             return said
         cut = self.start_s - MARGIN_S
@@ -213,7 +218,8 @@ class LogSpan:
         placed, saying whether the recording's own lock regions (`recorded_locks`: how many
         it held that no file did, `LinesOnce.locks_kept`) stand in for them; one per file
         whose TIMELINE lines could not all be placed by their run's start line."""
-        out = [*(unplaced_note(u, recorded_locks=recorded_locks) for u in self.unplaced),
+        out = [*self.not_logs,
+               *(unplaced_note(u, recorded_locks=recorded_locks) for u in self.unplaced),
                *self.runs_unplaced,
                *(self.repeats.notes() if self.repeats is not None else [])]
         for path, f in self.files.items():

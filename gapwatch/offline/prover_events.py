@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
+from operator import attrgetter
 from typing import Any, NamedTuple, overload
 
 import msgspec
@@ -161,6 +162,14 @@ class ProverEvents(Sequence[ProverEvent]):
         """The PoSt rows' counts over every proof event."""
         return self._proofs.counts()
 
+    def in_time_order(self, kinds: tuple[str, ...]) -> list[ProverEvent]:
+        """The kept events of `kinds`, by their time (equal times as derived): the lists of
+        errors, restarts, lost jobs and warnings, text and JSON alike. In the order derived, a
+        panic said once its message had ended came before the line that preceded it
+        (`16:22:13.646` above `.594`). Not the PoSt rows: those are each proof's last word
+        (`_ProofRows`)."""
+        return sorted((e for e in self._kept if e.kind in kinds), key=attrgetter("t_wall_s"))
+
     def __iter__(self) -> Iterator[ProverEvent]:
         return iter(self._kept)
 
@@ -299,7 +308,7 @@ def _message_lines(title: str, events: list[ProverEvent], total: int, not_kept: 
 
 
 def _listed(log: ProverEvents, title: str, kinds: tuple[str, ...]) -> list[str]:
-    return _message_lines(title, [e for e in log if e.kind in kinds],
+    return _message_lines(title, log.in_time_order(kinds),
                           sum(log.counts.get(k, 0) for k in kinds),
                           sum(log.not_kept.get(k, 0) for k in kinds))
 
@@ -329,9 +338,8 @@ def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
     out: dict[str, Any] = {"summary": summary_line(log)}
     for kind in ("proof", "restart", "restart_cost", "error", "lost_job", "warning"):
         rows = []
-        for e in log:
-            if e.kind != kind:
-                continue
+        for e in ([e for e in log if e.kind == kind] if kind == "proof"
+                  else log.in_time_order((kind,))):
             row = msgspec.to_builtins(e)
             row.pop("type", None)
             if e.length_s is not None:

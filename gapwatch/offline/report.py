@@ -72,7 +72,8 @@ from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuild
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
-from gapwatch.logs.files import log_file_events
+from gapwatch.logs.files import LinesRead, log_file_events
+from gapwatch.logs.not_a_log import not_a_log_notes
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
@@ -138,8 +139,12 @@ class ReportData:
     blind_spots: list[BlindSpot] = field(default_factory=list)
     byes: list[Bye] = field(default_factory=list)
     #: What makes the figures above less than the whole story (samples dropped as out of
-    #: order, clock jumps, a GPU whose data stopped early): said first, in plain words.
+    #: order, clock jumps, a GPU whose data stopped early, a recording still being written):
+    #: said first, in plain words (`said_of_input` decides what is one).
     warnings: list[str] = field(default_factory=list)
+    #: What is worth saying of the input but changes nothing the report means (a `--log`'s
+    #: lines the recording held too, each counted once): said beside the warnings, not as one.
+    notes: list[str] = field(default_factory=list)
     #: What to change (cuzk's settings for the stalls the gaps show; docs/advice.md).
     advice: AdviceReport = field(default_factory=AdviceReport)
     #: GPU health over the run, GPU errors (XID, ECC, PCIe replays; the first
@@ -175,21 +180,22 @@ class ReportData:
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
                observe: Callable[[LogEvent], None] | None = None,
                progress: Progress | None = None, notes: list[str] | None = None,
-               unplaced: list[Unplaced] | None = None,
+               unplaced: list[Unplaced] | None = None, read: list[LinesRead] | None = None,
                ) -> tuple[EventSpool, dict[str, int]]:
     """The `--log` files parsed (`logs.files.log_file_events`), the events held on disk: read
     back sorted by time (equal times in the order parsed), one at a time; `observe` sees each
     as it is parsed (`LogSpan.observe`); `progress` is told how far the files are read;
     `notes` gets what the reading says of the files' engine runs (`LogSpan.runs_unplaced`),
-    `unplaced` the files whose C++ lines could not be placed (`LogSpan.unplaced`). The caller
-    closes the spool. Raises OSError."""
+    `unplaced` the files whose C++ lines could not be placed (`LogSpan.unplaced`), `read`
+    what of each file's lines was understood (`LinesRead`). The caller closes the spool.
+    Raises OSError."""
     counters: dict[str, int] = {}
     spool = EventSpool()
     paths = list(paths)
     on_read = LogBytes(progress, paths).at if progress is not None else None
     try:
         for ev in log_file_events(paths, config, timeline_epoch_s, counters, on_read,
-                                  notes, unplaced):
+                                  notes, unplaced, read):
             if observe is not None:
                 observe(ev)
             spool.add(ev)
@@ -366,8 +372,12 @@ def parse_logs_for(start_s: float, epoch: float | None, config: Config, log_path
     part = (spool_window(log_paths, config, epoch, span, window, progress) if window is not None
             else None)
     split = part or spool_split(log_paths, config, epoch, span, progress)
+    read: list[LinesRead] = []
     extra, counters = split or spool_logs(log_paths, config, epoch, span.observe, progress,
-                                          span.runs_unplaced, span.unplaced)
+                                          span.runs_unplaced, span.unplaced, read)
+    if split is not None:  # one file, parsed in parts: the parser's counters are its own
+        read = [LinesRead.counted(log_paths[0], counters)]
+    span.not_logs = not_a_log_notes(read)
     if span.repeats is not None:
         span.repeats.seen.clear()  # all read: what was found stays, the sample is not needed
     return LogInput(extra, span, counters)
@@ -435,6 +445,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     sums = _GapSums(found.gaps, found.copies, found.pipeline)
     tally = found.gap_tally
     partitions = _partitions(found.timeline, report_span(found, window))
+    said = said_of_input(path, found)
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
@@ -444,10 +455,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         partitions=partitions,
         log_files=list(log_paths), counters=found.counters, problems=list(found.problems),
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
-        warnings=[*found.log_notes, *log_warnings(found.counters),
-                  *data_warnings(found.detector_counters, totals,
-                                 [g.index for g in found.header.gpus],
-                                 found.last_host_wall_s)],
+        warnings=said.warnings, notes=said.notes,
         blind_spots=list(found.blind_spots), byes=list(found.byes),
         advice=advise_stalls(sums.stalls, found.pipeline,
                              lambda these: gap_payoff(totals, these),
@@ -507,6 +515,42 @@ class _GapSums:
                     pageable_s += sweep.time_in(g.gpu, g.start_s, g.end_s)
                 self.copy_gaps[g.gpu] = (gap_s, pageable_s)
             yield g
+
+
+@dataclass(frozen=True, slots=True)
+class InputSaid:
+    """What the report says of its input, sorted (`said_of_input`)."""
+
+    #: What changes what the report means: said first, under WARNING.
+    warnings: list[str]
+    #: What does not: said beside them, as notes.
+    notes: list[str]
+
+
+def said_of_input(path: str | Path, found: Detected) -> InputSaid:
+    """The one home where what is said of the input is sorted into warnings and notes.
+
+    Warnings change what the report means: the `--log` files' span and reading (a log of
+    another run, lines outside the recording, a file that is no log: `LogSpan.notes`), a gzip
+    log cut short, a recording still being written (read only up to where it stood: `replay`
+    says it as a warning too), the data's own problems (`data_warnings`). Notes do not: a
+    `--log` file's lines the recording held too are each counted once, the report the same
+    as without them (it was under WARNING, a data problem it is not)."""
+    warnings = [*found.log_notes, *log_warnings(found.counters),
+                *_still_written(path, found.counters),
+                *data_warnings(found.detector_counters, found.totals,
+                               [g.index for g in found.header.gpus], found.last_host_wall_s)]
+    return InputSaid(warnings, list(found.log_recorded_notes))
+
+
+def _still_written(path: str | Path, counters: dict[str, int]) -> list[str]:
+    """A recording another process is writing (its writer's lock held: the reader counts it
+    `still_written`, its words with the line it read to are in the report's problems)."""
+    if not counters.get("still_written"):
+        return []
+    return [f"{path} is still being written by another process: this report reads it only "
+            "up to where it stood when read (its last part is not in it; report it again for "
+            "more)"]
 
 
 def log_warnings(counters: dict[str, int]) -> list[str]:
@@ -772,6 +816,8 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         # The data's own problems first (out of order, clock jumps, silent GPUs), then the
         # reader's (bad lines, truncation).
         "problems": [*r.warnings, *r.problems],
+        # What changes nothing the report means (`said_of_input`).
+        "notes": r.notes,
     }
 
 

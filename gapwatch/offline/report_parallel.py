@@ -667,6 +667,7 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         prover_status_count=side.prover_status_count if side is not None else 0,
         pipeline=side.pipeline if side is not None else PipelineView(),
         log_notes=side.log_notes if side is not None else [],
+        log_recorded_notes=side.log_recorded_notes if side is not None else [],
         log_already_recorded=side.log_already_recorded if side is not None else 0,
         prover_events=side.prover_events if side is not None else ProverEvents(),
         # This process's copies (and the copies of no watched GPU); the others' are taken in.

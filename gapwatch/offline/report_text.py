@@ -113,6 +113,9 @@ def _head_lines(r: ReportData) -> list[str]:
     if r.warnings:
         out += ["", "WARNING: the data has problems that change what this report means"]
         out += [f"  - {w}" for w in r.warnings]
+    if r.notes:  # not problems: a note each (`report.said_of_input` decides which is which)
+        out += ["", "Notes on the input"]
+        out += [f"  - {n}" for n in r.notes]
     return out
 
 

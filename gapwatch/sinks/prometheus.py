@@ -149,8 +149,10 @@ class GapwatchCollector:
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
         yield from _tally_counters(
-            "gapwatch_gaps", "Closed idle gaps, by GPU and cause.", "gapwatch_gap_seconds",
-            "Seconds of closed idle gaps (counted when a gap closes).", "kind", GAP_KINDS,
+            "gapwatch_gaps", f"Closed idle gaps, by GPU and kind ({', '.join(GAP_KINDS)}).",
+            "gapwatch_gap_seconds",
+            "Seconds of closed idle gaps, by GPU and kind (counted when a gap closes).", "kind",
+            GAP_KINDS,
             gpus, snap.gap_tally)
         yield from _tally_counters(
             "gapwatch_gaps_by_prover_cause", "Closed idle gaps by the cause the prover's "

@@ -63,14 +63,16 @@ def footer_text(result: Refresh | None, error: str, url: str) -> str:
     if len(result.rows) > MAX_SCREEN_ROWS:
         head += f"; showing the worst {MAX_SCREEN_ROWS} (--once --json has all)"
     if result.rows_failed:
-        return f"{head}; rows NOT read, showing the last table: {_errors(result)}"
+        return f"{head}; rows NOT read, showing the last table: {_errors(result, url)}"
     if result.errors:
-        return f"{head}; {len(result.errors)} queries failed: {_errors(result)}"
+        return f"{head}; {len(result.errors)} queries failed: {_errors(result, url)}"
     return f"{head}; Enter: a box's recent minutes, ?: the columns, q: quit"
 
 
-def _errors(result: Refresh) -> str:
-    return "; ".join(f"{k}: {fmt.visible(v)}" for k, v in list(result.errors.items())[:3])
+def _errors(result: Refresh, url: str) -> str:
+    """What failed, each error once (`Refresh.error_lines`, as `--once` says it on stderr):
+    the first three."""
+    return "; ".join(fmt.visible(line) for line in result.error_lines(url)[:3])
 
 
 class LegendScreen(Screen[None]):
@@ -202,7 +204,7 @@ class FleetApp(App[int]):
         self._busy = False
         footer = self.footer
         if result is None or result.rows_failed:
-            self.error = error or (result and _errors(result)) or ""
+            self.error = error or (result and _errors(result, self.client.base_url)) or ""
             footer.update(footer_text(result, self.error, self.client.base_url) +
                           (" (showing the last table)" if self.last is not None else ""))
             return

@@ -423,9 +423,9 @@ class GpuHeader(TextLines):
         return [line]
 
     def _change_words(self, view: View, gpu: int) -> str:
-        """`; change [memory] safety_margin (payoff ~1.8x)` for the GPU's gaps in the window
-        (`cuzk.why_now`, the alerts' and --on-event's facts), "" when no setting closes them;
-        worked out once per store version."""
+        """`; raise [memory] safety_margin (payoff ~1.8x)` for the GPU's gaps in the window
+        (`cuzk.why_now`, the alerts' and --on-event's facts: the setting with the way its
+        advice moves it), "" when no setting closes them; worked out once per store version."""
         key = (view.snap.version, gpu)
         if self._why is None or self._why[0] != key:
             self._why = (key, why_now(view.snap, gpu))
@@ -433,7 +433,7 @@ class GpuHeader(TextLines):
         if why.setting == NO_CAUSE:
             return ""
         pay = f" (payoff ~{why.payoff_gain:.1f}x)" if why.payoff_gain is not None else ""
-        return f"; change {why.setting}{pay}"
+        return f"; {why.change_words()}{pay}"
 
     def _verdict(self, view: View, width: int, budget: int, span: bool = True,
                  more: str = "") -> list[Text]:

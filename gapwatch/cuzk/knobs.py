@@ -1,0 +1,85 @@
+"""One setting an advice names, typed: its words, which way it is changed, and which way it
+moves cuzk's knobs.
+
+Who calls it: `gapwatch.cuzk.advice` (every setting it advises, and the rule that says where two
+stalls of one report pull one knob opposite ways: `advice.conflicts`), `gapwatch.cuzk.paths` and
+`gapwatch.cuzk.pool_churn` (the settings they add), `gapwatch.cuzk.why_now` (the verdict's
+change in words: the dashboard's headline). Its own module so that those two, which `advice`
+imports, can build settings without importing `advice`. Pure data.
+
+The direction is typed (`Step`, `Pull`), never read back from the change's words: "raise it
+above 18 (0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an
+explicit total_budget, lower that instead" say their direction to a person, not to a rule. The
+step is the setting's own (what a one-line headline has room for: "raise [memory]
+safety_margin", "set [scheduler] max_batch_size = 1"); the pulls are the knobs it moves, its
+inverse said as the knob (safety_margin raised is the budget lowered).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+
+@dataclass(frozen=True, slots=True)
+class Pull:
+    """Which way a setting moves one quantity of cuzk's: `knob`, as cuzk's TOML spells the key
+    that sets it, raised (`up`) or lowered. A knob's inverse is said as the knob it moves:
+    `[memory] safety_margin` up is `[memory] total_budget` down (cuzk reads the margin only with
+    total_budget = "auto", budget = MemTotal - safety_margin, config.rs:100-104; with an explicit
+    budget the advice says to lower that instead, the same way). `[pipeline] max_gpu_queue_depth`
+    up is more partitions let ahead of the GPU: 0, no pacer, is the top (config.rs:328-345)."""
+
+    knob: str
+    up: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Which way a setting itself is changed: raised, lowered, set to a value (as its file
+    writes it), or unset (an environment knob)."""
+
+    verb: Literal["raise", "lower", "set", "unset"]
+    #: The value `set` sets (`1`, `true`); None for the other verbs.
+    value: str | None = None
+
+    def words(self, setting: str) -> str:
+        """`raise [memory] safety_margin`, `set [scheduler] max_batch_size = 1`."""
+        if self.value is not None:
+            return f"{self.verb} {setting} = {self.value}"
+        return f"{self.verb} {setting}"
+
+
+RAISE = Step("raise")
+LOWER = Step("lower")
+UNSET = Step("unset")
+
+
+def set_to(value: str) -> Step:
+    """The step that sets a setting to `value`, as its file writes it."""
+    return Step("set", value)
+
+
+class Setting(NamedTuple):
+    """One setting of an advice: cuzk's key as its TOML spells it (or a service's or gapwatch's
+    setting), the change in words, why it closes the stall (upstream's words, with the file),
+    the files, which way the setting is changed (its step, required: every setting says one),
+    and which way it moves cuzk's knobs (none for a change with no direction a rule compares:
+    unsetting an env knob)."""
+
+    setting: str
+    change: str
+    why: str
+    source: str
+    step: Step
+    pulls: tuple[Pull, ...] = ()
+
+
+def raises(knob: str) -> tuple[Pull, ...]:
+    """The pulls of a setting that raises `knob`."""
+    return (Pull(knob, True),)
+
+
+def lowers(knob: str) -> tuple[Pull, ...]:
+    """The pulls of a setting that lowers `knob`."""
+    return (Pull(knob, False),)

@@ -481,6 +481,33 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
         yield msgspec.json.decode(line)
 
 
+def test_a_windows_prover_events_are_those_said_in_it_with_its_log_read_around_it(
+    tmp_path: Path
+) -> None:
+    """A `--log` is read 5 minutes each side of a window (the gaps' evidence, the PoSt in
+    flight at its start): its PoSt, restarts and errors of those minutes were listed as the
+    window's. Now the window lists what was said in it, as a window of the recording with its
+    log inside does, and the PoSt begun before it has its phases (the lines before it are
+    context)."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json", "--log", str(log)))["prover_events"]
+    assert {e["job_id"] for e in whole["proof"]} == {"winpost-1000-1a2b3c01",
+                                                     "winpost-1000-1a2b3c02"}
+    assert whole["restart"]
+    window = ("--since", "+60s", "--until", "+95s")
+    doc = json.loads(report_of(path, "--json", "--log", str(log), *window))["prover_events"]
+    recorded = json.loads(report_of(path, "--json", *window))["prover_events"]
+    assert {e["job_id"] for e in doc["proof"]} == {"winpost-1000-1a2b3c02"}  # late, then done
+    start = header_of(path).started_wall_s
+    assert doc["restart"] == [] and len(doc["error"]) == len(recorded["error"]) > 0
+    assert all(start + 60 <= e["t_wall_s"] < start + 95 for e in doc["error"])
+    late = doc["proof"][-1]["proof"]
+    assert (round(late["synth_s"], 1), late["setting"] is not None) == (33.1, True)
+
+
 def test_moments_as_an_operator_writes_them() -> None:
     assert moment("2026-11-30T01:00:00Z").seconds == START + 400
     assert moment("2026-11-30 01:00").seconds == START + 400  # no zone: UTC

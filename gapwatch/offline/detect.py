@@ -209,6 +209,32 @@ class _Side:
         #: the log events it is fed begin (`log_span.log_read_from`).
         self.builds_timeline = timeline
         self.log_from_s: float | None = None
+        #: The span the prover's events are kept in (`say`): set where a `--log` file was
+        #: read around it, its start from the first event, its end once the data has ended.
+        self.said_from_s: float | None = None
+        self.said_until_s: float | None = None
+
+    def say(self, said: list[ProverEvent]) -> None:
+        """The watcher's words, those inside the span kept (`_inside`)."""
+        self.prover_events += [e for e in said if self._inside(e)]
+
+    def _inside(self, e: ProverEvent) -> bool:
+        """Whether a word of the watcher's is the report's: said within its span. The `--log`
+        lines read 5 minutes each side of it (`log_span.MARGIN_S`, for the gaps' evidence and
+        the PoSt in flight) made a window of 55 s list 5 PoSt, 2 restarts and 4 errors of
+        its log where its own were 1, 1 and 2. A proof said after the span's end that began
+        within it (its completion read after: by its total, else the least it can be) is
+        kept: it was in flight in it."""
+        if self.said_from_s is not None and e.t_wall_s < self.said_from_s:
+            return False
+        until = self.said_until_s
+        if until is None or e.t_wall_s <= until:
+            return True
+        p = e.proof
+        if p is None:
+            return False
+        took = p.total_s if p.total_s is not None else p.total_at_least_s
+        return took is not None and e.t_wall_s - took <= until
 
     def _builder(self) -> TimelineBuilder:
         """The timeline, made by the first event or snapshot it reads."""
@@ -293,7 +319,6 @@ def detect_records(
     gap_id_lines: list[int] = []
     health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None))
     chaining = health_side.chaining
-    prover_events = side.prover_events
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
     det.on_gpu_clock = on_gpu_clock
@@ -308,6 +333,8 @@ def detect_records(
         for ev in extra_logs:
             span.observe(ev)
     side.log_from_s = log_read_from(span, since_s)  # before the first event makes the builder
+    if span.files and span.start_s > 0:  # a `--log` read from `MARGIN_S` before the span
+        side.said_from_s = span.start_s
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
     once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
                      look=may_hold_log_lines(header), since_s=span.start_s)
@@ -343,7 +370,7 @@ def detect_records(
             kept = bounded_event(r)
             if watch is not None:
                 if said := watch.feed(kept):  # most events say nothing: no call then
-                    prover_events += said
+                    side.say(said)
             out = det.feed_log(kept)  # what `feed` calls for a log event
         else:
             if type(r) is ProverEvent:
@@ -358,7 +385,7 @@ def detect_records(
                 continue
             if watch is not None:
                 if said := watch.feed(r):
-                    prover_events += said
+                    side.say(said)
             health_side.add(r)
             if type(r) is ProverStatus:
                 side.status(r)
@@ -376,12 +403,14 @@ def detect_records(
                  if t.last_sample_wall_s is not None), default=None)
     if end_of_data is not None:
         end_s = end_of_data(end_s)
+    if side.said_from_s is not None:
+        side.said_until_s = end_s  # the words said past the data's end are past the span
     # A line the recording held too is inside it, wherever it falls.
     rest = (e for e in chain((head,) if head is not None else (), extra)
             if once.paired(e[0]) or span.after_end(e[0], end_s))
     take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])
     if watch is not None:
-        prover_events += watch.finish()
+        side.say(watch.finish())
     take(det.finish())
     states.sort(key=_state_order)
     return Detected(
@@ -394,7 +423,7 @@ def detect_records(
         log_notes=span.notes(end_s, once.locks_kept), log_recorded_notes=once.notes(),
         log_already_recorded=once.count,
         **health_side.fields(),
-        prover_events=prover_events, most_gaps_held=published.most_held,
+        prover_events=side.prover_events, most_gaps_held=published.most_held,
         last_host_wall_s=det.last_host_wall_s,
     )  # fmt: skip
 
@@ -424,7 +453,7 @@ def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
         side.log(event)
         if watch is not None:
             if said := watch.feed(kept):
-                side.prover_events += said
+                side.say(said)
         head = next(rest, None)
     return head, out
 

@@ -53,7 +53,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
-from gapwatch.cuzk.knobs import LOWER, RAISE, Pull, Setting, Step, lowers, raises, set_to
+from gapwatch.cuzk.knobs import LOWER, RAISE, UNSET, Pull, Setting, Step, lowers, raises, set_to
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -542,9 +542,10 @@ def advise_stalls(by: dict[str, StallGaps], pipeline: PipelineView,
         idle = these.idle_s
         pay = payoff(these) if payoff is not None else None
         found = rules(stall, these) if rules is not None else None
+        by_path = found is not None
         if found is None:
             found = _settings_for(stall, these, pipeline)
-        found = _with_second_worker(stall, found, pipeline)
+        found = _with_second_worker(stall, found, pipeline, by_path)
         if isinstance(found, str):
             out.no_setting.append(NoSetting(stall, found, len(these), idle, these.open))
             continue
@@ -580,7 +581,7 @@ def conflict_words(c: Conflict) -> str:
     first = c.first
     tied = sum(a.idle_s == first.idle_s for a in (*c.raising, *c.lowering)) > 1
     words = STALL_WORDS.get(first.stall, first.stall)
-    which = (f"they cost the same idle ({first.idle_s:.1f} s each): change one first (say "
+    which = (f"They cost the same idle ({first.idle_s:.1f} s each): change one first (say "
              f"{first.setting} for '{words}')" if tied else
              f"'{words}' cost the most idle ({first.idle_s:.1f} s): change {first.setting} for "
              "it first")
@@ -634,13 +635,14 @@ GPU_LOCK_WORDS = (
 #: What a second GPU worker per GPU overlaps, and what it does not: the CPU work outside the
 #: lock, never copies or kernels (`GPU_LOCK_WORDS`).
 SECOND_WORKER_WHY = (
-    "with 2 GPU workers per GPU one does its CPU work outside the GPU's lock while the other "
-    "holds it: its pickup, the split-vector allocation and the start of its prep thread before "
-    "the lock (pre_lock_cpu_ms), and b_g2_msm and the epilogue where the worker runs them "
-    "itself (CUZK_DISABLE_SPLIT_PROVE=1; else a finalizer task does): 'eliminates the 10-200ms "
-    "GPU idle gaps between partition proves' (cuzk.example.toml; the default is 2, config.rs). "
-    f"It overlaps no copies and no kernels: {GPU_LOCK_WORDS}; the GPU idle under that lock "
-    "(barrier_wait_ms) stays")
+    "with 2 GPU workers per GPU one does its CPU work while the other holds the GPU's lock: its "
+    "pickup, the split-vector allocation (pre_lock_cpu_ms) and its prep thread (prep_msm, "
+    "started before the lock and run outside it, while the worker waits for the lock: what the "
+    "GPU otherwise idles for under the lock, barrier_wait_ms), and b_g2_msm and the epilogue "
+    "where the worker runs them itself (CUZK_DISABLE_SPLIT_PROVE=1; else a finalizer task "
+    "does): 'eliminates the 10-200ms GPU idle gaps between partition proves' "
+    "(cuzk.example.toml; the default is 2, config.rs). "
+    f"It overlaps no copies and no kernels: {GPU_LOCK_WORDS}")
 SECOND_WORKER_SOURCE = ("extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs, "
                         "engine.rs:2916-2955; extern/supraseal-c2/cuda/groth16_cuda.cu:900-1070")
 #: What a transfer_bound gap's copies are in cuzk, and why no worker count hides them.
@@ -660,6 +662,16 @@ BETWEEN_PROVES_STALLS = frozenset({"inside_workers"})
 ONE_WORKER_SAID = "the log's 'initializing GPU workers' says gpu_workers_per_device=1"
 
 
+#: `CUZK_DISABLE_SPLIT_PROVE=1` (read from the log by `gapwatch.cuzk.paths`): the worker is held
+#: through b_g2_msm and the epilogue. Here because a second worker is advised beside it
+#: (`_with_second_worker`): with one worker the GPU idles through that CPU tail.
+SPLIT_PROVE_SETTING = Setting(
+    "env CUZK_DISABLE_SPLIT_PROVE", "unset it",
+    "=1 proves synchronously: the worker is held through b_g2_msm and the epilogue, so the "
+    "prove/finish overlap is gone and the GPU idles during the CPU tail",
+    "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139", UNSET)
+
+
 def second_worker(change: str = "2 (the default)") -> Setting:
     """`[gpus] gpu_workers_per_device = 2`, saying what it closes (`SECOND_WORKER_WHY`)."""
     return Setting(GPU_WORKERS_PER_DEVICE, change, SECOND_WORKER_WHY, SECOND_WORKER_SOURCE,
@@ -675,11 +687,18 @@ def second_worker_closes(stall: str, pipeline: PipelineView) -> bool:
             and pipeline.pipeline_enabled is not False)
 
 
-def _with_second_worker(stall: str, found: Found | str, pipeline: PipelineView) -> Found | str:
-    """`found` (the path's answer or the general one) with `[gpus] gpu_workers_per_device = 2`
-    added where a second worker closes the stall (`second_worker_closes`): the one place it is
-    added, whoever answered. A path's no-setting words stay as evidence."""
+def _with_second_worker(stall: str, found: Found | str, pipeline: PipelineView,
+                        by_path: bool = False) -> Found | str:
+    """`found` (the path's answer, `by_path`, or the general one) with `[gpus]
+    gpu_workers_per_device = 2` added where a second worker closes the stall
+    (`second_worker_closes`): the one place it is added, whoever answered. Not beside a path's
+    wait on cuzk's JobTracker mutex (its no-setting words, or `CUZK_VALIDATE_PARTITIONS`): every
+    GPU worker takes that mutex at pickup (engine.rs:3031, 3047), so a second one waits on it
+    the same, as for a dispatch stall; beside `CUZK_DISABLE_SPLIT_PROVE` it stays (with one
+    worker the GPU idles through the synchronous prove's CPU tail, which a second overlaps)."""
     if not second_worker_closes(stall, pipeline):
+        return found
+    if by_path and (isinstance(found, str) or SPLIT_PROVE_SETTING not in found[0]):
         return found
     said = [f"{ONE_WORKER_SAID}: the GPU idles while its one worker does the CPU work between "
             "its proves"]

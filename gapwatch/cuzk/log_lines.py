@@ -55,6 +55,13 @@ DAEMON_STARTING_MESSAGE = "cuzk-daemon starting"
 #: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`): its gRPC
 #: address, which no two daemons of a box share.
 CONFIGURATION_LOADED_MESSAGE = "configuration loaded"
+#: main.rs:85-91: `set CUZK_GPU_THREADS for C++ groth16_pool gpu_threads=N`, written only when
+#: `[gpus] gpu_threads` > 0 (else an operator-set `CUZK_GPU_THREADS` is honoured, or all CPUs),
+#: before `RAYON_THREADS_MESSAGE` (main.rs:95-115), which every start writes.
+GPU_THREADS_MESSAGE = "set CUZK_GPU_THREADS for C++ groth16_pool"
+#: main.rs:111: `rayon global thread pool configured rayon_threads=N`, `[synthesis] threads`
+#: resolved (0 is logged as the CPU count).
+RAYON_THREADS_MESSAGE = "rayon global thread pool configured"
 #: main.rs:133 (`info!(addr = %status_listen, "status HTTP server listening")`).
 STATUS_LISTENING_MESSAGE = "status HTTP server listening"
 #: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.

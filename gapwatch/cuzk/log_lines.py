@@ -36,6 +36,10 @@ DISPATCHER_MESSAGE = "synthesis dispatcher started (budget-gated)"
 #: (engine.rs:2012; batch_collector.rs:145-156), which cuzk held meanwhile.
 PROCESSING_BATCH_MESSAGE = "processing batch"
 TIMEOUT_FLUSH_SPAN = "synth_timeout_flush"
+#: The line a whole-proof synthesis (a batch, PoSt) writes after its SYNTH_END, in its batch's
+#: span (engine.rs:2746-2752): `synth_ms circuit_id batch_size sectors` (batch_size 1 but for a
+#: batch; `sectors` the sectors synthesised: a PoRep batch's every one, a SnapDeals batch's 0).
+SYNTH_SENT_MESSAGE = "synthesis complete, sending to GPU"
 #: srs_manager.rs:203, INFO: an SRS load begins (its circuit_id, path, size).
 SRS_LOADING_MESSAGE = "loading SRS from disk"
 #: srs_manager.rs:224, INFO: an SRS load ended (`elapsed_ms`).

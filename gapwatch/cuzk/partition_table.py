@@ -118,13 +118,22 @@ class PartitionTiming:
         return self.partition is None
 
     @property
-    def pinned_words(self) -> str:
-        """The table's `pinned` cell: "no" for a monolithic job (never pinned), a partition
-        the log said unpinned or one of a first wave (no capacity hint yet), "-" where only
-        /status knew it, else "yes"."""
+    def synthesised_unpinned(self) -> bool | None:
+        """Whether its a/b/c were synthesised outside the pinned pool, the one rule of the
+        table's `pinned` cell, its count of rows synthesised unpinned and their JSON: True for
+        a monolithic job (PoSt, a batch, the pipeline off: no pool on any of their paths,
+        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned or one of a
+        first wave (no capacity hint yet); None where only /status knew the partition (it
+        says no `is_pinned`); else False."""
         if self.monolithic or self.unpinned or self.first_wave:
-            return "no"
-        return "yes" if self.source != "status" else "-"
+            return True
+        return False if self.source != "status" else None
+
+    @property
+    def pinned_words(self) -> str:
+        """The table's `pinned` cell (`synthesised_unpinned`): "no", "yes" or "-" (unknown)."""
+        unpinned = self.synthesised_unpinned
+        return "-" if unpinned is None else "no" if unpinned else "yes"
 
 
 #: States in which a partition has been (or is) on a GPU.

@@ -425,3 +425,11 @@ def test_more_synthesis_workers_and_fewer_partitions_in_flight_are_said_to_confl
                   PipelineView())
     assert [a.setting for a in same.advice] == ["[memory] total_budget"] * 2
     assert same.conflicts == [] and "conflict" not in "\n".join(advice_lines(same))
+
+
+def test_a_first_srs_load_is_told_preloadsrs_loads_one_ahead() -> None:
+    """The `[srs] preload` key is deprecated, but the gRPC PreloadSRS call loads an SRS through
+    the memory budget (engine.rs:3623-3657): "no preload" was too strong."""
+    why = advise([_gap(cause="srs_loading")], PipelineView()).no_setting[0].why
+    assert "PreloadSRS" in why and "engine.rs:3623-3657" in why
+    assert "no preload" not in why

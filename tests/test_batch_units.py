@@ -15,6 +15,7 @@ from pathlib import Path
 from sim_recordings import record_sim, report_of
 
 from gapwatch.core.models import FieldValue, LogEvent, ProverPartition, ProverStatus
+from gapwatch.cuzk.advice import batch_setting
 from gapwatch.cuzk.log_lines import SYNTH_SENT_MESSAGE
 from gapwatch.cuzk.partitions import RunTimeline, derive_timeline
 from gapwatch.offline.report import _partition_json
@@ -138,3 +139,12 @@ def test_the_batched_report_counts_batch_jobs_and_their_sectors_per_hour(tmp_pat
     assert table["unpinned"] == n and all(p["unpinned"] is True for p in table["items"])
     assert payoff["rate_unit"] == "batch jobs"
     assert payoff["sectors_per_hour"] == 2 * payoff["partitions_per_hour"]
+
+
+def test_the_snapdeals_batch_advice_says_only_its_first_request_is_synthesised() -> None:
+    snap = batch_setting(["snap-update"])
+    assert "SnapDeals batch's synthesis uses only its first request (reqs[0], " \
+           "engine.rs:2706-2713)" in snap.why
+    assert "2706-2713" in snap.source
+    porep = batch_setting(["porep-c2"])
+    assert "reqs[0]" not in porep.why and "2706-2713" not in porep.source

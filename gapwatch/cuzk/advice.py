@@ -211,12 +211,18 @@ def batch_setting(kinds: Iterable[str] = ()) -> Setting:
     else:
         budget = "acquiring a budget of " + ", ".join(
             f"{_batch_budget(k)} for a {_BATCH_NAMES[k]} batch" for k in which)
+    # Upstream's SnapDeals batch arm synthesises `reqs[0]` alone (engine.rs:2706-2713): a
+    # batch there buys no throughput at all, one more reason for 1.
+    snap = "snap-update" in which
+    only_first = ("; a SnapDeals batch's synthesis uses only its first request (reqs[0], "
+                  "engine.rs:2706-2713)" if snap else "")
     return Setting(
         "[scheduler] max_batch_size", "1 (the default)",
         f"a batch of 2+ {names} requests is proved as one monolithic job: synthesised with no "
-        f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status; "
-        "with 1 every request takes the partitioned, pinned pipeline",
-        "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
+        f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status"
+        f"{only_first}; with 1 every request takes the partitioned, pinned pipeline",
+        "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680"
+        + (", 2706-2713" if snap else "") + "; pipeline.rs:1632; "
         "extern/cuzk/cuzk.example.toml:97-100; the budget: engine.rs:2644-2648, "
         "memory.rs:41, 53", set_to("1"), lowers("[scheduler] max_batch_size"))
 
@@ -866,7 +872,11 @@ def _for_srs_loading(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
                          raises("[memory] eviction_min_idle"))], False,
                 "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
     return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
-            "no preload since the memory manager): nothing to change unless it repeats")
+            "the [srs] preload key is deprecated and ignored, config.rs:402): nothing to change "
+            "unless it repeats; to have it loaded before a proving window, call cuzk's gRPC "
+            "PreloadSRS with its circuit id (porep-32g, wpost-32g, ...; upstream's test tool: "
+            "cuzk-bench preload --circuit-id ID), which loads it through the memory budget "
+            "(engine.rs:3623-3657); idle, it is evictable as any SRS (engine.rs:1279-1287)")
 
 
 def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

@@ -24,6 +24,12 @@ Per run, the two figures cuzk's design docs compute by hand (they quote 90.1 % v
 plus `occupied_fraction` (union of the mutex-held intervals over the wall time), the closest of
 the three to true GPU busy time, and the idle holes between those intervals.
 Wall time runs from the first GPU_START to the last GPU_END (or occupied interval).
+
+A row is a partition, or a monolithic GPU job (no partition): a batch of 2+ PoRep or SnapDeals
+requests (`[scheduler] max_batch_size` > 1) or a PoSt. The run counts them apart
+(`RunTimeline.units_words`, `rate_unit`: the table's headline and the payoff's unit), with a
+batch's sectors where its log lines say one size, and its rows synthesised unpinned by the one
+rule of their `pinned` cell (`PartitionTiming.synthesised_unpinned`).
 """
 
 from __future__ import annotations

@@ -87,6 +87,25 @@ def test_the_unpinned_count_is_the_pinned_columns_no_for_every_row() -> None:
         "3 synthesised unpinned;")
 
 
+def test_a_first_wave_partition_the_log_said_pinned_is_pinned_and_not_counted() -> None:
+    """A first wave is inferred from the times (its synthesis began before its kind's first
+    ended); `is_pinned=true` on its `partition synthesis complete` line is the log's word
+    (pipeline.rs:2397-2402): the cell said `no` and, once counted, the count said so too."""
+    job = "porep-1000-0"
+    said = LogEvent(t_wall_s=T0 + 2.5, time_source="line", kind="tracing",
+                    name="partition synthesis complete", raw="", job_id=job, partition=1,
+                    fields={"is_pinned": True})
+    events = [_timeline(0.0, "SYNTH_START", job, partition=0),
+              _timeline(0.5, "SYNTH_START", job, partition=1),
+              _timeline(2.0, "SYNTH_END", job, partition=0, synth_ms=2000),
+              _timeline(2.5, "SYNTH_END", job, partition=1, synth_ms=2000), said,
+              *_partition(4.0, job, 0)[1:], *_partition(6.0, job, 1)[1:]]
+    run = derive_timeline(events)
+    assert [(p.partition, p.first_wave, p.pinned_words) for p in run.partitions] == \
+        [(0, True, "no"), (1, True, "yes")]
+    assert run.unpinned == 1
+
+
 def test_a_partition_only_status_knew_is_neither_pinned_nor_unpinned() -> None:
     """/status says no `is_pinned`: the cell is `-`, the JSON null, and it is not counted."""
     st = ProverStatus(prover="p", t_mono_ns=0, t_wall_s=T0, latency_ms=1.0, uptime_s=1.0,

@@ -63,6 +63,7 @@ from gapwatch.cuzk.partition_table import (
     GPU_EDGE,
     LOCK,
     LONG_IDLE_S,
+    PINNED,
     STATUS,
     STATUS_RUN,
     SYNTH_MS,
@@ -218,6 +219,8 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
         return replace(e, raw="", fields={}, job_id=job)
     if e.warning == "unpinned":
         return replace(e, raw="", fields={}, job_id=job)
+    if e.fields.get("is_pinned") is True:  # `is_pinned=true`: the table's `pinned` cell
+        return replace(e, raw="", fields={"is_pinned": True}, job_id=job)
     return None
 
 
@@ -458,6 +461,8 @@ class TimelineBuilder:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif e.warning == "unpinned":
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
+        elif e.fields.get("is_pinned") is True and e.partition is not None:
+            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, PINNED)
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins

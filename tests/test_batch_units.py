@@ -90,7 +90,8 @@ def test_the_unpinned_count_is_the_pinned_columns_no_for_every_row() -> None:
 def test_a_first_wave_partition_the_log_said_pinned_is_pinned_and_not_counted() -> None:
     """A first wave is inferred from the times (its synthesis began before its kind's first
     ended); `is_pinned=true` on its `partition synthesis complete` line is the log's word
-    (pipeline.rs:2397-2402): the cell said `no` and, once counted, the count said so too."""
+    (pipeline.rs:2397-2402; pinned, it had a hint): the row read `no (first wave)`, and once
+    counted the count said so too."""
     job = "porep-1000-0"
     said = LogEvent(t_wall_s=T0 + 2.5, time_source="line", kind="tracing",
                     name="partition synthesis complete", raw="", job_id=job, partition=1,
@@ -102,7 +103,7 @@ def test_a_first_wave_partition_the_log_said_pinned_is_pinned_and_not_counted() 
               *_partition(4.0, job, 0)[1:], *_partition(6.0, job, 1)[1:]]
     run = derive_timeline(events)
     assert [(p.partition, p.first_wave, p.pinned_words) for p in run.partitions] == \
-        [(0, True, "no"), (1, True, "yes")]
+        [(0, True, "no"), (1, False, "yes")]
     assert run.unpinned == 1
 
 

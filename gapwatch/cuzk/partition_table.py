@@ -112,10 +112,9 @@ class PartitionTiming:
     #: kind) in its run ended: no capacity hint of that type existed yet, so it was synthesised
     #: unpinned (pipeline.rs:181-204, 270-275), a first wave, one per run and circuit type (a
     #: SnapDeals one may come hours after PoRep's; `partitions.TimelineBuilder` marks it).
+    #: Never where the log said `is_pinned=true` of it (pipeline.rs:2397-2402): pinned, it had
+    #: a hint (pipeline.rs:273-275), and the log's word wins over the times' inference.
     first_wave: bool = False
-    #: The log said it was synthesised pinned (`partition synthesis complete ... is_pinned=true`,
-    #: pipeline.rs:2397-2402): the log's word, over a first wave's inference.
-    pinned_said: bool = False
 
     @property
     def monolithic(self) -> bool:
@@ -126,15 +125,10 @@ class PartitionTiming:
         """Whether its a/b/c were synthesised outside the pinned pool, the one rule of the
         table's `pinned` cell, its count of rows synthesised unpinned and their JSON: True for
         a monolithic job (PoSt, a batch, the pipeline off: no pool on any of their paths,
-        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned, or one of a
-        first wave (no capacity hint yet) the log did not say was pinned (its `is_pinned=true`
-        is the log's word: a first wave is inferred from the times); None where only /status
-        knew the partition (it says no `is_pinned`); else False."""
-        if self.monolithic or self.unpinned:
-            return True
-        if self.pinned_said:
-            return False
-        if self.first_wave:
+        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned or one of a
+        first wave (no capacity hint yet); None where only /status knew the partition (it
+        says no `is_pinned`); else False."""
+        if self.monolithic or self.unpinned or self.first_wave:
             return True
         return False if self.source != "status" else None
 
@@ -274,8 +268,8 @@ class _Fold:
             if values.synth_ms is not None:
                 rec.synth_ms = values.synth_ms
             rec.unpinned = values.unpinned
-            rec.pinned_said = values.pinned and rec.partition is not None
-            rec.first_wave = values.first_wave and rec.partition is not None
+            rec.first_wave = (values.first_wave and not values.pinned
+                              and rec.partition is not None)
         locks.apply(rec)
         return rec, when
 

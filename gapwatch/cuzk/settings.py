@@ -28,7 +28,6 @@ from gapwatch.cuzk.log_lines import (
     DISPATCHER_MESSAGE,
     GPU_THREADS_MESSAGE,
     RAYON_THREADS_MESSAGE,
-    SYNTH_SENT_MESSAGE,
 )
 
 #: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
@@ -229,7 +228,7 @@ class SettingsSeen:
             self.validate_lines += 1
         elif name == SPLIT_PROVE_TELL:
             self.split_prove_lines += 1
-        elif name == SYNTH_SENT_MESSAGE:
+        elif name == "synthesis complete, sending to GPU":
             size = ev.fields.get("batch_size")
             if isinstance(size, int) and size > 1:
                 self.batches += 1

@@ -18,12 +18,13 @@ from test_detect_unit import LINK, T0_WALL, final_gaps, run, sample, stream
 
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import NO_READING_SINCE, NO_READING_THEN_SILENT, GapDetector
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, StateChange
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, HostSample, SignalSource, StateChange
 
 
-def detector(gpus: int = 1) -> GapDetector:
+def detector(gpus: int = 1, sm_source: SignalSource | None = None) -> GapDetector:
     return GapDetector(DetectorConfig(),
-                       [GpuInfo(index=i, link_bytes_per_s=LINK) for i in range(gpus)], live=True)
+                       [GpuInfo(index=i, link_bytes_per_s=LINK, sm_source=sm_source)
+                        for i in range(gpus)], live=True)
 
 
 def missed(samples: list[GpuSample], *at_s: float) -> list[GpuSample]:
@@ -137,7 +138,7 @@ def test_a_gpm_gpus_first_sample_without_a_reading_is_no_no_data() -> None:
 def test_a_gpm_gpus_first_sample_without_a_reading_is_not_counted_as_a_miss() -> None:
     """No reading was due at a track's first sample: counted, it put `no_data 1` in the input
     line of every healthy NVML recording, which an operator reads as a fault."""
-    det = detector(gpus=2)
+    det = detector(gpus=2, sm_source="gpm")
     gpu0 = missed(stream([(3, 95, 2e6)]), 1.1)
     gpu1 = [replace(x, gpu=1) for x in gpu0]
     run(det, sorted([*gpu0, *gpu1], key=lambda x: (x.t_mono_ns, x.gpu)))
@@ -147,13 +148,22 @@ def test_a_gpm_gpus_first_sample_without_a_reading_is_not_counted_as_a_miss() ->
 def test_a_later_miss_still_counts_after_an_unread_first_sample() -> None:
     """Only the track's first sample is let off: a miss right after it (the second sample)
     and one mid-run are each counted."""
-    det = detector()
+    det = detector(sm_source="gpm")
     run(det, missed(stream([(3, 95, 2e6)]), 1.1, 1.2, 2.5))
     assert det.counters["no_data"] == 2
 
 
+def test_another_sources_first_sample_without_a_reading_is_a_miss() -> None:
+    """Only GPM's first sample opens its interval (the header says the GPU's source: the unread
+    sample names none); a source that reads at every sample owed one at its first."""
+    for source in ("legacy", None):
+        det = detector(sm_source=source)
+        run(det, missed(stream([(3, 95, 2e6)]), 1.1))
+        assert det.counters["no_data"] == 1, source
+
+
 def test_a_gpu_that_never_gives_a_reading_counts_every_sample_but_its_first_as_a_miss() -> None:
-    det = detector()
+    det = detector(sm_source="gpm")
     run(det, [sample(1.0 + 0.1 * i, None) for i in range(10)])
     assert det.counters["no_data"] == 9
 

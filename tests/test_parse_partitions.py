@@ -198,7 +198,7 @@ def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_kn
     assert {(p.job_id, p.partition): p.pinned_words for p in run.partitions} == {
         ("job", 0): "-", ("job", 1): "yes", ("job", 2): "yes", ("job", 3): "no",
         ("post", None): "no"}
-    assert [p.pinned for p in run.partitions] == [None, True, True, False, False]
+    assert [p.synthesised_unpinned for p in run.partitions] == [None, False, False, True, True]
 
 
 def test_a_run_begun_before_the_log_read_marks_no_first_wave() -> None:

@@ -5,6 +5,7 @@ source, or "no setting" with why in one sentence."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -1240,6 +1241,11 @@ def test_the_gpu_waiting_between_one_workers_proves_is_told_a_second_worker() ->
                                                   "2 (the default)", False)
         assert "'eliminates the 10-200ms GPU idle gaps between partition proves'" in a.why
         assert "It overlaps no copies and no kernels" in a.why
+        # The prep thread starts before the lock and runs outside it while its worker waits
+        # for the lock (cuzk-log-formats.md 3.2): a second worker's prep overlaps the other's
+        # turn, and the GPU's wait for it under the lock (barrier_wait) shrinks; it does not stay.
+        assert "prep_msm, started before the lock and run outside it" in a.why
+        assert "stays" not in a.why
         assert "cuzk.example.toml" in a.source and "config.rs" in a.source
         assert any("says gpu_workers_per_device=1" in e for e in a.evidence)
         # A worker free while a partition waited: the dispatch, not the worker's own work; a
@@ -1254,25 +1260,33 @@ def test_the_gpu_waiting_between_one_workers_proves_is_told_a_second_worker() ->
     assert "no setting is shown to close it" in n.why
 
 
-def test_a_paths_own_answer_for_one_worker_keeps_it_beside_the_second_worker() -> None:
-    # CUZK_VALIDATE_PARTITIONS=1 holds the JobTracker mutex at pickup (engine.rs:532, 861): its
-    # env knob first, the second worker beside it; the JobTracker's no-setting words, evidence.
+def test_a_wait_on_the_jobtracker_mutex_gets_no_second_worker_but_a_synchronous_prove_does(
+) -> None:
+    """Every GPU worker takes cuzk's JobTracker mutex twice at pickup (engine.rs:3031, 3047):
+    where the log shows the wait there (CUZK_VALIDATE_PARTITIONS=1, or long fail_check_ms), a
+    second worker per GPU would wait on it the same, as for a dispatch stall. With
+    CUZK_DISABLE_SPLIT_PROVE=1 one worker holds the GPU idle through b_g2_msm and the epilogue,
+    which a second overlaps: it stays beside the knob."""
+    view = read([ENGINE, ONE_WORKER])[1]
     validate = facts_of([ENGINE, ONE_WORKER,
                          line("CUZK_VALIDATE_PARTITIONS=1: validating per-partition verifier "
                               "against known-good proof", 2.0)])
-    view = read([ENGINE, ONE_WORKER])[1]
     report = advise([_gap(cause="inside_workers")], view,
                     rules=lambda s, g: path_rule(s, g, validate))
-    assert [a.setting for a in report.advice] == ["env CUZK_VALIDATE_PARTITIONS",
-                                                  "[gpus] gpu_workers_per_device"]
+    assert [a.setting for a in report.advice] == ["env CUZK_VALIDATE_PARTITIONS"]
     tracker = facts_of([ENGINE, ONE_WORKER,
                         line("GPU_TIMING hot_path pre-prove overhead", 3.0, status_ms=0,
                              fail_check_ms=1800, mark_busy_ms=0, total_overhead_ms=1800)])
-    (a,) = advise([_gap(cause="inside_workers")], view,
-                  rules=lambda s, g: path_rule(s, g, tracker)).advice
-    assert a.setting == "[gpus] gpu_workers_per_device"
-    assert any(e.startswith("what else the log shows: no setting: after pickup GPU workers "
-                            "wait on cuzk's JobTracker mutex") for e in a.evidence)
+    report = advise([_gap(cause="inside_workers")], view,
+                    rules=lambda s, g: path_rule(s, g, tracker))
+    assert report.advice == []
+    (said,) = report.no_setting
+    assert "after pickup GPU workers wait on cuzk's JobTracker mutex" in said.why
+    sync = dataclasses.replace(facts_of([ENGINE, ONE_WORKER]), split_prove_disabled=True)
+    report = advise([_gap(cause="inside_workers")], view,
+                    rules=lambda s, g: path_rule(s, g, sync))
+    assert [a.setting for a in report.advice] == ["env CUZK_DISABLE_SPLIT_PROVE",
+                                                  "[gpus] gpu_workers_per_device"]
 
 
 def test_with_the_pipeline_off_no_second_gpu_worker_is_advised() -> None:

@@ -110,7 +110,8 @@ def test_each_gpus_unread_first_sample_is_no_miss_split_or_not(tmp_path: Path) -
                 r = replace(r, sm_active_pct=None, sm_source=None)
         records.append(r)
     path = tmp_path / "first-unread.jsonl"
-    write_recording(path, res.header, records)
+    gpm = replace(res.header, gpus=[replace(g, sm_source="gpm") for g in res.header.gpus])
+    write_recording(path, gpm, records)
     report = _same(path, 2)
     assert report.counters["detector_no_data"] == 1
 

@@ -521,10 +521,12 @@ class GapDetector:
         samples, or a track's first samples, start a run of their own: the hole before it is
         judged by the next reading as if the miss were not there.
 
-        A track's first sample without a reading is not counted: no reading was due yet (NVML's
-        first GPM sample only opens the first interval: `NvmlSource._read_gpm`), and a count of
-        1 on every healthy recording read as a fault. Every later one is a miss."""
-        if tr.samples > 1:
+        A GPM GPU's first sample without a reading is not counted: no reading was due yet
+        (NVML's first GPM sample only opens the first interval: `NvmlSource._read_gpm`; the
+        header's `sm_source` says GPM, the unread sample itself names no source), and a count
+        of 1 on every healthy recording read as a fault. Every later one is a miss, and so is
+        the first of any other source's (a reading was due there)."""
+        if tr.samples > 1 or not tr.first_opens_interval:
             self.counters["no_data"] += 1
         last = tr.last_t
         new_run = not _latest_is_miss(tr)  # a reading (or nothing) came before this sample
@@ -1231,8 +1233,9 @@ class GapDetector:
         """A gap edge placed inside a busy sample (the one ending at `sample_end_ns`) says that
         `idle_ns` of it was idle: the window's busy count takes it back from the second that
         counted the sample busy whole (nothing once that second has left the window). The
-        figures are those the run's total takes back (`_close`, `_publish_held`), taken here
-        as soon as each edge is placed, so that an open gap's start edge is not busy in the
+        figures are those the run's total takes back when the stretch ends as a gap (`_close`,
+        `_publish_held`; a stretch retracted keeps its start edge busy there), taken here as
+        soon as each edge is placed, so that an open gap's start edge is not busy in the
         window while its idle counts there. Without it the window's busy share and its gaps'
         idle added up to as much as 105 % of the window (bench/window_busy_idle.py)."""
         if idle_ns <= 0:
@@ -1289,6 +1292,7 @@ class GapDetector:
         link = self.config.link_or_default(info.link_bytes_per_s if info is not None else None)
         has_sm = info is not None and reports_sm(info.sm_source)
         tr = Track(gpu, link, has_sm, self._n_buckets)
+        tr.first_opens_interval = info is not None and info.sm_source in GPM_LIKE_SOURCES
         tr.quiet_below = self.config.quiet_below_link_frac * tr.link
         tr.starved_below = self.config.starved_below_link_frac * tr.link
         tr.expected_ns = max(DEFAULT_PERIOD_NS if not self._period_floor_ns else 0,

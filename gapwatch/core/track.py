@@ -48,7 +48,7 @@ class Track:
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
-        "last_miss_t", "last_miss_wall", "miss_from", "miss_from_wall",
+        "last_miss_t", "last_miss_wall", "miss_from", "miss_from_wall", "first_opens_interval",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -58,6 +58,10 @@ class Track:
         #: True once this GPU gave an SM activity reading: from then on utilization.gpu is
         #: never used alone to call it idle.
         self.has_sm = has_sm
+        #: Whether this GPU's first sample only opens the first interval of its readings (a
+        #: GPM source, as its header says: NVML's first GPM sample has no reading by design):
+        #: a first sample without a reading is then no miss (`GapDetector._no_reading`).
+        self.first_opens_interval = False
         #: How far this GPU's SM/PCIe readings trail the moment they are read (GPM), set once
         #: per GPU so that every sample of a track is shifted alike (ordering is preserved).
         self.lag_ns = 0

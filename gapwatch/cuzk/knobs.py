@@ -4,8 +4,8 @@ moves cuzk's knobs.
 Who calls it: `gapwatch.cuzk.advice` (every setting it advises, and the rule that says where two
 stalls of one report pull one knob opposite ways: `advice.conflicts`), `gapwatch.cuzk.paths` and
 `gapwatch.cuzk.pool_churn` (the settings they add), `gapwatch.cuzk.why_now` (the verdict's
-change in words: the dashboard's headline). Its own module so that those two, which `advice`
-imports, can build settings without importing `advice`. Pure data.
+change in words: the dashboard's headline). Its own module: pure data, the types every one of
+them shares, importing none of their rules.
 
 The direction is typed (`Step`, `Pull`), never read back from the change's words: "raise it
 above 18 (0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an

@@ -69,6 +69,7 @@ _END = struct.Struct("<d")
 GPU_EDGE: Final = "G"  # (G, seq, is_start, t, worker, gpu, gpu_ms, mono_kind)
 SYNTH_END: Final = "Y"  # (Y, seq, t, ms)
 UNPINNED: Final = "U"  # (U, seq)
+PINNED: Final = "P"  # (P, seq): the log said `is_pinned=true`
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
 STATUS: Final = "S"  # (S, seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu)
@@ -111,6 +112,8 @@ class PartitionTiming:
     #: kind) in its run ended: no capacity hint of that type existed yet, so it was synthesised
     #: unpinned (pipeline.rs:181-204, 270-275), a first wave, one per run and circuit type (a
     #: SnapDeals one may come hours after PoRep's; `partitions.TimelineBuilder` marks it).
+    #: Never where the log said `is_pinned=true` of it (pipeline.rs:2397-2402): pinned, it had
+    #: a hint (pipeline.rs:273-275), and the log's word wins over the times' inference.
     first_wave: bool = False
     #: When the log read its synthesis's end (TIMELINE SYNTH_END; Unix s), None where it did
     #: not: a window's partition synthesised before the window, a row only `/status` knew. It
@@ -123,21 +126,25 @@ class PartitionTiming:
         return self.partition is None
 
     @property
-    def pinned(self) -> bool | None:
-        """Whether its a/b/c were pinned: False for a monolithic job (never pinned), a
-        partition the log said unpinned or one of a first wave (no capacity hint yet); True
-        where the log read its synthesis's end and said nothing of it; None (not known) where
-        the log did not read its synthesis's end (a window's partition synthesised before the
-        window, a row only /status knew): its `is_pinned=false` line, if any, was not read."""
+    def synthesised_unpinned(self) -> bool | None:
+        """Whether its a/b/c were synthesised outside the pinned pool, the one rule of the
+        table's `pinned` cell, its count of rows synthesised unpinned and their JSON: True for
+        a monolithic job (PoSt, a batch, the pipeline off: no pool on any of their paths,
+        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned or one of a
+        first wave (no capacity hint yet); False where the log read its synthesis's end
+        (`synth_end_s`: TIMELINE's SYNTH_END or cuzk's `is_pinned=` line) and said neither;
+        None (not known) where it did not: a row only /status knew (it says no `is_pinned`),
+        a window's partition synthesised before the window (its `is_pinned=false` line, if
+        any, was not read: it said "yes")."""
         if self.monolithic or self.unpinned or self.first_wave:
-            return False
-        return True if self.synth_end_s is not None else None
+            return True
+        return False if self.synth_end_s is not None else None
 
     @property
     def pinned_words(self) -> str:
-        """The table's `pinned` cell: "yes", "no", "-" (not known), as `pinned` says."""
-        pinned = self.pinned
-        return "-" if pinned is None else "yes" if pinned else "no"
+        """The table's `pinned` cell (`synthesised_unpinned`): "no", "yes" or "-" (unknown)."""
+        unpinned = self.synthesised_unpinned
+        return "-" if unpinned is None else "no" if unpinned else "yes"
 
     def gpu_moments(self, first_poll_s: float | None = None) -> list[float]:
         """The moments the row places its GPU work at (a row is a partition that reached a
@@ -162,7 +169,7 @@ class PartitionTiming:
         the recording's. A row that places none of it does not. Its synthesis does not count:
         a partition synthesised in a window and proved after it has no row in the window's
         table (the window's log holds no GPU line of it), one synthesised before and proved
-        in it has, its pinning then not known (`pinned`)."""
+        in it has, its pinning then not known (`synthesised_unpinned`)."""
         times = self.gpu_moments(first_poll_s)
         if not times:
             return False
@@ -215,8 +222,8 @@ class _Fold:
     """One key's operations applied as they come, in order (a hostile log's millions of
     operations on one key take no more memory than one)."""
 
-    __slots__ = ("rec", "first_seq", "synth_ms", "synth_end_s", "unpinned", "first_wave",
-                 "locks")
+    __slots__ = ("rec", "first_seq", "synth_ms", "synth_end_s", "unpinned", "pinned",
+                 "first_wave", "locks")
 
     def __init__(self, run: int, job: str | None, part: Part) -> None:
         partition = part if isinstance(part, int) else None
@@ -228,6 +235,7 @@ class _Fold:
         #: Its last synthesis end read (Unix s).
         self.synth_end_s: float | None = None
         self.unpinned = False
+        self.pinned = False
         self.first_wave = False
         #: The parser's lock regions, then the ones redone from the C++ lines (`own`).
         self.locks = (_Locks(), _Locks())
@@ -244,6 +252,8 @@ class _Fold:
                 self.synth_ms = op[3]
         elif code == UNPINNED:
             self.unpinned = True
+        elif code == PINNED:
+            self.pinned = True
         elif code == FIRST_WAVE:
             self.first_wave = True
         elif code == LOCK:
@@ -302,7 +312,8 @@ class _Fold:
                 rec.synth_ms = values.synth_ms
             rec.synth_end_s = values.synth_end_s
             rec.unpinned = values.unpinned
-            rec.first_wave = values.first_wave and rec.partition is not None
+            rec.first_wave = (values.first_wave and not values.pinned
+                              and rec.partition is not None)
         locks.apply(rec)
         return rec, when
 

@@ -44,6 +44,7 @@ from gapwatch.cuzk.advice import (
     PIPELINE_OFF_STALLS,
     PIPELINE_SETTING,
     POST_KINDS,
+    SPLIT_PROVE_SETTING,
     Found,
     StallGaps,
     batch_setting,
@@ -242,11 +243,6 @@ VALIDATE_SETTING = Setting(
     "holds cuzk's JobTracker mutex, which every GPU worker takes twice at pickup "
     "(fail_check_ms, mark_busy_ms)",
     "extern/cuzk/cuzk-core/src/engine.rs:532, 861, 3031, 3047, 3220", UNSET)
-SPLIT_PROVE_SETTING = Setting(
-    "env CUZK_DISABLE_SPLIT_PROVE", "unset it",
-    "=1 proves synchronously: the worker is held through b_g2_msm and the epilogue, so the "
-    "prove/finish overlap is gone and the GPU idles during the CPU tail",
-    "extern/cuzk/cuzk-core/src/engine.rs:3075, 3139", UNSET)
 STATUS_PERIOD_SETTING = Setting(
     "[cuzk] status_period_s (gapwatch's config)", "raise it (poll /status less often)",
     "GET /status takes the StatusTracker write lock that GPU workers take at pickup (status_ms)",

@@ -108,6 +108,37 @@ class LateOnce:
         return late
 
 
+class ProofOnce:
+    """Which of a proof's words is its first: a proof said late while it runs is said again when
+    it ends (done late, failed, lost in a restart), one proof all the same, counted once where
+    events are counted (`gapwatch_prover_events_total{kind="proof"}`: an alert's `increase()`
+    fired twice for one late WinningPoSt). Its first word counts, at its level: a late proof
+    is counted at level error the moment it goes late, not again at its end. A later proof
+    under its job id (Curio retries a PoSt lost in a restart under the same id) is another.
+    Bounded: the latest `LATE_JOBS_KEPT` job ids said while running."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, None] = {}
+
+    def first(self, event: ProverEvent) -> bool:
+        """Take every prover event; True unless it is a later word of a proof already said
+        (any event that is not a proof's is its own first word)."""
+        p = event.proof
+        job = event.job_id
+        if event.kind != "proof" or p is None or job is None:
+            return True
+        final = p.done or p.given_up is not None
+        if job in self._running:
+            if final:
+                del self._running[job]
+            return False
+        if not final:
+            self._running[job] = None
+            if len(self._running) > LATE_JOBS_KEPT:
+                del self._running[next(iter(self._running))]
+        return True
+
+
 def total_words(t: ProofTiming) -> str:
     """A proof's total ("36.0 s"), or the least it can be ("more than 36.0 s") when its begin
     was not read, or "?" (a proof given up said "? so far" of a total known to pass 36 s)."""

@@ -69,6 +69,7 @@ from gapwatch.cuzk.pool_churn import (
     QUEUE_DEPTH_GUESS,
     QUEUE_DEPTH_GUESS_WHY,
 )
+from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice_lines
 from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
@@ -177,6 +178,9 @@ class AdviceReport:
     notes: list[str] = field(default_factory=list)
     #: Where two stalls' advice pulls one knob opposite ways (`conflicts`).
     conflicts: list[Conflict] = field(default_factory=list)
+    #: The PoSt that failed, were lost, late or at risk, one a cause: said first
+    #: (`gapwatch.cuzk.post_advice`); set by the caller that has the prover's events.
+    proofs: list[ProofAdvice] = field(default_factory=list)
 
 
 #: (settings, guess, guess_why, evidence), or why none applies.
@@ -1077,10 +1081,14 @@ def _pacer_words(pipeline: PipelineView) -> str:
 def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
     """The advice as text lines: the report's "What to change" section, summary.md and the
     help screen say it in these words."""
-    out = [f"{indent}note: {n}" for n in report.notes]
+    # A failed or late PoSt first: a block lost is the operator's first question.
+    out = proof_advice_lines(report.proofs, indent)
+    out += [f"{indent}note: {n}" for n in report.notes]
     # Before the settings: which to change first is said before any is acted on.
     out += [f"{indent}conflict: {conflict_words(c)}" for c in report.conflicts]
     if not report.advice and not report.no_setting:
+        if report.proofs:  # never "nothing to change" beside them
+            return [*out, f"{indent}no gap to advise on"]
         return [*out, f"{indent}nothing to change: no gap"]
     by_stall: dict[str, list[Advice]] = {}
     for a in report.advice:
@@ -1119,6 +1127,7 @@ def _count_words(gaps: int, idle_s: float, open_gaps: int) -> str:
 def advice_json(report: AdviceReport) -> dict[str, Any]:
     """The advice as the report's JSON gives it (docs/advice.md)."""
     return {
+        "proof_advice": [a.json() for a in report.proofs],
         "advice": [{
             "stall": a.stall, "stall_words": STALL_WORDS.get(a.stall, a.stall),
             "setting": a.setting, "change": a.change, "why": a.why, "source": a.source,

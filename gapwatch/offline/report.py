@@ -35,7 +35,7 @@ import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
@@ -71,6 +71,7 @@ from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
+from gapwatch.cuzk.post_advice import proof_advice
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
@@ -443,6 +444,12 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     tally = found.gap_tally
     partitions = _partitions(found.timeline)
     said = said_of_input(path, found)
+    gap_advice = advise_stalls(sums.stalls, found.pipeline,
+                           lambda these: gap_payoff(totals, these),
+                           rules=lambda stall, these: path_rule(stall, these, facts),
+                           notes=path_notes(facts))
+    # The PoSt that failed or were late first, over every proof of the run.
+    advice = replace(gap_advice, proofs=proof_advice(found.prover_events.troubles()))
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
@@ -454,10 +461,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=said.warnings, notes=said.notes,
         blind_spots=list(found.blind_spots), byes=list(found.byes),
-        advice=advise_stalls(sums.stalls, found.pipeline,
-                             lambda these: gap_payoff(totals, these),
-                             rules=lambda stall, these: path_rule(stall, these, facts),
-                             notes=path_notes(facts)),
+        advice=advice,
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
         hw_errors=found.hw_errors,
         chaining=found.chaining, chaining_worst=found.chaining_worst,

@@ -122,14 +122,17 @@ class _DaemonWatch:
         self._checked_s = float("-inf")
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
-        # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
-        out = self._log(ev) if ev.kind in _WATCHED else []
-        # `now`, inline: every log event passes here.
         t = ev.t_wall_s
-        if (self._now_s is None or t > self._now_s) and says_when_written(
-                ev, self.post.arrival_timed):
+        later = (self._now_s is None or t > self._now_s) and says_when_written(
+            ev, self.post.arrival_timed)
+        # A panic half whose other half did not come in time is said before this line's own.
+        out = self.incidents.due(t) if later else []
+        # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
+        if ev.kind in _WATCHED:
+            out += self._log(ev)
+        # `now`, inline: every log event passes here.
+        if later:
             self._now_s = t
-            out += self.incidents.due(t)
             if t - self._checked_s >= CHECK_EVERY_S:
                 self._checked_s = t
                 out += self.post.check(t)

@@ -149,8 +149,9 @@ def test_pageable_copies_by_a_failed_pool_name_the_budget_margin_as_a_guess() ->
     gaps = [_gap(kind="pcie_starved", warnings=("pinned_pool_fallback",))]
     assert stall_of(gaps[0], PipelineView(pool=pool)) == "pinned_pool"
     report = advise(gaps, PipelineView(pool=pool))
-    assert [(a.setting, a.guess) for a in report.advice] == [
-        ("[memory] safety_margin", True), ("[pipeline] max_parallel_synthesis", True)]
+    # A pool holding 0 GiB pinned not one buffer: fewer partitions is no remedy (the pool is
+    # not in the budget they free), so the synthesis cap is not advised.
+    assert [(a.setting, a.guess) for a in report.advice] == [("[memory] safety_margin", True)]
     assert "not budget-checked" in report.advice[0].why
     assert "idle ones stay pinned outside any accounting" in report.advice[0].why
     # cuzk reads safety_margin only with total_budget = "auto" (config.rs:100-104): "raise it
@@ -245,6 +246,9 @@ def test_the_h200_recordings_name_the_setting_with_its_evidence(case: str) -> No
     assert first["guess"] and first["guess_why"]
     if case == "pageable":
         assert any("checkout(s) FAILED" in e for e in first["evidence"])
+        # Its pool held 0 GiB at every failure (pool_total_gib=0): no synthesis cap.
+        assert [a["setting"] for a in doc["advice"]] == ["[memory] safety_margin"]
+        assert any("max_parallel_synthesis is not advised" in e for e in first["evidence"])
     else:
         assert any("no partition was queued for the GPU" in e or "synth_done" in e
                    for e in first["evidence"])
@@ -402,7 +406,8 @@ def test_more_synthesis_workers_and_fewer_partitions_in_flight_are_said_to_confl
     """Every synthesis worker busy below the budget's limit wants max_parallel_synthesis
     raised; a pinned pool that could not pin wants it lowered. The stall that cost more idle
     is named first; stalls that pull one knob the same way are no conflict."""
-    pool = PoolState(total_gib=0.0, buffers=0, free=0, checkout_failed=3)
+    # A pool that pinned some buffers (one that pinned none is given no cap to lower).
+    pool = PoolState(total_gib=23.3, buffers=6, free=0, checkout_failed=3)
     view = PipelineView(pool=pool, synth_workers=18)
     synthesis = [_gap(1, cause="waits_on_synthesis", states=[_state(18, 18)])]
     pinned = [_gap(i, kind="pcie_starved", warnings=("pinned_pool_fallback",)) for i in (2, 3)]
@@ -420,3 +425,11 @@ def test_more_synthesis_workers_and_fewer_partitions_in_flight_are_said_to_confl
                   PipelineView())
     assert [a.setting for a in same.advice] == ["[memory] total_budget"] * 2
     assert same.conflicts == [] and "conflict" not in "\n".join(advice_lines(same))
+
+
+def test_a_first_srs_load_is_told_preloadsrs_loads_one_ahead() -> None:
+    """The `[srs] preload` key is deprecated, but the gRPC PreloadSRS call loads an SRS through
+    the memory budget (engine.rs:3623-3657): "no preload" was too strong."""
+    why = advise([_gap(cause="srs_loading")], PipelineView()).no_setting[0].why
+    assert "PreloadSRS" in why and "engine.rs:3623-3657" in why
+    assert "no preload" not in why

@@ -262,6 +262,18 @@ def test_an_evicted_srs_is_advised_on_by_the_logs_own_idle_time_and_budget_not_a
     assert "raise it (default 5m)" not in p.setting
 
 
+def test_a_winningposts_first_srs_load_is_told_preloadsrs_can_load_it_ahead() -> None:
+    """No config key preloads an SRS, but cuzk's gRPC PreloadSRS loads one through the memory
+    budget (engine.rs:3623-3657), by the circuit id its load line names: a way to have a
+    PoSt's SRS in memory before its window, besides restarting cuzk well before it."""
+    job = "winpost-1000-5e1f0001"
+    srs = _srs_lines("16:00:11.200000", "16:00:43.200000", "winning-32g", 32000)
+    cold = _done(_winningpost(job, 9980, 43180, srs))
+    assert cold.setting is not None and "first load of its SRS" in cold.setting
+    assert "gRPC PreloadSRS (circuit_id winning-32g)" in cold.setting
+    assert "nothing is preloaded" not in cold.setting
+
+
 def test_a_porep_srs_load_while_a_winningpost_queues_is_never_eviction_min_idle_advice() -> None:
     """A PoRep's SRS (porep-32g) loads while a WinningPoSt waits in cuzk's queue; late by its
     queue phase. Raising eviction_min_idle for the PoSt would not have helped it (its own SRS

@@ -377,7 +377,9 @@ def test_report_of_two_daemons_logs_says_them_once_no_restart_and_each_run_its_o
     assert "2 PoSt proof(s) (0 late, 0 at risk), 0 restart(s)" in out
     assert out.count("these logs are of 2 cuzk daemons, not one") == 1
     assert "cuzk restarted" not in out and "in flight when the prover restarted" not in out
-    table = out.split("Partitions (from the log)")[1]
+    # Partitions and PoSt jobs: the table counts them apart, as GPU jobs.
+    table = out.split("GPU jobs (from the log): ")[1]
+    assert " partitions, " in table.splitlines()[0] and " PoSt jobs, " in table.splitlines()[0]
     # One run each: the PoSt daemon's start made no run 2 of the PoRep daemon's partitions.
     assert table.splitlines()[1].split()[0] == "job"
 

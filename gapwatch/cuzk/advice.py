@@ -33,9 +33,10 @@ under cuzk's per-GPU lock, which no worker count overlaps (`COPIES_UNDER_LOCK`).
 Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
 `monolithic`, `pinned_pool`, `inside_workers`, `batch_wait`, `empty_pipeline`, `no_work`); else
-from its kind and evidence: `pinned_pool` (pcie_starved, the pool failed; where its churn
-preceded the failures, `gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a
-guess to measure), `first_synthesis` (pcie_starved, `is_pinned=false`, in the window of any
+from its kind and evidence: `pinned_pool` (pcie_starved, the pool failed; by how much from the
+log's figures, `gapwatch.cuzk.pin_need`; where its churn preceded the failures, or the log at
+WARN hides churn, `gapwatch.cuzk.pool_churn`, also `[pipeline] max_gpu_queue_depth`, a guess to
+measure), `first_synthesis` (pcie_starved, `is_pinned=false`, in the window of any
 run's first wave of a circuit type: `gapwatch.cuzk.first_wave`), `pageable_copies`,
 `slow_copies`, `copies_not_overlapped` (transfer_bound), `host_stall` (no cause known),
 `unknown`."""
@@ -54,6 +55,7 @@ from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.knobs import LOWER, RAISE, UNSET, Pull, Setting, Step, lowers, raises, set_to
+from gapwatch.cuzk.pin_need import pin_need
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
@@ -65,9 +67,11 @@ from gapwatch.cuzk.pipeline import (
     PipelineView,
 )
 from gapwatch.cuzk.pool_churn import (
-    NOT_KNOWN,
+    NO_CHURN_NO_QUEUE_DEPTH,
     QUEUE_DEPTH_GUESS,
     QUEUE_DEPTH_GUESS_WHY,
+    QUEUE_DEPTH_HIDDEN_WHY,
+    unseen_words,
 )
 from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice_lines
 from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
@@ -211,12 +215,18 @@ def batch_setting(kinds: Iterable[str] = ()) -> Setting:
     else:
         budget = "acquiring a budget of " + ", ".join(
             f"{_batch_budget(k)} for a {_BATCH_NAMES[k]} batch" for k in which)
+    # Upstream's SnapDeals batch arm synthesises `reqs[0]` alone (engine.rs:2706-2713): a
+    # batch there buys no throughput at all, one more reason for 1.
+    snap = "snap-update" in which
+    only_first = ("; a SnapDeals batch's synthesis uses only its first request (reqs[0], "
+                  "engine.rs:2706-2713)" if snap else "")
     return Setting(
         "[scheduler] max_batch_size", "1 (the default)",
         f"a batch of 2+ {names} requests is proved as one monolithic job: synthesised with no "
-        f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status; "
-        "with 1 every request takes the partitioned, pinned pipeline",
-        "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680; pipeline.rs:1632; "
+        f"pinned pool (a/b/c pageable, copied at 1-4 GB/s), {budget}, invisible to /status"
+        f"{only_first}; with 1 every request takes the partitioned, pinned pipeline",
+        "extern/cuzk/cuzk-core/src/engine.rs:2053, 2672-2680"
+        + (", 2706-2713" if snap else "") + "; pipeline.rs:1632; "
         "extern/cuzk/cuzk.example.toml:97-100; the budget: engine.rs:2644-2648, "
         "memory.rs:41, 53", set_to("1"), lowers("[scheduler] max_batch_size"))
 
@@ -433,21 +443,68 @@ def open_gap_words(g: Gap) -> str:
             f"{fmt.clock(g.start_s + g.duration_s, millis=True)}")
 
 
-def _synthesis(gaps: StallGaps, pipeline: PipelineView
-               ) -> tuple[list[Setting], bool, str]:
-    """(settings, guess, guess_why) for synthesis waits."""
+#: `[gpus] gpu_threads` as cuzk.example.toml sets it for a many-core box.
+GPU_THREADS_SUGGESTED = 32
+GPU_THREADS = "[gpus] gpu_threads"
+GPU_THREADS_WHY = ("b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
+                   "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)")
+GPU_THREADS_SOURCE = ("extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs:85-91, "
+                      "extern/supraseal-c2/cuda/groth16_cuda.cu:85-98")
+#: The daemon's start lines that say its thread pools (main.rs:85-91, 111).
+GPU_THREADS_LINE = "'set CUZK_GPU_THREADS for C++ groth16_pool gpu_threads' (main.rs:85-91)"
+RAYON_LINE = "'rayon global thread pool configured rayon_threads' (main.rs:111)"
+#: What an operator-set env does where the setting is 0 (cuzk-upstream-paths.md 3.1).
+ENV_HONOURED = ("unless CUZK_GPU_THREADS is set in cuzk's environment, which cuzk honours when "
+                "gpu_threads = 0 (groth16_cuda.cu:85-98): then that value is the pool's")
+
+
+def _threads_setting(pipeline: PipelineView) -> Setting:
+    """`[synthesis] threads`, saying the value the log's start gave, or "if unset"."""
+    n = pipeline.rayon_threads
+    if n is None:
+        change = ("leave it at 0 (all CPUs) if unset, or raise it if set lower: no "
+                  f"{RAYON_LINE} line was read to say which")
+    else:
+        change = (f"the log says rayon_threads={n} ({RAYON_LINE}; 0 is logged as the CPU "
+                  f"count): raise it above {n} if the host has more CPUs, else leave it")
+    return Setting("[synthesis] threads", change,
+                   "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
+                   "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs:95-115", RAISE,
+                   raises("[synthesis] threads"))
+
+
+def _gpu_threads_setting(pipeline: PipelineView) -> tuple[Setting | None, list[str]]:
+    """`[gpus] gpu_threads = 32`, saying the value the log's start gave (or "if unset"), and
+    none where the log says it is 32 or fewer already (said in the evidence)."""
+    n = pipeline.gpu_threads
+    lowered: tuple[Pull, ...] = ()
+    if n is None:
+        change = (f"{GPU_THREADS_SUGGESTED} on a many-core box, if it is unset (0: all CPUs, "
+                  f"{ENV_HONOURED}); no start of the daemon was read to say ({GPU_THREADS_LINE} "
+                  f"is written only for a value > 0, before {RAYON_LINE})")
+    elif n == 0:
+        change = (f"{GPU_THREADS_SUGGESTED} rather than 0 on a many-core box: the log's start "
+                  f"has {RAYON_LINE} and no {GPU_THREADS_LINE} before it, so it is 0 (all "
+                  f"CPUs), {ENV_HONOURED}")
+    elif n > GPU_THREADS_SUGGESTED:
+        change = (f"{GPU_THREADS_SUGGESTED} rather than {n}: the log says gpu_threads={n} "
+                  f"({GPU_THREADS_LINE})")
+        lowered = lowers(GPU_THREADS)
+    else:
+        return None, [f"{GPU_THREADS} is not advised: the log says gpu_threads={n} "
+                      f"({GPU_THREADS_LINE}), at most cuzk.example.toml's "
+                      f"{GPU_THREADS_SUGGESTED} already"]
+    # From 0 (all CPUs) no pull: "32 rather than 0" has no direction a rule could compare.
+    return (Setting(GPU_THREADS, change, GPU_THREADS_WHY, GPU_THREADS_SOURCE,
+                    set_to(str(GPU_THREADS_SUGGESTED)), lowered), [])
+
+
+def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
+    """(settings, guess, guess_why, evidence) for synthesis waits."""
     pressure = gaps.pressure
-    threads = Setting(
-        "[synthesis] threads", "leave it at 0 (all CPUs) or raise it",
-        "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
-        "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs", RAISE,
-        raises("[synthesis] threads"))
-    # No pull: 0 is all CPUs, so "32 rather than 0" has no direction a rule could compare.
-    gpu_threads = Setting(
-        "[gpus] gpu_threads", "32 rather than 0 on a many-core box",
-        "b_g2_msm's CPU pool competes with synthesis for memory bandwidth and L3; 32 "
-        "threads cut its bucket RAM from ~1.1 GiB to ~192 MB (cuzk.example.toml)",
-        "extern/cuzk/cuzk.example.toml", set_to("32"))
+    threads = _threads_setting(pipeline)
+    gpu_threads, said = _gpu_threads_setting(pipeline)
+    cpu = [threads] if gpu_threads is None else [threads, gpu_threads]
     if not gaps.judged:
         # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
         # snapshots, or no snapshot at all): both remedies, said as a guess.
@@ -463,14 +520,14 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
                 "'starting pipeline ... synth_worker_count' line in the log read, no memory "
                 f"budget in /status{_dropped(pipeline, 'synth_worker_count', 'total_budget_gib')}"
                 "): if they were all busy, more workers close these gaps; if not, only faster "
-                "synthesis does")
+                "synthesis does", [])
     if gaps.full * 2 < gaps.judged:
         # Workers free, nothing synthesised ahead: the partitions in flight are all being
         # synthesised; more workers would idle, faster synthesis closes the gaps.
-        return ([threads, gpu_threads], True,
+        return (cpu, True,
                 "synthesis workers were free during these gaps: each synthesis is too slow "
                 "for the GPU, or the client sent too little work ahead (nothing pending); "
-                "which CPU setting helps is not measured here")
+                "which CPU setting helps is not measured here", said)
     workers = gaps.full_workers
     assert workers is not None  # gaps.full > 0 here
     budget = gaps.full_budget if gaps.full_budget is not None else pipeline.budget_total_bytes
@@ -499,12 +556,12 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView
     else:
         settings = [raise_cap]
     if pressure is not None and pressed:
-        settings.append(gpu_threads)
+        settings.extend(cpu[1:])
         return (settings, True,
                 f"host memory was under pressure during these gaps (PSI some up to "
                 f"{pressure * 100:.0f} %): config.rs warns that too many concurrent syntheses "
-                "saturate memory bandwidth and slow each one")
-    return settings, guess, guess_why
+                "saturate memory bandwidth and slow each one", said)
+    return settings, guess, guess_why, []
 
 
 def advise(gaps: Iterable[Gap], pipeline: PipelineView,
@@ -759,8 +816,7 @@ def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found
 
 
 def _for_waits_on_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
-    settings, guess, why = _synthesis(gaps, pipeline)
-    return settings, guess, why, []
+    return _synthesis(gaps, pipeline)
 
 
 def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
@@ -820,7 +876,11 @@ def _for_srs_loading(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
                          raises("[memory] eviction_min_idle"))], False,
                 "", [f"SRS evicted before: {', '.join(pipeline.srs_evictions)}"])
     return ("the first proof of each circuit type loads its SRS on demand (srs_manager.rs; "
-            "no preload since the memory manager): nothing to change unless it repeats")
+            "the [srs] preload key is deprecated and ignored, config.rs:402): nothing to change "
+            "unless it repeats; to have it loaded before a proving window, call cuzk's gRPC "
+            "PreloadSRS with its circuit id (porep-32g, wpost-32g, ...; upstream's test tool: "
+            "cuzk-bench preload --circuit-id ID), which loads it through the memory budget "
+            "(engine.rs:3623-3657); idle, it is evictable as any SRS (engine.rs:1279-1287)")
 
 
 def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
@@ -830,13 +890,13 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
         facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
                      "cudaHostAlloc failure(s) in the log")
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
+    # How much, from the log's own figures where it gives them (`gapwatch.cuzk.pin_need`).
+    need = pin_need(pipeline)
     # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
     # explicit budget, raising it changes nothing, so the change says which to turn.
     # Either reading lowers the budget: its pull is the budget's, down (`Pull`).
-    return ([Setting(
-        "[memory] safety_margin",
-        "raise it if total_budget is \"auto\" (the only case cuzk reads it); with an "
-        "explicit total_budget, lower that instead",
+    margin = Setting(
+        "[memory] safety_margin", need.margin_change(),
         "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
         "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
         "idle ones stay pinned outside any accounting (pinned bytes are never in "
@@ -845,12 +905,20 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
         "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
         "a/b/c, copied at 1-4 GB/s)",
         "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
-        "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET)),
-        Setting(MAX_PARALLEL_SYNTHESIS, "lower it",
-                "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
-                "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-                "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
-                lowers(MAX_PARALLEL_SYNTHESIS)), *churn], True,
+        "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET))
+    cap_change = need.cap_change()
+    settings = [margin]
+    if cap_change is None:
+        # Not one buffer pinned: fewer partitions needing fewer buffers does not follow.
+        facts.append(need.not_capped())
+    else:
+        settings.append(Setting(
+            MAX_PARALLEL_SYNTHESIS, cap_change,
+            "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+            "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+            "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
+            lowers(MAX_PARALLEL_SYNTHESIS)))
+    return ([*settings, *churn], True,
             "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
             "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
             + churn_why, facts)
@@ -858,10 +926,13 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
 
 def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
                 ) -> tuple[list[Setting], str]:
-    """Where the pool churned before it failed (`gapwatch.cuzk.pool_churn`): the candidate
-    knob, said as a guess, and its why (the churn's words added to `facts` where the gaps'
-    evidence does not carry them); where the log kept no INFO line of the pool, that churn is
-    not known. ([], "") otherwise: no churn read before the failures, no knob."""
+    """`[pipeline] max_gpu_queue_depth`, said as a guess, where the pool churned before it
+    failed (`gapwatch.cuzk.pool_churn`; the churn's words added to `facts` where the gaps'
+    evidence does not carry them), or where churn could not be seen: the log kept at WARN
+    (`PoolChurnView.churn_hidden`), upstream's reference names the knob the plausible lever for
+    cudaHostAlloc failures (cuzk-upstream-paths.md 2.3-2.4). ([], "") otherwise: INFO lines
+    read and no churn before the failures (or a pool that pinned nothing, said in `facts`), or
+    the pacer already on."""
     churn = pipeline.pool_churn
     if churn is None:
         return [], ""
@@ -871,17 +942,24 @@ def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
     line = facts_of(latest).pool_churn_line if latest is not None else None
     cited = line is not None and line < CITED
     if span is None:
-        if not churn.info_kept and not cited:
-            facts.append(NOT_KNOWN)
-        return [], ""
-    if not cited:
-        facts.append(span.failure_words())
+        if churn.info_kept:
+            return [], ""  # the pool's lines were read: no churn came before the failures
+        if not cited:
+            facts.append(unseen_words(churn))
+        if not churn.churn_hidden():
+            facts.append(NO_CHURN_NO_QUEUE_DEPTH)
+            return [], ""
+        why = "; " + QUEUE_DEPTH_HIDDEN_WHY
+    else:
+        if not cited:
+            facts.append(span.failure_words())
+        why = "; " + QUEUE_DEPTH_GUESS_WHY
     if pipeline.pacer_on:
         facts.append(f"the dispatch pacer is on (gpu_queue_target={pipeline.pacer_target}, "
-                     "engine.rs:1456) and the pool still churned: no setting is known to stop "
-                     "it")
+                     "engine.rs:1456)" + (" and the pool still churned" if span is not None
+                                          else "") + ": no setting is known to stop churn")
         return [], ""
-    return [QUEUE_DEPTH_GUESS], "; " + QUEUE_DEPTH_GUESS_WHY
+    return [QUEUE_DEPTH_GUESS], why
 
 
 def _for_first_synthesis(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:

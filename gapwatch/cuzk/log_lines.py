@@ -36,6 +36,10 @@ DISPATCHER_MESSAGE = "synthesis dispatcher started (budget-gated)"
 #: (engine.rs:2012; batch_collector.rs:145-156), which cuzk held meanwhile.
 PROCESSING_BATCH_MESSAGE = "processing batch"
 TIMEOUT_FLUSH_SPAN = "synth_timeout_flush"
+#: The line a whole-proof synthesis (a batch, PoSt) writes after its SYNTH_END, in its batch's
+#: span (engine.rs:2746-2752): `synth_ms circuit_id batch_size sectors` (batch_size 1 but for a
+#: batch; `sectors` the sectors synthesised: a PoRep batch's every one, a SnapDeals batch's 0).
+SYNTH_SENT_MESSAGE = "synthesis complete, sending to GPU"
 #: srs_manager.rs:203, INFO: an SRS load begins (its circuit_id, path, size).
 SRS_LOADING_MESSAGE = "loading SRS from disk"
 #: srs_manager.rs:224, INFO: an SRS load ended (`elapsed_ms`).
@@ -55,6 +59,13 @@ DAEMON_STARTING_MESSAGE = "cuzk-daemon starting"
 #: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`): its gRPC
 #: address, which no two daemons of a box share.
 CONFIGURATION_LOADED_MESSAGE = "configuration loaded"
+#: main.rs:85-91: `set CUZK_GPU_THREADS for C++ groth16_pool gpu_threads=N`, written only when
+#: `[gpus] gpu_threads` > 0 (else an operator-set `CUZK_GPU_THREADS` is honoured, or all CPUs),
+#: before `RAYON_THREADS_MESSAGE` (main.rs:95-115), which every start writes.
+GPU_THREADS_MESSAGE = "set CUZK_GPU_THREADS for C++ groth16_pool"
+#: main.rs:111: `rayon global thread pool configured rayon_threads=N`, `[synthesis] threads`
+#: resolved (0 is logged as the CPU count).
+RAYON_THREADS_MESSAGE = "rayon global thread pool configured"
 #: main.rs:133 (`info!(addr = %status_listen, "status HTTP server listening")`).
 STATUS_LISTENING_MESSAGE = "status HTTP server listening"
 #: `initializing GPU workers num_gpus=N ...` (engine.rs:1339): how many GPUs the daemon drives.

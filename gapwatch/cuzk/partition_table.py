@@ -69,6 +69,7 @@ _END = struct.Struct("<d")
 GPU_EDGE: Final = "G"  # (G, seq, is_start, t, worker, gpu, gpu_ms, mono_kind)
 SYNTH_MS: Final = "Y"  # (Y, seq, ms)
 UNPINNED: Final = "U"  # (U, seq)
+PINNED: Final = "P"  # (P, seq): the log said `is_pinned=true`
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
 STATUS: Final = "S"  # (S, seq, t, state, synth_ms, gpu_ms, on_worker, worker, gpu)
@@ -111,6 +112,8 @@ class PartitionTiming:
     #: kind) in its run ended: no capacity hint of that type existed yet, so it was synthesised
     #: unpinned (pipeline.rs:181-204, 270-275), a first wave, one per run and circuit type (a
     #: SnapDeals one may come hours after PoRep's; `partitions.TimelineBuilder` marks it).
+    #: Never where the log said `is_pinned=true` of it (pipeline.rs:2397-2402): pinned, it had
+    #: a hint (pipeline.rs:273-275), and the log's word wins over the times' inference.
     first_wave: bool = False
 
     @property
@@ -118,13 +121,22 @@ class PartitionTiming:
         return self.partition is None
 
     @property
-    def pinned_words(self) -> str:
-        """The table's `pinned` cell: "no" for a monolithic job (never pinned), a partition
-        the log said unpinned or one of a first wave (no capacity hint yet), "-" where only
-        /status knew it, else "yes"."""
+    def synthesised_unpinned(self) -> bool | None:
+        """Whether its a/b/c were synthesised outside the pinned pool, the one rule of the
+        table's `pinned` cell, its count of rows synthesised unpinned and their JSON: True for
+        a monolithic job (PoSt, a batch, the pipeline off: no pool on any of their paths,
+        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned or one of a
+        first wave (no capacity hint yet); None where only /status knew the partition (it
+        says no `is_pinned`); else False."""
         if self.monolithic or self.unpinned or self.first_wave:
-            return "no"
-        return "yes" if self.source != "status" else "-"
+            return True
+        return False if self.source != "status" else None
+
+    @property
+    def pinned_words(self) -> str:
+        """The table's `pinned` cell (`synthesised_unpinned`): "no", "yes" or "-" (unknown)."""
+        unpinned = self.synthesised_unpinned
+        return "-" if unpinned is None else "no" if unpinned else "yes"
 
 
 #: States in which a partition has been (or is) on a GPU.
@@ -172,7 +184,7 @@ class _Fold:
     """One key's operations applied as they come, in order (a hostile log's millions of
     operations on one key take no more memory than one)."""
 
-    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "first_wave", "locks")
+    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "pinned", "first_wave", "locks")
 
     def __init__(self, run: int, job: str | None, part: Part) -> None:
         partition = part if isinstance(part, int) else None
@@ -182,6 +194,7 @@ class _Fold:
         self.first_seq: int | None = None
         self.synth_ms: int | None = None
         self.unpinned = False
+        self.pinned = False
         self.first_wave = False
         #: The parser's lock regions, then the ones redone from the C++ lines (`own`).
         self.locks = (_Locks(), _Locks())
@@ -196,6 +209,8 @@ class _Fold:
             self.synth_ms = op[2]
         elif code == UNPINNED:
             self.unpinned = True
+        elif code == PINNED:
+            self.pinned = True
         elif code == FIRST_WAVE:
             self.first_wave = True
         elif code == LOCK:
@@ -253,7 +268,8 @@ class _Fold:
             if values.synth_ms is not None:
                 rec.synth_ms = values.synth_ms
             rec.unpinned = values.unpinned
-            rec.first_wave = values.first_wave and rec.partition is not None
+            rec.first_wave = (values.first_wave and not values.pinned
+                              and rec.partition is not None)
         locks.apply(rec)
         return rec, when
 

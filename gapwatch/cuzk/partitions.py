@@ -24,6 +24,12 @@ Per run, the two figures cuzk's design docs compute by hand (they quote 90.1 % v
 plus `occupied_fraction` (union of the mutex-held intervals over the wall time), the closest of
 the three to true GPU busy time, and the idle holes between those intervals.
 Wall time runs from the first GPU_START to the last GPU_END (or occupied interval).
+
+A row is a partition, or a monolithic GPU job (no partition): a batch of 2+ PoRep or SnapDeals
+requests (`[scheduler] max_batch_size` > 1) or a PoSt. The run counts them apart
+(`RunTimeline.units_words`, `rate_unit`: the table's headline and the payoff's unit), with a
+batch's sectors where its log lines say one size, and its rows synthesised unpinned by the one
+rule of their `pinned` cell (`PartitionTiming.synthesised_unpinned`).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ from gapwatch.cuzk.log_lines import (
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
     PROVE_START_MESSAGE,
+    SYNTH_SENT_MESSAGE,
     UNPLACED_FIELD,
     WORKER_STARTED_MESSAGE,
     LockAttributor,
@@ -56,6 +63,7 @@ from gapwatch.cuzk.partition_table import (
     GPU_EDGE,
     LOCK,
     LONG_IDLE_S,
+    PINNED,
     STATUS,
     STATUS_RUN,
     SYNTH_MS,
@@ -68,6 +76,7 @@ from gapwatch.cuzk.partition_table import (
     add_row,
     rows_spool,
 )
+from gapwatch.cuzk.pipeline import BATCH_BYTES_BY_KIND
 
 __all__ = ["PartitionTiming", "RunTimeline", "TimelineBuilder", "derive_timeline",
            "timeline_event"]
@@ -84,8 +93,9 @@ _values = attrgetter(*(f.name for f in fields(PartitionTiming)))
 class RunTimeline:
     #: In table order (`_order`); a long log's on disk (`partition_table.PartitionRows`).
     partitions: Sequence[PartitionTiming] = field(default_factory=list)
-    #: Rows synthesised unpinned, where the rows came from ("log", "status", "log+status"),
-    #: and the prover's runs they belong to.
+    #: Rows synthesised unpinned (`PartitionTiming.synthesised_unpinned`: the table's `pinned`
+    #: cell "no"), where the rows came from ("log", "status", "log+status"), and the prover's
+    #: runs they belong to.
     unpinned: int = 0
     sources: frozenset[str] = frozenset()
     runs: frozenset[int] = frozenset()
@@ -101,6 +111,16 @@ class RunTimeline:
     #: longest (None: no hole).
     long_idle_gaps: int = 0
     longest_idle_gap_s: float | None = None
+    #: What the rows are (`units_words`): batch jobs (a monolithic row of a `BATCH_KINDS` kind:
+    #: 2+ requests proved as one GPU job, engine.rs:2053, 2672-2713) and the other monolithic
+    #: jobs (PoSt, a kind not said); the rest are partitions. The batch kinds among the rows.
+    batch_jobs: int = 0
+    other_jobs: int = 0
+    other_all_post: bool = True
+    batch_kinds: frozenset[str] = frozenset()
+    #: The `sectors` each batch's `synthesis complete, sending to GPU batch_size>1` line said
+    #: (engine.rs:2746-2752), the first `MAX_SIZES` kept: one value is the batch size.
+    batch_sectors: frozenset[int] = frozenset()
     #: Durations in cuzk's timing lines that were negative (a garbled or hostile line), each
     #: read as no duration ("-"): counted so that the table says why its cells are empty.
     negative_durations: int = 0
@@ -110,6 +130,47 @@ class RunTimeline:
         if self.wall_start_s is None or self.wall_end_s is None:
             return None
         return self.wall_end_s - self.wall_start_s
+
+    @property
+    def partition_rows(self) -> int:
+        return len(self.partitions) - self.batch_jobs - self.other_jobs
+
+    @property
+    def sectors_per_batch(self) -> int | None:
+        """The sectors every batch job proved, where the log says one size and every batch is
+        a PoRep one; None otherwise (a SnapDeals batch synthesises only its first request,
+        engine.rs:2706-2713, and says `sectors=0`; timeout flushes make smaller batches)."""
+        if self.batch_kinds != {"porep-c2"} or len(self.batch_sectors) != 1:
+            return None
+        (n,) = self.batch_sectors
+        return n if n > 1 else None
+
+    @property
+    def rate_unit(self) -> str:
+        """What a row of the table is, the unit of its count and of the payoff's rate:
+        "partitions", "batch jobs", or "GPU jobs" where the rows mix them (or hold PoSt)."""
+        if not self.batch_jobs and not self.other_jobs:
+            return "partitions"
+        if self.batch_jobs and not self.other_jobs and not self.partition_rows:
+            return "batch jobs"
+        return "GPU jobs"
+
+    def units_words(self) -> str:
+        """The rows counted by what they are: `52 batch jobs (2 sectors each)`, `40 partitions,
+        3 PoSt jobs`."""
+        out = []
+        if self.partition_rows or not (self.batch_jobs or self.other_jobs):
+            out.append(f"{self.partition_rows} partitions")
+        if self.batch_jobs:
+            size = self.sectors_per_batch
+            each = (f" ({size} sectors each)" if size is not None else
+                    " (SnapDeals: only the first request synthesised)"
+                    if self.batch_kinds == {"snap-update"} else "")
+            out.append(f"{self.batch_jobs} batch jobs{each}")
+        if self.other_jobs:
+            what = "PoSt jobs" if self.other_all_post else "monolithic jobs (PoSt or other)"
+            out.append(f"{self.other_jobs} {what}")
+        return ", ".join(out)
 
     def negative_note(self) -> str | None:
         """What the table says of `negative_durations` (the report's and `parse --timeline`'s
@@ -121,6 +182,13 @@ class RunTimeline:
                 "region's *_ms; a garbled or hostile line): each read as no duration, '-'")
 
 
+#: The proof kinds whose monolithic row is a batch job (`PipelineFacts`' own: PoRep, SnapDeals).
+BATCH_KINDS: Final = frozenset(BATCH_BYTES_BY_KIND)
+#: PoSt kinds as TIMELINE `SYNTH_START kind=` names them.
+_POST_KINDS: Final = frozenset(("winning-post", "window-post"))
+#: Batch sizes kept at most (`RunTimeline.batch_sectors`): a hostile log's endless sizes.
+MAX_SIZES: Final = 16
+
 #: The TIMELINE events `derive_timeline` reads.
 _TIMELINE_NAMES = ("GPU_START", "GPU_END", "SYNTH_START", "SYNTH_END")
 #: The lines that say the daemon's GPUs (`TimelineBuilder._gpus_named`).
@@ -128,7 +196,7 @@ _GPUS_SAID = (INIT_WORKERS_MESSAGE, WORKER_STARTED_MESSAGE)
 #: Tracing lines read whole: a lock's holder, the start lines and the listen address that
 #: tell a run and a daemon (`gapwatch.cuzk.daemons`).
 _TRACING_KEPT = frozenset((PROVE_START_MESSAGE, ANCHOR_MESSAGE, DAEMON_STARTING_MESSAGE,
-                           CONFIGURATION_LOADED_MESSAGE))
+                           CONFIGURATION_LOADED_MESSAGE, SYNTH_SENT_MESSAGE))
 
 
 def timeline_event(e: LogEvent) -> LogEvent | None:
@@ -151,6 +219,8 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
         return replace(e, raw="", fields={}, job_id=job)
     if e.warning == "unpinned":
         return replace(e, raw="", fields={}, job_id=job)
+    if e.fields.get("is_pinned") is True:  # `is_pinned=true`: the table's `pinned` cell
+        return replace(e, raw="", fields={"is_pinned": True}, job_id=job)
     return None
 
 
@@ -271,6 +341,8 @@ class TimelineBuilder:
         #: lock regions redone here apart: they count only where the parser's do not win.
         self._negative = 0
         self._negative_own = 0
+        #: `RunTimeline.batch_sectors`.
+        self._batch_sectors: set[int] = set()
 
     def _new_run(self) -> None:
         """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
@@ -373,6 +445,8 @@ class TimelineBuilder:
             return
         if kind == "tracing" and name in DISPATCH_KINDS:
             _keep(self._job_kind, (self._run, e.job_id), DISPATCH_KINDS[name])
+        if kind == "tracing" and name == SYNTH_SENT_MESSAGE:
+            self._batch_sent(e)
         if kind == "timeline":
             self._run_busy = True
         if kind == "timeline" and name == "SYNTH_START":
@@ -387,6 +461,8 @@ class TimelineBuilder:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif e.warning == "unpinned":
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
+        elif e.fields.get("is_pinned") is True and e.partition is not None:
+            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, PINNED)
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins
@@ -409,6 +485,13 @@ class TimelineBuilder:
                 t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
                 fields=lock.fields)), e.t_wall_s, own=True)
+
+    def _batch_sent(self, e: LogEvent) -> None:
+        """`synthesis complete, sending to GPU`: a batch's (batch_size > 1) `sectors` kept."""
+        size, sectors = int_field(e.fields.get("batch_size")), int_field(e.fields.get("sectors"))
+        if (size is not None and size > 1 and sectors is not None and sectors >= 0
+                and len(self._batch_sectors) < MAX_SIZES):
+            self._batch_sectors.add(sectors)
 
     def add_status(self, st: ProverStatus) -> None:
         """One of the prover's `/status` snapshots (in time order): where the logs are silent,
@@ -436,6 +519,7 @@ class TimelineBuilder:
         run = summary.timeline(PartitionRows(rows, summary.count))
         run.negative_durations = self._negative + (0 if self._parser_locks
                                                    else self._negative_own)
+        run.batch_sectors = frozenset(self._batch_sectors)
         return run
 
 
@@ -451,10 +535,22 @@ class _Summary:
         self.busy = Intervals()
         self.kernel_ms = 0
         self.kernel_known = False
+        self.batch_jobs = 0
+        self.other_jobs = 0
+        self.other_all_post = True
+        self.batch_kinds: set[str] = set()
 
     def add(self, p: PartitionTiming) -> None:
         self.count += 1
-        self.unpinned += p.unpinned
+        self.unpinned += p.synthesised_unpinned is True
+        kind = p.kind
+        if p.monolithic:
+            if kind is not None and kind in BATCH_KINDS:
+                self.batch_jobs += 1
+                self.batch_kinds.add(kind)
+            else:
+                self.other_jobs += 1
+                self.other_all_post = self.other_all_post and kind in _POST_KINDS
         self.sources.add(p.source)
         self.runs.add(p.run)
         if p.gpu_start_s is not None and p.gpu_end_s is not None:
@@ -468,7 +564,10 @@ class _Summary:
 
     def timeline(self, rows: PartitionRows) -> RunTimeline:
         run = RunTimeline(partitions=rows, unpinned=self.unpinned,
-                          sources=frozenset(self.sources), runs=frozenset(self.runs))
+                          sources=frozenset(self.sources), runs=frozenset(self.runs),
+                          batch_jobs=self.batch_jobs, other_jobs=self.other_jobs,
+                          other_all_post=self.other_all_post,
+                          batch_kinds=frozenset(self.batch_kinds))
         try:
             _summarise(run, self)
         finally:

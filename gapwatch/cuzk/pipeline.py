@@ -83,6 +83,7 @@ from gapwatch.cuzk.gpu_workers import HeldOver, WorkerHolds
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     DISPATCHER_MESSAGE,
+    GPU_THREADS_MESSAGE,
     GPU_WORKER_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
@@ -96,6 +97,7 @@ from gapwatch.cuzk.log_lines import (
     PARTITION_SYNTH_FAILED_MESSAGES,
     POOL_ALLOCATED_MESSAGE,
     PROCESSING_BATCH_MESSAGE,
+    RAYON_THREADS_MESSAGE,
     SINGLE_SYNTH_FAILED_MESSAGES,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
@@ -105,12 +107,12 @@ from gapwatch.cuzk.log_lines import (
 )
 from gapwatch.cuzk.pool_churn import (
     HOST_ALLOC_FAILED,
-    NOT_KNOWN,
     POOL_CHECKOUT_FAILED,
     POOL_FREED,
     POOL_INITIALIZED,
     PoolChurn,
     PoolChurnView,
+    unseen_words,
 )
 from gapwatch.cuzk.restarts import NO_WORK_CAUSE
 from gapwatch.cuzk.unnamed_failure import RunStream
@@ -168,7 +170,8 @@ _TRACING_MESSAGES = frozenset((
     SRS_LOADED_MESSAGE, SRS_EVICTED_MESSAGE, DISPATCHER_MESSAGE, PROCESSING_BATCH_MESSAGE,
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
     JOB_ENQUEUED_MESSAGE, *SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES,
-    *SYNC_DONE_MESSAGES, *PARTITION_SYNTH_FAILED_MESSAGES))
+    *SYNC_DONE_MESSAGES, *PARTITION_SYNTH_FAILED_MESSAGES, GPU_THREADS_MESSAGE,
+    RAYON_THREADS_MESSAGE))
 #: A partition's synthesis failed: cuzk writes this ERROR line (with `job_id partition`) in
 #: place of its SYNTH_END (engine.rs:1784, 1810): it is no longer in flight (`SynthFlight`).
 _PARTITION_SYNTH_FAILED = frozenset(PARTITION_SYNTH_FAILED_MESSAGES)
@@ -186,7 +189,8 @@ NO_FACTS = ProverGapFacts()
 #: The lines that set what a run of cuzk is (its settings): read of the first daemon only,
 #: where the logs are of several (`gapwatch.cuzk.daemons`).
 _RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, ANCHOR_MESSAGE,
-                           PACER_ENABLED, DISPATCHER_MESSAGE))
+                           PACER_ENABLED, DISPATCHER_MESSAGE, GPU_THREADS_MESSAGE,
+                           RAYON_THREADS_MESSAGE))
 #: The lines of a daemon's run that are its own whichever daemon it is (`DaemonRun`).
 _DAEMON_RUN_LINES = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, PACER_ENABLED))
 #: The proof kinds cuzk's batch collector holds (PoRep and SnapDeals; PoSt is never batched).
@@ -329,6 +333,10 @@ class PoolState:
     #: run's, every type's), unpinned by design; which wave each was in: the view's
     #: `first_waves`.
     first_syntheses: int = 0
+    #: One a/b/c buffer's size, GiB: the latest `size_gib` of a failed pin (`cudaHostAlloc
+    #: failed`, WARN) or a new buffer (`allocated new buffer`, INFO); None: neither read. Kept
+    #: apart from `last_failure`, which the failed checkout after the pin replaces.
+    buffer_gib: float | None = None
 
 
 def pacing(target: int | None) -> bool:
@@ -396,6 +404,13 @@ class PipelineView(_Limits):
     first_waves: tuple[FirstWave, ...] = ()
     #: The pinned pool churning (`gapwatch.cuzk.pool_churn`): None where no log was read.
     pool_churn: PoolChurnView | None = None
+    #: The daemon's thread pools as its start logged them (`PipelineFacts._threads`):
+    #: `[gpus] gpu_threads` (0: its start was read without the line, which cuzk writes only
+    #: for a value > 0; then an operator-set CUZK_GPU_THREADS env, if any, sizes the pool) and
+    #: `rayon_threads` (`[synthesis] threads` resolved, 0 logged as the CPU count). None: no
+    #: start read.
+    gpu_threads: int | None = None
+    rayon_threads: int | None = None
     #: Failure lines naming no job that more than one monolithic job (or one read apart from
     #: it) could be the failure of, so ended none (`PipelineFacts.mono_failures_unplaced`).
     mono_failures_unplaced: int = 0
@@ -738,6 +753,11 @@ class PipelineFacts(_Limits):
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
+        #: The thread pools the daemon's start logged (`PipelineView.gpu_threads`), and whether
+        #: its gpu_threads line came since the last rayon line (`_threads`).
+        self.gpu_threads: int | None = None
+        self.rayon_threads: int | None = None
+        self._gpu_threads_said = False
         #: `initializing GPU workers num_gpus` (engine.rs:1339): how many GPUs its workers
         #: drive (a worker's hold of no known GPU is the gap's where it is one).
         self.num_gpus: int | None = None
@@ -993,6 +1013,8 @@ class PipelineFacts(_Limits):
             self._pool(msg, f, t)
         elif msg == STARTING_PIPELINE:
             self.synth_workers = self._count(f, "synth_worker_count")
+        elif msg in (GPU_THREADS_MESSAGE, RAYON_THREADS_MESSAGE):
+            self._threads(msg, f)
         elif msg == INIT_WORKERS:
             self.gpu_workers_per_device = self._count(f, "gpu_workers_per_device")
             self.num_gpus = self._count(f, "num_gpus")
@@ -1225,6 +1247,19 @@ class PipelineFacts(_Limits):
         self.budget_waits.append((t, {k: f[k] for k in ("needed_gib", "available_gib",
                                                        "total_gib", "amount_gib") if k in f}))
 
+    def _threads(self, msg: str, f: dict[str, FieldValue]) -> None:
+        """The daemon's thread pools from its start: `gpu_threads=N` where logged; where its
+        rayon line (main.rs:111, every start writes it) comes with no gpu_threads line before
+        it (main.rs:85-91, written only for a value > 0), the setting is 0."""
+        if msg == GPU_THREADS_MESSAGE:
+            self.gpu_threads = self._count(f, "gpu_threads")
+            self._gpu_threads_said = True
+            return
+        self.rayon_threads = self._count(f, "rayon_threads")
+        if not self._gpu_threads_said:
+            self.gpu_threads = 0
+        self._gpu_threads_said = False
+
     def _count(self, f: dict[str, FieldValue], key: str) -> int | None:
         """A count or size of cuzk's lines (a Rust unsigned integer): a negative one is no
         count, dropped (None) and kept in `dropped`."""
@@ -1259,6 +1294,7 @@ class PipelineFacts(_Limits):
             self._pool_freed = 0
         elif msg == POOL_ALLOCATED_MESSAGE:
             pool.total_gib = self._gib(f, "total_gib")
+            pool.buffer_gib = size_field(f.get("size_gib")) or pool.buffer_gib
             total = self._count(f, "total_buffers")
             if total is not None:
                 pool.buffers = max(0, total - self._pool_freed)
@@ -1299,6 +1335,7 @@ class PipelineFacts(_Limits):
                 pool.last_failure = {**pool.last_failure, **{
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
+            pool.buffer_gib = size_field(f.get("size_gib")) or pool.buffer_gib
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
 
@@ -1383,7 +1420,7 @@ class PipelineFacts(_Limits):
             pipeline_off_by_workers=self.pipeline_off_by_workers,
             pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
                            pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
-                           pool.first_syntheses) if self.pool_seen else None,
+                           pool.first_syntheses, pool.buffer_gib) if self.pool_seen else None,
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
@@ -1398,6 +1435,7 @@ class PipelineFacts(_Limits):
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
             first_waves=self.first_waves.waves(),
             pool_churn=self.churn.view() if self.seen else None,
+            gpu_threads=self.gpu_threads, rayon_threads=self.rayon_threads,
             mono_failures_unplaced=self.mono_failures_unplaced,
         )
 
@@ -1417,7 +1455,7 @@ class PipelineFacts(_Limits):
         churn = self.churn
         state = (pool.checkout_failed, pool.alloc_failed, pool.last_failure_s,
                  id(pool.last_failure), pool.total_gib, pool.free, pool.buffers,
-                 churn.spans[-1] if churn.spans else None, churn.info_kept)
+                 churn.spans[-1] if churn.spans else None, churn.info_kept, churn.info_read)
         kept = self._pool_words
         if kept is None or kept[0] != state:
             out = self._pool_words_now(pool)
@@ -1427,12 +1465,13 @@ class PipelineFacts(_Limits):
 
     def _churn_words(self) -> list[str]:
         """The churn that preceded the pool's failures, or that it is not known (no INFO line
-        of the pool read: its lines at WARN are the failures alone), or nothing."""
+        read: its lines at WARN are the failures alone), or that a pool that pinned nothing did
+        not churn (INFO lines read, none of the pool's), or nothing."""
         view = self.churn.view()
         span = view.before_failure()
         if span is not None:
             return [span.failure_words()]
-        return [] if view.info_kept else [NOT_KNOWN]
+        return [] if view.info_kept else [unseen_words(view)]
 
     @staticmethod
     def _pool_words_now(pool: PoolState) -> list[str]:

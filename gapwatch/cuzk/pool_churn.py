@@ -42,7 +42,9 @@ cuzk-daemon main.rs:54-61): at INFO, every pool line (`allocated new buffer`, `c
 `checkin`, `freed buffer (evictor)`, all INFO of target `cuzk_core::pinned_pool`), so churn is
 seen; at WARN, only the failures (the three WARN lines above): churn cannot be seen, and a pool
 that failed is said with its churn "not known", never "none" (`info_kept`: INFO lines of
-`cuzk_core::pinned_pool` were read); DEBUG adds memory.rs's `evictor freed memory, retrying
+`cuzk_core::pinned_pool` were read; `churn_hidden`: no INFO line of any target was), and the
+advice names the churn knob as a guess; at INFO with no line of the pool's, the pool pinned no
+buffer, so none churned (`NOTHING_PINNED`); DEBUG adds memory.rs's `evictor freed memory, retrying
 acquire freed_gib needed_gib` (:219) and `waiting for budget (acquire blocked)` (:230): which
 acquire ran the evictor. The rule needs no DEBUG line.
 """
@@ -95,14 +97,24 @@ CHURN_MIN_CYCLES = 3
 #: Churn spans kept (the latest): for a gap's evidence and the advice, the span before a failure.
 MAX_SPANS = 64
 
-#: What is said of churn where the pool failed and no INFO line of its target was read.
-#: No INFO line of the pool read: the log kept above INFO, or a pool that never pinned a buffer
-#: (every `cudaHostAlloc` failed: no checkout, checkin or free line is written then), so both
-#: are said, neither claimed.
+#: What is said of churn where the pool failed and no INFO line was read at all (the log kept at
+#: WARN, `PoolChurnView.churn_hidden`): churn may have come unseen, neither claimed nor denied.
 NOT_KNOWN = (f"whether the pool churned before its failures is not known: no INFO line of "
-             f"{POOL_TARGET} was read (the log kept above INFO by RUST_LOG or [logging] level, "
-             "or a pool that never pinned a buffer), and its 'freed buffer (evictor)' and "
-             "'allocated new buffer' lines are INFO (pinned_pool.rs:240, 212)")
+             f"{POOL_TARGET} was read, nor of any other target (the log kept above INFO by "
+             "RUST_LOG or [logging] level), and its 'freed buffer (evictor)' and 'allocated new "
+             "buffer' lines are INFO (pinned_pool.rs:240, 212)")
+#: What is said where INFO lines were read and none of the pool's: a pool that pinned nothing in
+#: the lines read has nothing for the evictor to free, so no churn preceded its failures.
+NOTHING_PINNED = (
+    f"no churn before its failures: INFO lines were read and none of {POOL_TARGET}'s, so the "
+    "pool pinned no buffer in them ('allocated new buffer' is INFO, pinned_pool.rs:212) and the "
+    "evictor had none to free (unless RUST_LOG keeps that one target above INFO)")
+
+
+def unseen_words(view: PoolChurnView) -> str:
+    """What is said of churn where the pool failed and none of its INFO lines was read."""
+    return NOT_KNOWN if view.churn_hidden() else NOTHING_PINNED
+
 
 #: The candidate knob for churn, as `gapwatch.cuzk.advice` names it: gapwatch's reading of the
 #: code, never upstream's claim, so always said as a guess. From 0 (no pacer) to 8 is fewer
@@ -125,6 +137,20 @@ QUEUE_DEPTH_GUESS_WHY = (
     "that [pipeline] max_gpu_queue_depth stops the churn before the failures is gapwatch's "
     "reading of engine.rs:1257-1265 and memory.rs:214-225, not upstream's claim: measure it "
     "(the churn warnings and the failures should stop)")
+
+#: Why it is a guess where churn could not be seen (`PoolChurnView.churn_hidden`): the log kept
+#: at WARN shows the failures alone.
+QUEUE_DEPTH_HIDDEN_WHY = (
+    "whether the pool churned is not visible at this log level (no INFO line was read, and its "
+    "'freed buffer (evictor)' and 'allocated new buffer' lines are INFO, pinned_pool.rs:240, "
+    "212); [pipeline] max_gpu_queue_depth is the plausible lever for cudaHostAlloc failures "
+    "through that churn, gapwatch's reading of engine.rs:1257-1265 and memory.rs:214-225, not "
+    "upstream's claim: run cuzk at INFO (RUST_LOG=info) to see the churn, and measure it")
+#: Where the pool pinned nothing in the lines read (`NOTHING_PINNED`): the churn knob is not
+#: advised.
+NO_CHURN_NO_QUEUE_DEPTH = (
+    "[pipeline] max_gpu_queue_depth, the guess for churn, is not advised: the pool pinned no "
+    "buffer in the lines read, so there was no churn for it to stop")
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +205,16 @@ class PoolChurnView:
     cycles: int = 0
     #: The latest churn spans, oldest first.
     spans: tuple[ChurnSpan, ...] = ()
+    #: An INFO line of any target was read: the log is at INFO or below, so where no line of
+    #: the pool's was, the pool pinned nothing in the lines read (rather than the log hiding
+    #: its churn: `churn_hidden`).
+    info_read: bool = False
+
+    def churn_hidden(self) -> bool:
+        """Churn could have come and not be seen: no INFO line of any target was read (the log
+        kept at WARN), so the pool's 'freed buffer (evictor)' and 'allocated new buffer' lines,
+        INFO, were not written."""
+        return not self.info_kept and not self.info_read
 
     def before_failure(self) -> ChurnSpan | None:
         """The latest span a failure followed, or None."""
@@ -194,6 +230,8 @@ class PoolChurn:
     def __init__(self) -> None:
         #: An INFO line of the pool was read: churn could be seen (`PoolChurnView.info_kept`).
         self.info_kept = False
+        #: An INFO line of any target was read (`PoolChurnView.info_read`).
+        self.info_read = False
         self.cycles = 0
         self.spans: deque[ChurnSpan] = deque(maxlen=MAX_SPANS)
         #: `spans[-1]` is this run's and may take more cycles.
@@ -221,6 +259,8 @@ class PoolChurn:
         name, t = ev.name, ev.t_wall_s
         if not self.info_kept:
             self.info_kept = info_from(ev, POOL_TARGET)
+        if not self.info_read:
+            self.info_read = ev.level == "INFO"
         if name[:1] not in _FIRST_CHARS:
             return None  # every tracing line comes here: most are of no rule below
         if name == POOL_FREED:
@@ -272,7 +312,7 @@ class PoolChurn:
             self.spans[-1] = replace(span, first_failure_s=t)
 
     def view(self) -> PoolChurnView:
-        return PoolChurnView(self.info_kept, self.cycles, tuple(self.spans))
+        return PoolChurnView(self.info_kept, self.cycles, tuple(self.spans), self.info_read)
 
 
 def churn_event(span: ChurnSpan) -> ProverEvent:

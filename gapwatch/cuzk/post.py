@@ -236,7 +236,8 @@ class _SrsLoad:
     began_s: float
     elapsed_ms: int | None = None
     #: No load of its circuit was read before it since cuzk started: the SRS was never in
-    #: memory, not evicted (it is loaded on demand, srs_manager.rs; nothing is preloaded).
+    #: memory, not evicted (it is loaded on demand, srs_manager.rs; no config key preloads it,
+    #: and a gRPC PreloadSRS load is read as a load: its `loading SRS from disk` line).
     first_in_run: bool = False
 
     def ended_s(self) -> float:
@@ -1577,9 +1578,12 @@ def _first_load_words(load: _SrsLoad) -> str:
     """A synthesis phase made long by the first load of the PoSt's SRS since cuzk started: it
     was never in memory, so no eviction setting keeps it there."""
     return ("none: its synthesis phase includes the first load of its SRS since cuzk started "
-            f"({load.circuit}{load.took_words()}), loaded on demand (srs_manager.rs; nothing is "
-            "preloaded) inside the synthesis step (engine.rs:2717-2721); it repeats after every "
-            "restart of cuzk, so restart it well before a proving window")
+            f"({load.circuit}{load.took_words()}), loaded on demand (srs_manager.rs; no config "
+            "key preloads it) inside the synthesis step (engine.rs:2717-2721); it repeats after "
+            "every restart of cuzk, so restart it well before a proving window, or load it "
+            f"ahead with cuzk's gRPC PreloadSRS (circuit_id {load.circuit}), which loads it "
+            "through the memory budget (engine.rs:3623-3657; idle, it is evictable as any SRS, "
+            "engine.rs:1279-1287)")
 
 
 def _eviction_words(load: _SrsLoad, evicted: _SrsEviction | None,

@@ -23,7 +23,12 @@ from dataclasses import dataclass, field
 from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
 from gapwatch.core.units import GIB
 from gapwatch.core.values import is_bad_count
-from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, DISPATCHER_MESSAGE
+from gapwatch.cuzk.log_lines import (
+    ANCHOR_MESSAGE,
+    DISPATCHER_MESSAGE,
+    GPU_THREADS_MESSAGE,
+    RAYON_THREADS_MESSAGE,
+)
 
 #: Tracing message -> ((field, setting as cuzk's TOML or the log names it), ...).
 STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -40,9 +45,9 @@ STARTUP_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
         ("max_batch_wait_ms", "[scheduler] max_batch_wait_ms"),
         ("slot_size", "[pipeline] slot_size"),
         ("synthesis_concurrency", "[pipeline] synthesis_concurrency")),
-    "set CUZK_GPU_THREADS for C++ groth16_pool": (("gpu_threads", "[gpus] gpu_threads"),),
+    GPU_THREADS_MESSAGE: (("gpu_threads", "[gpus] gpu_threads"),),
     # `[synthesis] threads` resolved: 0 is logged as the CPU count (main.rs:95-115).
-    "rayon global thread pool configured": (
+    RAYON_THREADS_MESSAGE: (
         ("rayon_threads", "[synthesis] threads (rayon_threads)"),),
     # Logged only when the pacer is on (max_gpu_queue_depth > 0, engine.rs:1455-1457).
     "GPU queue target dispatch pacer enabled": (
@@ -62,8 +67,8 @@ SOURCES: dict[str, str] = {
     "starting pipeline: synthesis task + GPU workers (budget-gated)":
         "extern/cuzk/cuzk-core/src/engine.rs:1839",
     DISPATCHER_MESSAGE: "extern/cuzk/cuzk-core/src/engine.rs:1892",
-    "set CUZK_GPU_THREADS for C++ groth16_pool": "extern/cuzk/cuzk-daemon/src/main.rs:85",
-    "rayon global thread pool configured": "extern/cuzk/cuzk-daemon/src/main.rs:111",
+    GPU_THREADS_MESSAGE: "extern/cuzk/cuzk-daemon/src/main.rs:85",
+    RAYON_THREADS_MESSAGE: "extern/cuzk/cuzk-daemon/src/main.rs:111",
     "GPU queue target dispatch pacer enabled": "extern/cuzk/cuzk-core/src/engine.rs:1456",
     "status HTTP server listening": "extern/cuzk/cuzk-daemon/src/main.rs",
 }

@@ -59,9 +59,15 @@ class Payoff:
     #: some GPU was read (`gapwatch.offline.throughput`: compare's figure too); None without a
     #: table (no log) or with an empty span.
     partitions_per_hour: float | None
+    #: What `partitions_per_hour` counts: the table's rows (`RunTimeline.rate_unit`):
+    #: "partitions", "batch jobs" or "GPU jobs" (they mix); and sectors per hour where the rows
+    #: are PoRep batch jobs of one known size (`RunTimeline.sectors_per_batch`), else None.
+    rate_unit: str = "partitions"
+    sectors_per_hour: float | None = None
 
     def json(self) -> dict[str, Any]:
         return {"method": PAYOFF_METHOD, "partitions_per_hour": self.partitions_per_hour,
+                "rate_unit": self.rate_unit, "sectors_per_hour": self.sectors_per_hour,
                 "overall": self.overall.json(),
                 "per_gpu": [{"gpu": p.gpu, **p.closing.json()} for p in self.per_gpu]}
 
@@ -98,8 +104,13 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
     overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
                        all_by_kind)
     ends = None if partitions is None else ((p.gpu, p.gpu_end_s) for p in partitions.partitions)
-    return Payoff(overall, per_gpu,
-                  partitions_per_hour(ends, totals, no_data or [], stepped_back_s))
+    rate = partitions_per_hour(ends, totals, no_data or [], stepped_back_s)
+    if partitions is None:
+        return Payoff(overall, per_gpu, rate)
+    size = partitions.sectors_per_batch
+    sectors = (rate * size if rate is not None and size is not None
+               and partitions.rate_unit == "batch jobs" else None)
+    return Payoff(overall, per_gpu, rate, partitions.rate_unit, sectors)
 
 
 def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:

@@ -809,6 +809,11 @@ def _partitions_json(run: RunTimeline | None, items: bool = True) -> dict[str, A
         "merged_efficiency": run.merged_efficiency,
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": run.unpinned,
+        "unit": run.rate_unit,
+        "partition_rows": run.partition_rows,
+        "batch_jobs": run.batch_jobs,
+        "other_jobs": run.other_jobs,
+        "sectors_per_batch": run.sectors_per_batch,
         "negative_durations": run.negative_durations,
         "items": [_partition_json(p) for p in run.partitions] if items else [],
     }
@@ -821,7 +826,7 @@ def _partition_json(p: PartitionTiming) -> dict[str, Any]:
         "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
         "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
         "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
-        "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.unpinned,
+        "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.synthesised_unpinned,
         "synth_ms": p.synth_ms, "gpu_ms": p.timeline_gpu_ms, "source": p.source,
         "states_seen": p.states_seen,
     }  # fmt: skip

@@ -229,7 +229,12 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     parts = run.partitions
     origin = _PARTITION_SOURCES.get(run.sources, "from the log and the prover's /status")
     rows = parts if all_rows else parts[:MAX_TABLE_ROWS]
-    lines = [f"Partitions ({origin}): {len(parts)}, {run.unpinned} synthesised unpinned; "
+    unit = run.rate_unit
+    # The rows counted as what they are: a batch job is 2+ sectors' proofs on the GPU at once,
+    # never a partition (its pinned cell and the count of unpinned rows are one rule's).
+    head = (f"Partitions ({origin}): {len(parts)}" if unit == "partitions" else
+            f"GPU jobs ({origin}): {run.units_words()}")
+    lines = [f"{head}, {run.unpinned} synthesised unpinned; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
     negative = run.negative_note()
@@ -257,7 +262,7 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
                      f"{v(p.synth_ms):>8} {v(p.timeline_gpu_ms):>7} {v(p.mutex_held_ms):>8} "
                      f"{v(p.mutex_wait_ms):>8} {v(p.h2d_in_ntt_ms):>13} {p.pinned_words}{note}")
     if len(rows) < len(parts):
-        lines.append(f"  ... {len(parts) - len(rows)} more partitions not shown (first "
+        lines.append(f"  ... {len(parts) - len(rows)} more {unit} not shown (first "
                      f"{len(rows)} of {len(parts)}; --all or --json for all)")
     return lines
 
@@ -265,12 +270,14 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
 def _payoff_lines(payoff: Payoff) -> list[str]:
     lines = ["Payoff (if the gaps were closed)"]
     overall = payoff.overall
-    pph = payoff.partitions_per_hour
+    pph, sph = payoff.partitions_per_hour, payoff.sectors_per_hour
     for kind, v in overall.if_closed_by_kind.items():
         gain = v.throughput_gain
         if v.busy_fraction is None or gain is None or v.idle_s <= 0:
             continue
-        rate = f", {pph:.0f} → {pph * gain:.0f} partitions per hour" if pph else ""
+        rate = f", {pph:.0f} → {pph * gain:.0f} {payoff.rate_unit} per hour" if pph else ""
+        if pph and sph:
+            rate += f" ({sph:.0f} → {sph * gain:.0f} sectors per hour)"
         label = "all gaps" if kind == ALL else f"{kind} gaps"
         lines.append(f"  closing {label}: busy {_pct(overall.busy_fraction).strip()} → "
                      f"{_pct(v.busy_fraction).strip()}, about {gain:.2f}× throughput{rate}")

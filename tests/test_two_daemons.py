@@ -1035,3 +1035,30 @@ def test_a_request_enqueued_before_a_restart_starts_no_batch_hold_in_the_new_run
              "TIMELINE,14000,GPU_QUEUE,porep-1000-71,partition=0"]
     [held] = _held_words({"a.log": lines}, 0, 26.1)
     assert held.startswith("cuzk held it 1.0 s in the batch collector")
+
+
+def test_another_daemons_worker_on_the_gpu_does_not_count_against_this_daemons_workers() -> None:
+    """Two daemons on GPU 0: the PoRep daemon's worker 0 holds partition 0 (picked up 16:00:06),
+    its worker 1 is free, and its partition 2 waits in its queue from 16:00:05.2 to 16:00:12;
+    the other daemon's worker 0 holds a SnapDeals partition. Only the PoRep daemon's workers
+    can take its partition: it waited with one of its two workers free. Both daemons' holds
+    were counted against the PoRep daemon's two workers: `inside_workers`, with "worker 0"
+    named twice."""
+    job = "porep-1000-7"
+    porep = [*_start("00", "127.0.0.1:9820", 0),
+             *(f"TIMELINE,{5000 + p * 100},GPU_QUEUE,{job},partition={p}" for p in range(3)),
+             f"TIMELINE,6000,GPU_PICKUP,{job},worker=0,partition=0",
+             f"TIMELINE,12000,GPU_PICKUP,{job},worker=0,partition=2"]
+    snap = [*_start("01", "127.0.0.1:9830", 0),
+            "TIMELINE,4000,GPU_QUEUE,snap-1,partition=0",
+            "TIMELINE,4100,GPU_PICKUP,snap-1,worker=0,partition=0"]
+    t0 = datetime(2026, 5, 12, 16, tzinfo=UTC).timestamp()
+    for files in ({"porep.log": porep}, {"porep.log": porep, "snap.log": snap}):
+        facts = PipelineFacts()
+        for ev in _events(files):
+            facts.feed(ev)
+        view = facts.log_view(0, t0 + 9, t0 + 11, "host_stall")
+        assert view.cause == "dispatch_stall", list(files)
+        said = " ".join(view.evidence)
+        assert "a GPU worker of GPU 0 was free for 2.0 s of the 2.0 s gap" in said
+        assert said.count("worker 0:") == 1 and "snap-1" not in said

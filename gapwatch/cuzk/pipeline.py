@@ -733,6 +733,10 @@ class LogView:
     #: The gap spans a restart (its cause the restart's, or its new run's wait for work):
     #: then it stands over any snapshot's (`gapwatch.cuzk.causes.with_log_cause`).
     spans_restart: bool = False
+    #: Its `dispatch_stall` rests on a worker the log shows free (`HeldOver.free_shown`): then
+    #: it stands over the snapshots' `inside_workers` (`with_log_cause`), not where no worker
+    #: count or pickup was read.
+    worker_free: bool = False
     #: The facts of `evidence` the advice reads, typed, decided here with their words
     #: (`ProverGapFacts`; `pool_churn_line` indexes `evidence`).
     facts: ProverGapFacts = NO_FACTS
@@ -793,9 +797,9 @@ class PipelineFacts(_Limits):
         #: over the budget's words say a restart since it may have gone unseen.
         self._info_read = False
         self._uptime_read = False
-        #: (job, partition, queued at, picked up at, gpu or None): each daemon's partitions
-        #: queued are its `DaemonRun.queued`.
-        self.queue_waits: deque[tuple[str, int, float, float, int | None]] = deque(
+        #: (job, partition, queued at, picked up at, gpu or None, its daemon): each daemon's
+        #: partitions queued are its `DaemonRun.queued`.
+        self.queue_waits: deque[tuple[str, int, float, float, int | None, int]] = deque(
             maxlen=HISTORY)
         #: Each daemon's partition syntheses in flight and ended (`SynthFlight`; index: the
         #: daemon, `RestartsByDaemon.daemon_of`), and each request's `job enqueued` (when, its
@@ -965,7 +969,8 @@ class PipelineFacts(_Limits):
             elif name == "GPU_PICKUP":
                 since = self._run_of(ev.stream).queued.pop(key, None)
                 if since is not None:
-                    self.queue_waits.append((job, part, since, t, ev.gpu))
+                    self.queue_waits.append((job, part, since, t, ev.gpu,
+                                             self.restarts.daemon_of(ev.stream)))
             return
         # No partition: a monolithic job (engine.rs 2665, 2745, 2848, 3023, 3196).
         fields = ev.fields
@@ -1547,7 +1552,7 @@ class PipelineFacts(_Limits):
         n = sum(1 for run in self._runs_of_gpu(gpu) for q in run.queued.values() if q <= t_s)
         mine = set(self.restarts.of_gpu(gpu))
         of: dict[int, bool] = {}  # a picking GPU -> whether one of its daemons is `gpu`'s
-        for _, _, q, p, g in self.queue_waits:
+        for _, _, q, p, g, _ in self.queue_waits:
             if q <= t_s < p:
                 if g is None:
                     n += 1
@@ -1649,7 +1654,7 @@ class PipelineFacts(_Limits):
         return LogView(None, [])
 
     def _queue_wait_view(self, gpu: int, start_s: float, end_s: float,
-                         wait: tuple[str, int, float, float, int | None]) -> LogView:
+                         wait: tuple[str, int, float, float, int | None, int]) -> LogView:
         """A host_stall gap of `gpu` a partition waited in the GPU queue through (its GPU_QUEUE
         before the gap, its GPU_PICKUP at or after its end): a dispatch stall only where a
         worker of `gpu` was free to take it for most of the gap (`gapwatch.cuzk.gpu_workers`:
@@ -1658,7 +1663,7 @@ class PipelineFacts(_Limits):
         worker and the GPU's idle was inside the workers (`inside_workers`: CPU prep and
         barrier_wait under the per-GPU lock, the lock itself, the JobTracker after pickup), as
         /status says of every worker proving; the majority decides, as the snapshots' does."""
-        job, part, q, p, _ = wait
+        job, part, q, p, _, daemon = wait
         queued = (f"partition {part} of {fmt.visible(job)} was queued for the GPU (GPU_QUEUE) "
                   f"at {_hms(q)}, before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
                   f"{p - q:.1f} s in the queue while the GPU idled")
@@ -1666,12 +1671,13 @@ class PipelineFacts(_Limits):
         from_s, until_s = max(start_s, q), min(end_s, p)
         if until_s <= from_s:  # the edges' slack: the wait met the gap only at its edges
             from_s, until_s = start_s, end_s
-        held = self._held_over(gpu, from_s, until_s)
+        held = self._held_over(gpu, daemon, from_s, until_s)
         if held is None or (held.free_s * 2 >= until_s - from_s):
             evidence = [queued]
             if held is not None:
                 evidence.append(_free_words(held, from_s, until_s, gpu))
-            return LogView("dispatch_stall", evidence, detail)
+            return LogView("dispatch_stall", evidence, detail,
+                           worker_free=held is not None and held.free_shown)
         return LogView("inside_workers", [
             f"{_held_words(held, gpu)} for {until_s - from_s - held.free_s:.1f} s of the "
             f"{until_s - from_s:.1f} s gap ({', '.join(h.words(until_s) for h in held.holds)}; "
@@ -1684,13 +1690,15 @@ class PipelineFacts(_Limits):
             "the per-GPU lock, the lock itself, the JobTracker after pickup)"],
             f"{_held_words(held, gpu)}; {detail}")
 
-    def _held_over(self, gpu: int, from_s: float, until_s: float) -> HeldOver | None:
-        """What `gpu`'s workers held over [from_s, until_s] (`WorkerHolds.over`), or None
-        where how many workers it has is not known (no `initializing GPU workers` line and no
-        worker of it seen picking up)."""
-        daemons = self.restarts.of_gpu(gpu)
+    def _held_over(self, gpu: int, daemon: int, from_s: float,
+                   until_s: float) -> HeldOver | None:
+        """What `gpu`'s workers of `daemon` (the queued partition's: only its own workers
+        can take it; another daemon on the GPU has its own queue and worker count) held over
+        [from_s, until_s] (`WorkerHolds.over`), or None where how many workers it has is not
+        known (no `initializing GPU workers` line of it and no worker of it seen picking up)."""
+        daemons = [daemon]
         one_gpu = self.num_gpus is None or self.num_gpus <= 1
-        per_device = self.gpu_workers_per_device if 0 in daemons else None
+        per_device = self.gpu_workers_per_device if daemon == 0 else None
         if per_device:
             workers = (per_device, f"gpu_workers_per_device={per_device} in '{INIT_WORKERS}'")
         else:

@@ -54,7 +54,18 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
-from gapwatch.cuzk.knobs import LOWER, RAISE, UNSET, Pull, Setting, Step, lowers, raises, set_to
+from gapwatch.cuzk.knobs import (
+    CHANGE,
+    LOWER,
+    RAISE,
+    UNSET,
+    Pull,
+    Setting,
+    Step,
+    lowers,
+    raises,
+    set_to,
+)
 from gapwatch.cuzk.pin_need import pin_need
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
@@ -84,6 +95,7 @@ TOTAL_BUDGET = "[memory] total_budget"
 MAX_PARALLEL_SYNTHESIS = "[pipeline] max_parallel_synthesis"
 GPU_WORKERS_PER_DEVICE = "[gpus] gpu_workers_per_device"
 #: The budget raised, as every stall that wants more of it says it.
+#: Which way is the operator's: the default total_budget is "auto" (its step `CHANGE`).
 RAISE_BUDGET = "raise it (or, with \"auto\", lower safety_margin) if the host has the RAM"
 
 #: What each stall is, in words (the headline of its advice or no-setting note).
@@ -461,7 +473,10 @@ ENV_HONOURED = ("unless CUZK_GPU_THREADS is set in cuzk's environment, which cuz
 def _threads_setting(pipeline: PipelineView) -> Setting:
     """`[synthesis] threads`, saying the value the log's start gave, or "if unset"."""
     n = pipeline.rayon_threads
+    step = RAISE
     if n is None:
+        # 0 (the default) is every CPU: "raise" from it gives fewer. Which way is unknown.
+        step = CHANGE
         change = ("leave it at 0 (all CPUs) if unset, or raise it if set lower: no "
                   f"{RAYON_LINE} line was read to say which")
     else:
@@ -469,7 +484,7 @@ def _threads_setting(pipeline: PipelineView) -> Setting:
                   f"count): raise it above {n} if the host has more CPUs, else leave it")
     return Setting("[synthesis] threads", change,
                    "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
-                   "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs:95-115", RAISE,
+                   "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs:95-115", step,
                    raises("[synthesis] threads"))
 
 
@@ -539,7 +554,7 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
                            f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
                            "(memory.rs)",
                            "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
-                           RAISE, raises(TOTAL_BUDGET))
+                           CHANGE, raises(TOTAL_BUDGET))
     raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
                         f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
                         f"{why_more}: below the budget's limit, max_parallel_synthesis is the "
@@ -827,7 +842,7 @@ def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
                      "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 "
                      "GiB) before a synthesis worker takes it (engine.rs, memory.rs): with less "
                      "free, synthesis waits however many workers are free",
-                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs", RAISE,
+                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs", CHANGE,
                      raises(TOTAL_BUDGET))], False, "",
             # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
             # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
@@ -847,7 +862,7 @@ def _for_over_budget(over: OverBudget) -> _Found:
                         "for a request over the total (memory.rs:187-236), so it waits until "
                         f"cuzk restarts: {over.blocks()}",
                         "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, "
-                        "1623-1628, 1927-1971, cuzk.example.toml", RAISE,
+                        "1623-1628, 1927-1971, cuzk.example.toml", CHANGE,
                         raises(TOTAL_BUDGET))]
     if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_FULL_BYTES // GIB:
         settings.append(batch_setting(["porep-c2"]))  # a 136 GiB request is a PoRep batch's

@@ -193,8 +193,9 @@ class CuzkGap:
             if pool.churn_line is not None:
                 facts = replace(facts, pool_churn_line=len(evidence) + pool.churn_line)
             evidence = evidence + pool.lines
-        waves = unpinned_by_design(self.facts.first_waves.waves(), start_s,
-                                   end_s if end_s is not None else reach_s, log.spans_restart)
+        waves = unpinned_by_design(
+            self.facts.first_waves.waves_of(self.facts.restarts.of_gpu(self.gpu)), start_s,
+            end_s if end_s is not None else reach_s, log.spans_restart, max(reach_s, start_s))
         return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, said_by),
                           self.facts.error_words(start_s, reach_s), facts, waves)
 

@@ -88,7 +88,7 @@ from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
 from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
-from gapwatch.sources.recording import Reading
+from gapwatch.sources.recording import Reading, StillWritten
 from gapwatch.sources.time_window import TimeWindow
 
 REPORT_SCHEMA_VERSION = 1
@@ -429,7 +429,9 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     found.counters = counters
     _count_logs(found, logs)
-    found.problems = list(rec.problems)
+    # Said once: the report's warning carries the reader's line and why (`_still_written`).
+    still = found.still_written = rec.still_written
+    found.problems = [p for p in rec.problems if still is None or p != still.said]
     return found
 
 
@@ -538,20 +540,24 @@ def said_of_input(path: str | Path, found: Detected) -> InputSaid:
     `--log` file's lines the recording held too are each counted once, the report the same
     as without them (it was under WARNING, a data problem it is not)."""
     warnings = [*found.log_notes, *log_warnings(found.counters),
-                *_still_written(path, found.counters),
+                *_still_written(path, found.counters, found.still_written),
                 *data_warnings(found.detector_counters, found.totals,
                                [g.index for g in found.header.gpus], found.last_host_wall_s)]
     return InputSaid(warnings, list(found.log_recorded_notes))
 
 
-def _still_written(path: str | Path, counters: dict[str, int]) -> list[str]:
+def _still_written(path: str | Path, counters: dict[str, int],
+                   still: StillWritten | None) -> list[str]:
     """A recording another process is writing (its writer's lock held: the reader counts it
-    `still_written`, its words with the line it read to are in the report's problems)."""
+    `still_written`), said once: with the line the reader read to and why more may come
+    (`StillWritten`, whose own problem line the report leaves out of its problems; before,
+    the text and --json said it twice)."""
     if not counters.get("still_written"):
         return []
+    stood = (f"up to line {still.line_no}, where it stood when read ({still.why})"
+             if still is not None else "up to where it stood when read")
     return [f"{path} is still being written by another process: this report reads it only "
-            "up to where it stood when read (its last part is not in it; report it again for "
-            "more)"]
+            f"{stood}; its last part is not in it: report it again for more"]
 
 
 def log_warnings(counters: dict[str, int]) -> list[str]:

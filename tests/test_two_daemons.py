@@ -1074,9 +1074,9 @@ def _unpinned_said(files: dict[str, list[str]], at_s: float) -> list[str]:
     for ev in _events(files):
         facts.feed(ev)
     view = CuzkGap(0, at_s + 1, facts).view(at_s + 2, at_s + 1, "pcie_starved", at_s + 2)
-    ev = [EventEvidence(at_s, "partition synthesis complete", None, 4, "unpinned", "",
-                        "porep-1000-9")]
-    return memory_phrases("pcie_starved", ev, None, at_s - 1, view.unpinned_by_design)
+    unpinned = [EventEvidence(at_s, "partition synthesis complete", None, 4, "unpinned", "",
+                              "porep-1000-9")]
+    return memory_phrases("pcie_starved", unpinned, None, at_s - 1, view.unpinned_by_design)
 
 
 def test_another_daemons_or_circuits_open_first_wave_does_not_explain_away_an_unpinned_partition(

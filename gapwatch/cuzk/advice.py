@@ -81,7 +81,7 @@ from gapwatch.cuzk.pool_churn import (
     NO_CHURN_NO_QUEUE_DEPTH,
     QUEUE_DEPTH_GUESS,
     QUEUE_DEPTH_GUESS_WHY,
-    QUEUE_DEPTH_HIDDEN_WHY,
+    hidden_why,
     unseen_words,
 )
 from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice_lines
@@ -907,11 +907,40 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
     # How much, from the log's own figures where it gives them (`gapwatch.cuzk.pin_need`).
     need = pin_need(pipeline)
-    # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
-    # explicit budget, raising it changes nothing, so the change says which to turn.
-    # Either reading lowers the budget: its pull is the budget's, down (`Pull`).
-    margin = Setting(
-        "[memory] safety_margin", need.margin_change(),
+    margin_change = need.margin_change()
+    settings: list[Setting] = []
+    if margin_change is None:
+        # The budget is at cuzk's floor already: a larger margin leaves it unable to prove.
+        facts.append(need.margin_not_raised())
+    else:
+        settings.append(_margin(margin_change))
+    cap_change = need.cap_change()
+    if cap_change is None:
+        # Not one buffer pinned, or cuzk at its least workers: a cap changes nothing.
+        facts.append(need.not_capped())
+    else:
+        settings.append(Setting(
+            MAX_PARALLEL_SYNTHESIS, cap_change,
+            "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+            "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+            "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
+            lowers(MAX_PARALLEL_SYNTHESIS)))
+    if not settings and not churn:
+        return ("no setting helps the pinned pool by the log's figures: "
+                + "; ".join(facts))
+    return ([*settings, *churn], True,
+            "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
+            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
+            + churn_why, facts)
+
+
+def _margin(change: str) -> Setting:
+    """`[memory] safety_margin` with `change` (`PinNeed.margin_change`). It is read only with
+    total_budget = "auto" (config.rs:100-104): with an explicit budget, raising it changes
+    nothing, so the change says which to turn. Either reading lowers the budget: its pull is
+    the budget's, down (`Pull`)."""
+    return Setting(
+        "[memory] safety_margin", change,
         "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
         "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
         "idle ones stay pinned outside any accounting (pinned bytes are never in "
@@ -921,22 +950,6 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
         "a/b/c, copied at 1-4 GB/s)",
         "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
         "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET))
-    cap_change = need.cap_change()
-    settings = [margin]
-    if cap_change is None:
-        # Not one buffer pinned: fewer partitions needing fewer buffers does not follow.
-        facts.append(need.not_capped())
-    else:
-        settings.append(Setting(
-            MAX_PARALLEL_SYNTHESIS, cap_change,
-            "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
-            "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-            "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
-            lowers(MAX_PARALLEL_SYNTHESIS)))
-    return ([*settings, *churn], True,
-            "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
-            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
-            + churn_why, facts)
 
 
 def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
@@ -964,7 +977,7 @@ def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
         if not churn.churn_hidden():
             facts.append(NO_CHURN_NO_QUEUE_DEPTH)
             return [], ""
-        why = "; " + QUEUE_DEPTH_HIDDEN_WHY
+        why = "; " + hidden_why(churn)
     else:
         if not cited:
             facts.append(span.failure_words())

@@ -333,10 +333,38 @@ class PoolState:
     #: run's, every type's), unpinned by design; which wave each was in: the view's
     #: `first_waves`.
     first_syntheses: int = 0
-    #: One a/b/c buffer's size, GiB: the latest `size_gib` of a failed pin (`cudaHostAlloc
-    #: failed`, WARN) or a new buffer (`allocated new buffer`, INFO); None: neither read. Kept
-    #: apart from `last_failure`, which the failed checkout after the pin replaces.
+    #: The buffer that failed to pin, GiB: the latest failure line's own size (`size_gib` of
+    #: `cudaHostAlloc failed`, WARN, or the failed checkout's `num_constraints` x 32 B, the
+    #: a/b/c buffer it asked for, pipeline.rs:282-346); never a buffer that pinned (`allocated
+    #: new buffer` may be another circuit type's). None: no failure gave one. Kept apart from
+    #: `last_failure`, which the failed checkout after the pin replaces.
     buffer_gib: float | None = None
+    #: The field `buffer_gib` came from ("size_gib" or "num_constraints") and its figure.
+    buffer_field: str = ""
+    buffer_figure: float | None = None
+
+
+#: Bytes of one a/b/c element: a buffer is the circuit's `num_constraints` x this
+#: (pipeline.rs:282-346; PoRep 32G's 130 278 869 constraints: 3.882613 GiB).
+SCALAR_BYTES = 32
+#: A failed checkout's `pool_total_gib` this close to the INFO lines' `total_gib` is the same
+#: size, rounded differently.
+HELD_ROUNDING_GIB = 0.01
+
+
+def _checkout_failed_sizes(pool: PoolState, f: dict[str, FieldValue]) -> None:
+    """A failed checkout's figures beside its counts: the buffer it asked for (its
+    `num_constraints`), and what the pool held (`pool_total_gib`), the latest word on the pool's
+    size: a figure above what the INFO lines left (none read, or cut by RUST_LOG) proves buffers
+    pinned that those lines did not count, so their count is no longer known."""
+    n = count_field(f.get("num_constraints"))
+    if n:
+        pool.buffer_gib, pool.buffer_field = n * SCALAR_BYTES / GIB, "num_constraints"
+        pool.buffer_figure = float(n)
+    held = size_field(f.get("pool_total_gib"))
+    if held is not None and held >= 0 and (
+            pool.total_gib is None or abs(held - pool.total_gib) > HELD_ROUNDING_GIB):
+        pool.total_gib, pool.buffers = held, None
 
 
 def pacing(target: int | None) -> bool:
@@ -1299,7 +1327,6 @@ class PipelineFacts(_Limits):
             self._pool_freed = 0
         elif msg == POOL_ALLOCATED_MESSAGE:
             pool.total_gib = self._gib(f, "total_gib")
-            pool.buffer_gib = size_field(f.get("size_gib")) or pool.buffer_gib
             total = self._count(f, "total_buffers")
             if total is not None:
                 pool.buffers = max(0, total - self._pool_freed)
@@ -1332,6 +1359,7 @@ class PipelineFacts(_Limits):
             free = self._count(f, "pool_free")
             if free is not None:
                 pool.free = free
+            _checkout_failed_sizes(pool, f)
         elif HOST_ALLOC_FAILED in msg:
             # pinned_pool.rs writes two lines per failure (`cudaHostAlloc failed` with the
             # CUDA error, then `pinned pool: cudaHostAlloc failed`): one failure.
@@ -1340,7 +1368,9 @@ class PipelineFacts(_Limits):
                 pool.last_failure = {**pool.last_failure, **{
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
-            pool.buffer_gib = size_field(f.get("size_gib")) or pool.buffer_gib
+            size = size_field(f.get("size_gib"))
+            if size:
+                pool.buffer_gib, pool.buffer_field, pool.buffer_figure = size, "size_gib", size
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
 
@@ -1425,7 +1455,8 @@ class PipelineFacts(_Limits):
             pipeline_off_by_workers=self.pipeline_off_by_workers,
             pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
                            pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
-                           pool.first_syntheses, pool.buffer_gib) if self.pool_seen else None,
+                           pool.first_syntheses, pool.buffer_gib, pool.buffer_field,
+                           pool.buffer_figure) if self.pool_seen else None,
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
@@ -1460,7 +1491,8 @@ class PipelineFacts(_Limits):
         churn = self.churn
         state = (pool.checkout_failed, pool.alloc_failed, pool.last_failure_s,
                  id(pool.last_failure), pool.total_gib, pool.free, pool.buffers,
-                 churn.spans[-1] if churn.spans else None, churn.info_kept, churn.info_read)
+                 churn.spans[-1] if churn.spans else None, churn.info_kept, churn.info_read,
+                 churn.failure_held_gib)
         kept = self._pool_words
         if kept is None or kept[0] != state:
             out = self._pool_words_now(pool)

@@ -29,16 +29,17 @@ def line(second: float, level: str, target: str, message: str) -> str:
     return f"{T0}{second:09.6f}Z {level:>5} {target}: {message}"
 
 
-def start(budget_gib: int = 512, workers: int = 20) -> list[str]:
+def start(budget_gib: int = 512, workers: int = 20, t: float = 36.0) -> list[str]:
     """The daemon's start as upstream writes it (by default the sim:pageable run's figures)."""
     return [
-        line(36.0, "INFO", "cuzk_daemon", "cuzk-daemon starting"),
-        line(36.01, "INFO", "cuzk_daemon", "rayon global thread pool configured rayon_threads=96"),
-        line(36.02, "INFO", "cuzk_core::engine",
+        line(t, "INFO", "cuzk_daemon", "cuzk-daemon starting"),
+        line(t + 0.01, "INFO", "cuzk_daemon",
+             "rayon global thread pool configured rayon_threads=96"),
+        line(t + 0.02, "INFO", "cuzk_core::engine",
              f"memory budget initialized total_budget_gib={budget_gib}"),
-        line(36.03, "INFO", "cuzk_core::engine", "CUDA pinned memory pool initialized"),
-        line(36.04, "INFO", "cuzk_core::engine", "starting cuzk engine pipeline_enabled=true"),
-        line(36.05, "INFO", "cuzk_core::engine",
+        line(t + 0.03, "INFO", "cuzk_core::engine", "CUDA pinned memory pool initialized"),
+        line(t + 0.04, "INFO", "cuzk_core::engine", "starting cuzk engine pipeline_enabled=true"),
+        line(t + 0.05, "INFO", "cuzk_core::engine",
              "starting pipeline: synthesis task + GPU workers (budget-gated) configured_lookahead"
              f"=1 max_partitions_in_budget={budget_gib // 14} effective_lookahead=32 "
              f"synth_worker_count={workers} num_gpus=2"),
@@ -262,6 +263,50 @@ def test_a_failure_saying_the_pool_held_buffers_is_never_read_as_a_pool_that_pin
     # Churn could have come unseen: the churn knob is named, as a guess saying why.
     knob = by_setting(advice)["[pipeline] max_gpu_queue_depth"]
     assert knob.guess and "not visible in the lines read" in knob.guess_why
+
+
+# --- the figures of the failure's own run and daemon ---
+
+def test_a_failure_before_a_restart_is_advised_by_its_own_runs_figures() -> None:
+    """Run 1 (20 workers) failed holding 4 partitions; cuzk restarted with 4 workers. The cap is
+    run 1's arithmetic (to about 4), not "below 4" of the new run's count, and the evidence says
+    the run since has other figures."""
+    advice = pool_advice([*START, *failure(38.57, "46.59"), *start(512, 4, t=40.0)])
+    cap = by_setting(advice)["[pipeline] max_parallel_synthesis"].change
+    assert cap.startswith("lower it to about 4. A guess")
+    assert any(e.startswith("the pinned pool's figures are the failing run's (synth_worker_count"
+                            "=20, total_budget_gib=512, as its start gave them before the "
+                            "failure); cuzk started again since with synth_worker_count=4, "
+                            "total_budget_gib=512") for e in advice[0].evidence)
+
+
+def _two_daemons() -> list[LogEvent]:
+    """A PoRep daemon (20 workers, 512 GiB) in a.log, fine; a second (2 workers, 28 GiB) in
+    b.log whose pin failed, in time order as a fleet's tail reads them."""
+    def own(t: float, budget: int, workers: int, listen: str) -> list[str]:
+        lines = start(budget, workers, t)
+        return [lines[0], line(t + 0.005, "INFO", "cuzk_daemon",
+                               f"configuration loaded listen={listen}"), *lines[1:]]
+    parser = LogParser(offline=True)
+    events: list[LogEvent] = []
+    for stream, lines in (("a.log", own(36.0, 512, 20, "127.0.0.1:9820")),
+                          ("b.log", [*own(37.0, 28, 2, "127.0.0.1:9821"), *failure(38.57)])):
+        for i, text in enumerate(lines):
+            events += parser.parse_line(text, stream, i, 0.0)
+    return sorted(events + parser.flush(), key=lambda e: e.t_wall_s)
+
+
+def test_another_daemons_failure_takes_no_figure_of_the_first_daemons_start() -> None:
+    facts = PipelineFacts()
+    for e in _two_daemons():
+        facts.feed(e)
+    start_s = max(e.t_wall_s for e in _two_daemons()) + 1.0
+    gap = starved_gap(facts, [line(start_s - 1.0, "INFO", "x", "y")])
+    margin = by_setting(advise([gap], facts.view()).advice)["[memory] safety_margin"].change
+    # Not the first daemon's 512 GiB budget (37 steps): its budget is not known here.
+    assert "step(s) fit" not in margin and "total_budget_gib=512" not in margin
+    assert ("the budget now is not known: the failure is another daemon's (its lines in b.log)"
+            in margin)
 
 
 # --- the churn knob: a guess where the log hides churn, none where the pool pinned nothing ---

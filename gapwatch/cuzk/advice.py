@@ -907,6 +907,9 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
     # How much, from the log's own figures where it gives them (`gapwatch.cuzk.pin_need`).
     need = pin_need(pipeline)
+    since = need.since_words()
+    if since is not None:
+        facts.append(since)
     margin_change = need.margin_change()
     settings: list[Setting] = []
     if margin_change is None:

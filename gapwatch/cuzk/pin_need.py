@@ -107,6 +107,28 @@ class PinNeed:
     workers: int | None
     #: cuzk's memory budget, GiB (`total_budget_gib`).
     budget_gib: float | None
+    #: Why the log's workers and budget are not the failure's own (another daemon's lines:
+    #: `PoolState.failure_apart`); None: they are.
+    apart: str | None = None
+    #: The figures of cuzk's run since, where a start after the failure gave others (a
+    #: restart): `(synth_worker_count, total_budget_gib)`; None: none did.
+    since: tuple[int | None, float | None] | None = None
+
+    def since_words(self) -> str | None:
+        """That the figures are the failing run's, and what the run since says, or None."""
+        if self.since is None:
+            return None
+        workers, budget = self.since
+
+        def said(field: str, figure: float | None) -> str:
+            return f"{field}={'?' if figure is None else _num(figure)}"
+
+        return ("the pinned pool's figures are the failing run's ("
+                f"{said('synth_worker_count', self.workers)}, "
+                f"{said('total_budget_gib', self.budget_gib)}, as its start gave them before the "
+                f"failure); cuzk started again since with {said('synth_worker_count', workers)}"
+                f", {said('total_budget_gib', budget)}: measure that run (`gapwatch compare`) "
+                "before changing more")
 
     @property
     def partition_gib(self) -> float | None:
@@ -161,9 +183,12 @@ class PinNeed:
                  "127-129, memory.rs), and how much the host lets cuzk pin is in no line")
         left = self.steps_left()
         if left is None:
+            unknown = (f"not known: {self.apart}; count the steps from that daemon's "
+                       f"total_budget_gib ({BUDGET_LINE})" if self.apart is not None else
+                       f"not in the log read (total_budget_gib, {BUDGET_LINE}): count the "
+                       "steps from it")
             return (f"{steps}. Never take the budget to {FLOOR_WORDS} or below; the budget now "
-                    f"is not in the log read (total_budget_gib, {BUDGET_LINE}): count the "
-                    "steps from it")
+                    f"is {unknown}")
         if left <= 0:
             return None
         return (f"{steps}. The budget is {self._budget()}; it must stay above {FLOOR_WORDS}: "
@@ -245,6 +270,14 @@ def pin_need(pipeline: PipelineView) -> PinNeed:
                          f"{CONSTRAINTS_LINE}")
         else:
             size_from = _from("size_gib", size, SIZE_LINE)
-    budget = pipeline.budget_total_bytes
-    return PinNeed(size, size_from, held, held_line, pipeline.synth_workers,
-                   None if budget is None else budget / GIB)
+    now = (pipeline.synth_workers, pipeline.budget_total_bytes)
+    workers, budget = now
+    apart = since = None
+    if pool is not None and pool.last_failure_s is not None:
+        # The failure's own run's figures, not a later restart's nor another daemon's.
+        workers, budget, apart = (pool.failure_workers, pool.failure_budget_bytes,
+                                  pool.failure_apart)
+        if apart is None and (workers, budget) != now:
+            since = (now[0], None if now[1] is None else now[1] / GIB)
+    return PinNeed(size, size_from, held, held_line, workers,
+                   None if budget is None else budget / GIB, apart, since)

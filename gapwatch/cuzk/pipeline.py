@@ -342,6 +342,14 @@ class PoolState:
     #: The field `buffer_gib` came from ("size_gib" or "num_constraints") and its figure.
     buffer_field: str = ""
     buffer_figure: float | None = None
+    #: The latest failure's own run's figures, as its daemon's start gave them before it: a
+    #: restart after it (fewer workers, another budget) leaves them as they were. None: not
+    #: read, or the failure is another daemon's (`failure_apart` says so).
+    failure_workers: int | None = None
+    failure_budget_bytes: int | None = None
+    #: Why the figures of the view (the first daemon's settings) are not the failure's: it is
+    #: another daemon's lines; None: they are its own.
+    failure_apart: str | None = None
 
 
 #: Bytes of one a/b/c element: a buffer is the circuit's `num_constraints` x this
@@ -1043,6 +1051,8 @@ class PipelineFacts(_Limits):
             # its start, or restart, leaves the first's work in flight as it is.
             return
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
+            if msg.startswith(POOL_CHECKOUT_FAILED) or HOST_ALLOC_FAILED in msg:
+                self._failure_run(ev.stream)
             self._pool(msg, f, t)
         elif msg == STARTING_PIPELINE:
             self.synth_workers = self._count(f, "synth_worker_count")
@@ -1347,6 +1357,22 @@ class PipelineFacts(_Limits):
         else:
             self._pool_failure(msg, f, t)
 
+    def _failure_run(self, stream: str) -> None:
+        """A failure line's own run's figures, kept with it (`PoolState.failure_workers`): the
+        settings read as of now, the latest start before it, where it is the first daemon's
+        (the only one whose settings are read); where another daemon's, none, and why."""
+        pool = self.pool
+        if self.restarts.of_another(stream):
+            pool.failure_workers = pool.failure_budget_bytes = None
+            pool.failure_apart = (
+                f"the failure is another daemon's (its lines in {stream or 'a stream'}), and "
+                "only the first daemon's start is read for synth_worker_count and the budget "
+                "(docs/post.md, 'Two daemons')")
+            return
+        pool.failure_workers, pool.failure_budget_bytes = (self.synth_workers,
+                                                           self.budget_total_bytes)
+        pool.failure_apart = None
+
     def _pool_failure(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
         """A pool line that is not about its size: a failed checkout or cudaHostAlloc, or a
         first synthesis (unpinned by design)."""
@@ -1456,7 +1482,8 @@ class PipelineFacts(_Limits):
             pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
                            pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
                            pool.first_syntheses, pool.buffer_gib, pool.buffer_field,
-                           pool.buffer_figure) if self.pool_seen else None,
+                           pool.buffer_figure, pool.failure_workers, pool.failure_budget_bytes,
+                           pool.failure_apart) if self.pool_seen else None,
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),

@@ -152,6 +152,9 @@ class Side:
     partitions_per_hour: float | None
     statuses: int
     problems: list[str] = field(default_factory=list)
+    #: What the report says of its input that is no problem of the data (`ReportData.notes`:
+    #: its log's lines already in the recording, each counted once), said as notes.
+    notes: list[str] = field(default_factory=list)
     #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
     posts: list[SlimPost] = field(default_factory=list)
     #: The part of the recording read (`compare --at`), or None: all of it.
@@ -227,6 +230,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             partitions_per_hour=rep.payoff.partitions_per_hour,
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
+            notes=list(rep.notes),
             window=window, no_data=no_data, stepped_back_s=stepped_back,
             gpu_errors={k: n for k, n in rep.hw_errors.items() if k in GPU_ERROR_KINDS},
             held_down={g: held for g, h in rep.health.items()
@@ -925,7 +929,7 @@ def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
             "start_s": s.start_s, "span_s": s.span_s, "windows": _whole_windows(s, window_s),
             "usable_windows": usable,
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
-            "status_snapshots": s.statuses, "problems": s.problems}
+            "status_snapshots": s.statuses, "problems": s.problems, "notes": s.notes}
 
 
 def _whole_windows(side: Side, window_s: float) -> int | None:

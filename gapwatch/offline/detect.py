@@ -53,7 +53,7 @@ from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan, log_read_from
 from gapwatch.offline.prover_events import ProverEvents
-from gapwatch.sources.recording import PassedOver, WakeAt
+from gapwatch.sources.recording import PassedOver, StillWritten, WakeAt
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -108,9 +108,11 @@ class Detected:
     #: The recording's log events left out as lines the `--log` files hold too (their copies
     #: fed in their place: `gapwatch.logs.once`).
     log_already_recorded: int = 0
-    #: Reading counters and problems (filled in by the caller, which owns the reader).
+    #: Reading counters and problems (filled in by the caller, which owns the reader); a
+    #: recording still being written is said by the report's warning, not among the problems.
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    still_written: StillWritten | None = None
     #: GPU health over the run per GPU, and the GPU errors (at most `MAX_REPORT_EVENTS`; all
     #: counted in `hw_event_count`, and the errors they stand for by kind in `hw_errors`).
     health: dict[int, HealthStats] = field(default_factory=dict)

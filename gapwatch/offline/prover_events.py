@@ -16,6 +16,7 @@ import msgspec
 
 from gapwatch.core import fmt
 from gapwatch.core.models import ProofTiming, ProverEvent
+from gapwatch.core.prover_watch import ProofTroubles, Trouble
 
 #: Rows of each list shown in text (--json has every one kept).
 MAX_ROWS = 40
@@ -129,6 +130,8 @@ class ProverEvents(Sequence[ProverEvent]):
         self.counts: dict[str, int] = {}
         self.not_kept: dict[str, int] = {}
         self._proofs = _ProofRows()
+        #: The proofs that went wrong, by cause, over every event (the advice's first lines).
+        self._troubles = ProofTroubles()
         #: Job ids whose latest word kept is a running proof's.
         self._kept_running: set[str | None] = set()
         self.extend(events)
@@ -138,6 +141,7 @@ class ProverEvents(Sequence[ProverEvent]):
         self.counts[e.kind] = seen + 1
         proof = e.kind == "proof" and e.proof is not None
         self._proofs.add(e)
+        self._troubles.add(e)
         # A later word of a proof kept while running is kept past the bound too (a few: the
         # proofs in flight), so that no row kept reads "running" of a proof that ended.
         if seen < MAX_KEPT or (proof and e.job_id in self._kept_running):
@@ -161,6 +165,10 @@ class ProverEvents(Sequence[ProverEvent]):
     def proofs(self) -> ProofCounts:
         """The PoSt rows' counts over every proof event."""
         return self._proofs.counts()
+
+    def troubles(self) -> list[Trouble]:
+        """The proofs that failed, were lost, late or at risk, by cause, over every event."""
+        return self._troubles.troubles()
 
     def in_time_order(self, kinds: tuple[str, ...]) -> list[ProverEvent]:
         """The kept events of `kinds`, by their time (equal times as derived): the lists of

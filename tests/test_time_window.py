@@ -422,7 +422,10 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     """The simulated PoSt prover's second WinningPoSt is late (35.0 s: 33.1 s of synthesis,
     its SRS loaded from disk). A window from after its synthesis began showed `queue -
     synth - GPU wait 0.2` and only `waited for a GPU worker behind: ...` under it, as if
-    0.2 s of GPU wait were why; its row now says what it did not read, and where."""
+    0.2 s of GPU wait were why; its row now says what it did not read, and where. "What to
+    change" said `no setting claimed: its longest phase was gpu` (`"cause": "gpu"`): the
+    longest of the phases read, 1.7 s beside 33.1 s not read. Now it names no phase: its
+    cause is not known from the log read, and --since earlier reads it."""
     path, _err = record_sim(tmp_path, "post", 100.0)
     whole = report_of(path)
     row = next(line for line in whole.splitlines() if "winpost-1000-1a2b3c02" in line)
@@ -435,6 +438,15 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     assert lines[at + 1].startswith("      not read: its queue and synthesis (33.1 s of its "
                                     "35.0 s): it began before the window, at ")
     assert lines[at + 1].endswith("(by its total); --since earlier reads them")
+    advice = text.split("\nWhat to change", 1)[1]
+    assert ("  PoSt: 1 WinningPoSt late, the longest 35.0 s of its 30 s deadline: its cause not "
+            "known from the log read: its queue and synthesis not read (33.1 s of its 35.0 s, "
+            "longer than any phase read), so no phase, nor a setting, is named; a log read from "
+            "before it began (--since earlier, for a window) says them") in advice
+    assert "longest phase was" not in advice
+    [said] = json.loads(report_of(path, "--since", "+60s", "--until", "+95s",
+                                  "--json"))["proof_advice"]
+    assert (said["verdict"], said["cause"], said["setting"]) == ("late", "phases_not_read", None)
 
 
 def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(tmp_path: Path) -> None:

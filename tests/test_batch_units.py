@@ -53,11 +53,13 @@ def _batches(kind: str = "porep-c2", sectors: int = 2, n: int = 3) -> list[LogEv
 
 
 def _partition(t: float, job: str, index: int, unpinned: bool = False) -> list[LogEvent]:
+    """A partition on a GPU, its synthesis's line saying `is_pinned=false` or `=true`."""
     start = _timeline(t, "GPU_START", job, worker=1, partition=index)
     end = _timeline(t + 1, "GPU_END", job, worker=1, partition=index, gpu_ms=1000)
     synth = LogEvent(t_wall_s=T0 + t - 1, time_source="line", kind="tracing",
                      name="partition synthesis complete", raw="", job_id=job,
-                     partition=index, warning="unpinned" if unpinned else None)
+                     partition=index, fields={"is_pinned": not unpinned},
+                     warning="unpinned" if unpinned else None)
     return [synth, start, end]
 
 

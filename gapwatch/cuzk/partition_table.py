@@ -68,7 +68,7 @@ _END = struct.Struct("<d")
 # Operation codes.
 GPU_EDGE: Final = "G"  # (G, seq, is_start, t, worker, gpu, gpu_ms, mono_kind)
 SYNTH_MS: Final = "Y"  # (Y, seq, ms)
-UNPINNED: Final = "U"  # (U, seq)
+UNPINNED: Final = "U"  # (U, seq): `is_pinned=false`, or a pool fallback warning naming it
 PINNED: Final = "P"  # (P, seq): the log said `is_pinned=true`
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
@@ -95,7 +95,12 @@ class PartitionTiming:
     #: CUZK_NTT_H ntt_kernels: H2D of a/b/c absorbed by the NTT enqueue (pageable memory).
     h2d_in_ntt_ms: int | None = None
     barrier_wait_ms: int | None = None
-    unpinned: bool = False
+    #: What the log said of its a/b/c's pinning: False where a line said `is_pinned=false` of
+    #: it or a pinned-pool fallback warning named it (`log_lines.POOL_FALLBACK_WARNINGS`: the
+    #: checkout failed, it fell back to pageable memory, pipeline.rs:1632), True where one said
+    #: `is_pinned=true` (and none of those), None where no line said either (a log kept at
+    #: WARN drops the INFO `is_pinned` lines, but keeps the fallback warnings).
+    pinned_said: bool | None = None
     #: Synthesis time (TIMELINE SYNTH_END, else the prover's status).
     synth_ms: int | None = None
     #: "log", "status" (only the prover's /status snapshots knew it) or "log+status".
@@ -121,16 +126,22 @@ class PartitionTiming:
         return self.partition is None
 
     @property
+    def unpinned(self) -> bool:
+        """The log said it was synthesised unpinned (`pinned_said` False)."""
+        return self.pinned_said is False
+
+    @property
     def synthesised_unpinned(self) -> bool | None:
         """Whether its a/b/c were synthesised outside the pinned pool, the one rule of the
         table's `pinned` cell, its count of rows synthesised unpinned and their JSON: True for
         a monolithic job (PoSt, a batch, the pipeline off: no pool on any of their paths,
-        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned or one of a
-        first wave (no capacity hint yet); None where only /status knew the partition (it
-        says no `is_pinned`); else False."""
+        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned (`is_pinned=false`
+        or a pinned-pool fallback warning naming it) or one of a first wave (no capacity hint
+        yet); False only where the log said `is_pinned=true`; None where nothing was said (a
+        log kept at WARN, a partition only /status knew): no line, no "yes"."""
         if self.monolithic or self.unpinned or self.first_wave:
             return True
-        return False if self.source != "status" else None
+        return False if self.pinned_said else None
 
     @property
     def pinned_words(self) -> str:
@@ -267,7 +278,9 @@ class _Fold:
         if values is not None:
             if values.synth_ms is not None:
                 rec.synth_ms = values.synth_ms
-            rec.unpinned = values.unpinned
+            # The unpinned word wins: a partition that fell back has no pinned a/b/c.
+            rec.pinned_said = (False if values.unpinned else True if values.pinned
+                               else None)
             rec.first_wave = (values.first_wave and not values.pinned
                               and rec.partition is not None)
         locks.apply(rec)

@@ -52,6 +52,7 @@ from gapwatch.cuzk.log_lines import (
     DAEMON_STARTING_MESSAGE,
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
+    POOL_FALLBACK_WARNINGS,
     PROVE_START_MESSAGE,
     SYNTH_SENT_MESSAGE,
     UNPLACED_FIELD,
@@ -217,11 +218,21 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
         return replace(e, raw="", job_id=job)
     if kind == "tracing" and e.name in DISPATCH_KINDS:  # its job's kind: its job id alone
         return replace(e, raw="", fields={}, job_id=job)
-    if e.warning == "unpinned":
+    if _says_unpinned(e):
         return replace(e, raw="", fields={}, job_id=job)
     if e.fields.get("is_pinned") is True:  # `is_pinned=true`: the table's `pinned` cell
         return replace(e, raw="", fields={"is_pinned": True}, job_id=job)
     return None
+
+
+def _says_unpinned(e: LogEvent) -> bool:
+    """Whether `e` says its partition (or monolithic job) was synthesised unpinned: its
+    `is_pinned=false`, or a pinned-pool fallback warning naming a partition of a job (a log
+    kept at WARN has only these: without them its partitions read "yes" with no word said)."""
+    if e.warning == "unpinned":
+        return True
+    return (e.warning in POOL_FALLBACK_WARNINGS and e.job_id is not None
+            and e.partition is not None)
 
 
 def _order(r: PartitionTiming) -> float:
@@ -459,7 +470,7 @@ class TimelineBuilder:
             self._negative += _negatives(e.fields, ("synth_ms",))
             if ms is not None:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
-        elif e.warning == "unpinned":
+        elif _says_unpinned(e):
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
         elif e.fields.get("is_pinned") is True and e.partition is not None:
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, PINNED)

@@ -170,3 +170,16 @@ def test_the_snapdeals_batch_advice_says_only_its_first_request_is_synthesised()
     assert "2706-2713" in snap.source
     porep = batch_setting(["porep-c2"])
     assert "reqs[0]" not in porep.why and "2706-2713" not in porep.source
+
+
+def test_the_batch_and_post_kinds_have_one_home_read_by_every_module() -> None:
+    """The proof kinds were written out in four modules (the partition table's a frozenset of
+    its own beside the advice's tuple): a kind added to one was missed by the others."""
+    from gapwatch.cuzk import advice, partitions, paths, pipeline, post
+    from gapwatch.offline import compare
+
+    assert pipeline.BATCH_KINDS == ("porep-c2", "snap-update")
+    assert all(m.BATCH_KINDS is pipeline.BATCH_KINDS for m in (advice, partitions, paths))
+    assert all(m.POST_KINDS is pipeline.POST_KINDS
+               for m in (advice, partitions, paths, compare, post))
+    assert tuple(post.POST_NAMES) == pipeline.POST_KINDS

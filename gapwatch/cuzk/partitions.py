@@ -77,7 +77,7 @@ from gapwatch.cuzk.partition_table import (
     add_row,
     rows_spool,
 )
-from gapwatch.cuzk.pipeline import BATCH_BYTES_BY_KIND
+from gapwatch.cuzk.pipeline import BATCH_KINDS, POST_KINDS
 
 __all__ = ["PartitionTiming", "RunTimeline", "TimelineBuilder", "derive_timeline",
            "timeline_event"]
@@ -183,10 +183,6 @@ class RunTimeline:
                 "region's *_ms; a garbled or hostile line): each read as no duration, '-'")
 
 
-#: The proof kinds whose monolithic row is a batch job (`PipelineFacts`' own: PoRep, SnapDeals).
-BATCH_KINDS: Final = frozenset(BATCH_BYTES_BY_KIND)
-#: PoSt kinds as TIMELINE `SYNTH_START kind=` names them.
-_POST_KINDS: Final = frozenset(("winning-post", "window-post"))
 #: Batch sizes kept at most (`RunTimeline.batch_sectors`): a hostile log's endless sizes.
 MAX_SIZES: Final = 16
 
@@ -561,7 +557,7 @@ class _Summary:
                 self.batch_kinds.add(kind)
             else:
                 self.other_jobs += 1
-                self.other_all_post = self.other_all_post and kind in _POST_KINDS
+                self.other_all_post = self.other_all_post and kind in POST_KINDS
         self.sources.add(p.source)
         self.runs.add(p.run)
         if p.gpu_start_s is not None and p.gpu_end_s is not None:

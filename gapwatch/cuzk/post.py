@@ -120,11 +120,11 @@ from gapwatch.cuzk.log_lines import (
     UNNAMED_FAILED_MESSAGES,
     says_when_written,
 )
-from gapwatch.cuzk.pipeline import error_words
+from gapwatch.cuzk.pipeline import POST_KINDS, error_words
 from gapwatch.cuzk.unnamed_failure import RunStream
 
-#: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
-POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
+#: Each PoSt proof kind (`pipeline.POST_KINDS`, TIMELINE's `kind=`) -> the name people use.
+POST_NAMES: dict[str, str] = dict(zip(POST_KINDS, ("WinningPoSt", "WindowPoSt"), strict=True))
 #: Curio's request id prefixes (lib/ffi/cuzk_funcs.go:179, 220), for a job whose SYNTH_START
 #: was not read.
 _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
@@ -668,7 +668,7 @@ class PostTracker:
         return [ProverEvent(
             t_wall_s=ev.t_wall_s, kind="proof", level=_LEVEL["unknown"],
             message=fmt.visible(
-                f"{POST_KINDS.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
+                f"{POST_NAMES.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
                 f"characters ({job_id[:48]}...): gapwatch keeps no more of an id, so "
                 "two such jobs cannot be told apart; their lines are passed over, none of "
                 "them timed or judged against its deadline (Curio's ids are tens of "
@@ -1252,7 +1252,7 @@ class PostTracker:
         """The PoSt in flight at data time `now_s` (those whose GPU work ended and whose
         completion line has not come are in their finalize), the most of their deadline used
         first: what the dashboard says of them while they run."""
-        out = [RunningProof(job.job, POST_KINDS.get(job.kind, job.kind),
+        out = [RunningProof(job.job, POST_NAMES.get(job.kind, job.kind),
                             self.timing(job, self._on_clock(job, now_s), done=False),
                             _phase_of(job))
                for job in (*self._jobs.values(), *self._awaiting) if job.since_s() is not None]
@@ -1353,7 +1353,7 @@ class PostTracker:
         """Its last word, without its end: lost in a restart (an error: it will not complete),
         or given up to keep memory bounded (a warning at least: its end is not known)."""
         timing = msgspec.structs.replace(self.timing(job, t, done=False), given_up=why)
-        name = POST_KINDS.get(job.kind, job.kind)
+        name = POST_NAMES.get(job.kind, job.kind)
         if why == "restart":
             level: NoticeLevel = "error"
             words = ("was in flight when the prover restarted: it will not complete (Curio "
@@ -1558,7 +1558,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
     by its TIMELINE offsets, read without their anchor); failed, its error first: `WinningPoSt
     winpost-1000-1a2b3c4d: GPU prove start failed: <error> (after 3.1 s of its 30 s deadline;
     queue ...); FAILED`."""
-    name = POST_KINDS.get(t.proof_kind, t.proof_kind)
+    name = POST_NAMES.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
     since = ""

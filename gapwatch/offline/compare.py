@@ -52,6 +52,7 @@ from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
+from gapwatch.cuzk.pipeline import POST_KINDS
 from gapwatch.cuzk.settings import (
     ProverSettings,
     SettingChange,
@@ -108,7 +109,6 @@ BATCH_WAIT = "idle s/h, prover: batch_wait"
 EMPTY_PIPELINE = "idle s/h, prover: empty_pipeline"
 #: The settings whose change makes `batch_wait` idle the change's rather than the load's.
 BATCH_SETTINGS = ("[scheduler] max_batch_size", "[scheduler] max_batch_wait_ms")
-POST_KINDS = ("winning-post", "window-post")
 #: Lengths differing by more than this factor are said.
 LENGTH_RATIO_SAID = 1.25
 #: A side's GPU held down by heat or a hardware slowdown in at least this share of its health

@@ -108,7 +108,8 @@ def test_each_stall_gets_its_setting_or_says_why_none() -> None:
 def test_each_setting_says_which_way_it_moves_typed_as_its_words_say() -> None:
     """A headline has no room for a change's conditions ("raise it if total_budget is
     \"auto\" ..."): each advice carries its step, typed where its setting is written, and the
-    step agrees with the words beside it."""
+    step agrees with the words beside it: where they say two ways, the step claims neither
+    (`change`)."""
     pool = PipelineView(pool=PoolState(checkout_failed=3))
     cases = [
         (_gap(kind="pcie_starved", warnings=("pinned_pool_fallback",)), pool),
@@ -129,8 +130,14 @@ def test_each_setting_says_which_way_it_moves_typed_as_its_words_say() -> None:
             assert a.step is not None, a.setting
             if a.step.value is not None:
                 assert a.change.startswith(a.step.value), (a.setting, a.change)
+            elif a.step.verb == "change":  # conditional: its words say more than one way
+                ways = [w for w in ("raise", "lower", "leave") if w in a.change]
+                assert len(ways) >= 2, (a.setting, a.change)
             else:
                 assert a.step.verb in a.change, (a.setting, a.change)
+                # Never the other way of the setting itself ("raise it ... or lower it").
+                other = {"raise": "lower it", "lower": "raise it"}.get(a.step.verb)
+                assert other is None or other not in a.change, (a.setting, a.change)
             said[(a.stall, a.setting)] = a.step.words(a.setting)
     assert said[("pinned_pool", "[memory] safety_margin")] == "raise [memory] safety_margin"
     assert said[("pinned_pool", "[pipeline] max_parallel_synthesis")] == (
@@ -140,6 +147,10 @@ def test_each_setting_says_which_way_it_moves_typed_as_its_words_say() -> None:
     assert said[("batch_wait", "[scheduler] max_batch_wait_ms")] == (
         "lower [scheduler] max_batch_wait_ms")
     assert said[("monolithic", "[pipeline] enabled")] == "set [pipeline] enabled = true"
+    # Conditional changes claim no direction: 0 threads is every CPU ("raise" from the
+    # default gives fewer); the budget's default is "auto" (its margin is what changes).
+    assert said[("waits_on_budget", "[memory] total_budget")] == "change [memory] total_budget"
+    assert said[("waits_on_synthesis", "[synthesis] threads")] == "change [synthesis] threads"
     assert said[("copies_not_overlapped", "[gpus] gpu_workers_per_device")] == (
         "set [gpus] gpu_workers_per_device = 2")
 

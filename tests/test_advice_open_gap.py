@@ -128,3 +128,28 @@ def test_a_retracted_gap_is_never_advised_on(at_breakdown: AtBreakdown) -> None:
     report = advise([gap], view_of(at_breakdown.snap.pipeline))
     assert not report.advice and not report.no_setting
     assert advice_lines(report) == ["  nothing to change: no gap"]
+
+
+def test_a_snapshots_what_to_change_says_a_failed_winningpost_first_never_nothing_to_change(
+        at_breakdown: AtBreakdown, tmp_path: Path) -> None:
+    """summary.md's "What to change" over a store that holds a failed WinningPoSt and no gap:
+    it said "nothing to change: no gap" beside it. Now the PoSt line first, cuzk's error in it."""
+    import dataclasses
+
+    from gapwatch.core.models import ProofTiming, ProverEvent
+
+    failed = ProverEvent(at_breakdown.state.t_wall_s, "proof", "error", "failed",
+                         job_id="winpost-1000-3c4d5e6f",
+                         proof=ProofTiming("winning-post", total_s=2.5, deadline_s=30.0,
+                                           verdict="failed",
+                                           error="synthesis failed: invalid vanilla proof",
+                                           cause="synthesis failed"))
+    snap = dataclasses.replace(at_breakdown.snap, gaps=(), prover_events=(failed,))
+    path = write_snapshot(tmp_path, snap, at_breakdown.rt.header, at_breakdown.config,
+                          t_wall_s=at_breakdown.state.t_wall_s)
+    section = (path / SUMMARY_NAME).read_text().split("## What to change", 1)[1] \
+        .split("\n## ", 1)[0]
+    assert "nothing to change" not in section
+    assert ("PoSt: 1 WinningPoSt failed (no proof came of it: a WinningPoSt's block lost as a "
+            "late one's): cuzk said 'synthesis failed: invalid vanilla proof' (engine.rs:2855): "
+            "no cuzk setting: ") in section

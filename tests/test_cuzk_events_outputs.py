@@ -94,9 +94,10 @@ def test_metrics_count_restarts_errors_lost_jobs_and_post_latency() -> None:
     fams = list(families(metrics.copy_counts().prover))
     events = samples(fams, "gapwatch_prover_events_total")
     assert events[(("kind", "restart"), ("level", "warning"))] == 5
-    assert events[(("kind", "error"), ("level", "error"))] == 2
+    # panic.log's panic and cuzk's `task panicked` line for it: one incident, one error.
+    assert events[(("kind", "error"), ("level", "error"))] == 1
     assert events[(("kind", "lost_job"), ("level", "error"))] == 1
-    assert events[(("kind", "proof"), ("level", "error"))] == 2
+    assert events[(("kind", "proof"), ("level", "error"))] == 1  # late running, then ended: one
     proofs = samples(fams, "gapwatch_proofs_total")
     assert proofs[(("proof_kind", "winning-post"), ("verdict", "late"))] == 1
     assert proofs[(("proof_kind", "winning-post"), ("verdict", "ok"))] == 2
@@ -133,7 +134,7 @@ def test_the_report_has_a_prover_events_section_in_text_and_json() -> None:
     late = [p for p in doc["proof"] if p["proof"]["verdict"] == "late"]
     assert late and late[-1]["proof"]["setting"]
     text = format_text(report)
-    assert "Prover events: 3 PoSt proof(s) (1 late, 0 at risk), 5 restart(s), 2 error(s), " \
+    assert "Prover events: 3 PoSt proof(s) (1 late, 0 at risk), 5 restart(s), 1 error(s), " \
            "1 lost GPU job(s)" in text
     assert "winpost-1000-0a1b2c3d" in text and "parts (they may overlap): down" in text
     assert "waited for a GPU worker behind" not in text.split("Restarts")[0].split(
@@ -341,7 +342,7 @@ def test_a_post_late_while_running_then_lost_in_a_restart_is_counted_late_once()
     session.finish()
     fams = list(families(metrics.copy_counts().prover))
     assert samples(fams, "gapwatch_prover_events_total")[
-        (("kind", "proof"), ("level", "error"))] == 2  # late running, then lost
+        (("kind", "proof"), ("level", "error"))] == 1  # late running, then lost: one proof
     assert samples(fams, "gapwatch_proofs_total")[
         (("proof_kind", "winning-post"), ("verdict", "late"))] == 0  # it never ended
     late = samples(fams, "gapwatch_proofs_late_total")
@@ -473,7 +474,7 @@ def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: 
     doc = json.loads(report_of(rec, "--json"))
     errors = doc["prover_events"]["error"]
     times = [e["t_wall_s"] for e in errors]
-    assert len(times) >= 2 and times == sorted(times)
+    assert len(times) >= 1 and times == sorted(times)
     text = report_of(rec).split("\n  Errors\n")[1].split("\n\n")[0]
     listed = [line[4:16] for line in text.splitlines() if line.startswith("    1")]
     assert listed == [datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:12]

@@ -233,6 +233,35 @@ def test_a_winningpost_loading_its_own_evicted_srs_in_its_synthesis_step_is_told
     assert cold.setting.startswith("none: its synthesis phase includes the first load of its SRS")
 
 
+def test_an_evicted_srs_is_advised_on_by_the_logs_own_idle_time_and_budget_not_a_default(
+) -> None:
+    """The SRS was loaded at 16:00:01 (its last use), evicted at 16:00:05 with
+    `budget_available_gib=0` (srs_manager.rs:282: written only from the evictor, engine.rs:
+    1279-1287, when an acquire is short and the SRS idle at least eviction_min_idle), and the
+    WinningPoSt before this one began at 16:00:02. The advice said "raise it (default 5m)",
+    "cuzk evicts an SRS idle this long": a default the log contradicts (4 s idle). It now says
+    the log's figures: 4 s idle, so eviction_min_idle is at most 4 s on this box, the budget
+    then, and to raise it above the time between WinningPoSts (8 s here)."""
+    job = "winpost-1000-5e1f0001"
+    before = ("2026-05-12T16:00:01.000000Z  INFO cuzk_core::srs_manager: SRS loaded successfully "
+              "circuit_id=winning-32g elapsed_ms=900 budget_used_gib=48 budget_available_gib=3\n"
+              "2026-05-12T16:00:02.000000Z  INFO cuzk_core::scheduler: job enqueued "
+              "job_id=winpost-1000-5e1f0000 proof_kind=winning-post priority=Critical "
+              "queue_position=0\n"
+              "2026-05-12T16:00:05.000000Z  INFO cuzk_core::srs_manager: SRS evicted "
+              "circuit_id=winning-32g freed_gib=0 budget_available_gib=0\n")
+    text = _winningpost(job, 9980, 43180, _srs_lines("16:00:11.200000", "16:00:43.200000",
+                                                     "winning-32g", 32000))
+    p = _done(text.replace(_START, _START + before))
+    assert p.verdict == "late" and p.cause == "srs_evicted" and p.setting is not None
+    assert p.setting.startswith("[memory] eviction_min_idle: raise it above the time between "
+                                "WinningPoSts (~8 s here, from the one before it to it)")
+    assert ("cuzk evicted it at 16:00:05.000 after 4 s idle (last used 16:00:01.000), "
+            "budget_available_gib=0 after it") in p.setting
+    assert "so eviction_min_idle is at most 4 s on this box (the default is 5m" in p.setting
+    assert "raise it (default 5m)" not in p.setting
+
+
 def test_a_winningposts_first_srs_load_is_told_preloadsrs_can_load_it_ahead() -> None:
     """No config key preloads an SRS, but cuzk's gRPC PreloadSRS loads one through the memory
     budget (engine.rs:3623-3657), by the circuit id its load line names: a way to have a

@@ -1300,16 +1300,77 @@ def test_a_panic_at_the_end_of_a_file_is_not_lost() -> None:
 
 
 def test_cuzk_failure_lines_and_panics_are_error_events() -> None:
-    errors = [e for e in watched(events_of("panic.log")) if e.kind == "error"]
-    assert len(errors) == 2 and all(e.level == "error" for e in errors)
-    assert "out of memory" in errors[0].message and "lotus#13634" in errors[0].message
-    assert errors[1].message.startswith("partition GPU proving task panicked job porep-1000-88")
+    [error] = [e for e in watched(events_of("panic.log")) if e.kind == "error"]
+    assert error.level == "error"
+    assert "out of memory" in error.message and "lotus#13634" in error.message
+    assert error.message.startswith("partition GPU proving task panicked job porep-1000-88")
     # Every ERROR site of upstream's catalogue is one, and two WARNs: the self-check FAILED
     # and the budget request that can never be granted (memory.rs:188).
     catalogue = events_of("cuzk.log")
     said = [e for e in watched(catalogue) if e.kind == "error"]
     assert len(said) == sum(1 for e in catalogue if e.level == "ERROR") + 2
     assert sum("can never be granted" in e.message for e in said) == 1
+
+
+def test_a_panic_and_cuzks_task_panicked_line_for_it_are_one_error_event_with_both_texts(
+) -> None:
+    """supraseal-c2's CUDA error panics in a spawn_blocking task: Rust's hook prints the panic
+    on stderr, then cuzk logs the task's JoinError (`partition GPU proving task panicked`,
+    engine.rs:679). One incident: it was two error events ("4 error(s)" for 2 panics in the
+    report, `increase()` alerts fired double). Now one, cuzk's line (its job, GPU, time) and
+    the panic's text in it."""
+    events = events_of("panic.log")
+    line = next(e for e in events if e.name == "partition GPU proving task panicked")
+    [error] = [e for e in watched(events) if e.kind == "error"]
+    assert error.job_id == "porep-1000-88" and error.t_wall_s == line.t_wall_s
+    assert error.message.startswith(
+        "partition GPU proving task panicked job porep-1000-88 partition 1 GPU 0: task 41 panicked; "
+        "its panic: panic in /root/.cargo/git/checkouts/curio/extern/supraseal-c2/src/lib.rs:"
+        "316:9: cudaGetLastError()")
+    assert "lotus#13634" in error.message
+
+
+def test_a_task_panicked_line_read_before_its_panic_is_still_one_incident() -> None:
+    """stdout and stderr followed as two files: cuzk's line may come first. Paired by time,
+    either first; a panic with no such line within PANIC_PAIR_S is said alone."""
+    from gapwatch.cuzk.errors import PANIC_PAIR_S
+    from gapwatch.cuzk.watch import CuzkWatch
+
+    events = events_of("panic.log")
+    panic = next(e for e in events if e.kind == "panic")
+    line = next(e for e in events if e.name == "partition GPU proving task panicked")
+    w = CuzkWatch()
+    out = w.feed(line) + w.feed(panic) + w.finish()
+    [error] = [e for e in out if e.kind == "error"]
+    assert "its panic: panic in" in error.message and error.job_id == "porep-1000-88"
+    alone = CuzkWatch()
+    late = msgspec.structs.replace(panic, t_wall_s=line.t_wall_s + PANIC_PAIR_S + 1.0)
+    out = alone.feed(line) + alone.feed(late) + alone.finish()
+    assert [e.message.split(":")[0] for e in out if e.kind == "error"] == [
+        "partition GPU proving task panicked job porep-1000-88 partition 1 GPU 0",
+        "panic in /root/.cargo/git/checkouts/curio/extern/supraseal-c2/src/lib.rs"]
+
+
+def test_a_late_post_said_while_running_and_at_its_end_is_one_proof_in_the_event_counter(
+) -> None:
+    """`gapwatch_prover_events_total{kind="proof",level="error"}` read 2 for one late
+    WinningPoSt (its "still running" word past the deadline, then its end): counted once, when
+    it went late. Another proof under the same id after its last word is another proof."""
+    from gapwatch.core.models import ProofTiming, ProverEvent
+    from gapwatch.sinks.prover_event_metrics import ProverEventCounts
+
+    def word(done: bool, job: str = "winpost-1000-1a2b3c02") -> ProverEvent:
+        return ProverEvent(100.0, "proof", "error", "late", job_id=job,
+                           proof=ProofTiming("winning-post", total_s=35.0, deadline_s=30.0,
+                                             verdict="late", done=done))
+
+    counts = ProverEventCounts()
+    for e in (word(False), word(True)):
+        counts.count(e)
+    assert counts.events[("proof", "error")] == 1
+    assert counts.late["winning-post"] == 1
+    counts.count(word(True))  # a retry under the same id, late again: a proof of its own
+    assert counts.events[("proof", "error")] == 2
 
 
 def test_a_gap_after_an_error_says_so_in_its_hint() -> None:

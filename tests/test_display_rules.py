@@ -20,7 +20,7 @@ from gapwatch.core.explain import Evidence, GapFacts, hint_of
 from gapwatch.core.hints import JOB_CHARS, PAGEABLE_SEEN_WORDS, traced_copy_words
 from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
-from gapwatch.core.prover import ProverView, UnpinnedByDesign
+from gapwatch.core.prover import ProverView, UnpinnedByDesign, UnpinnedSpan
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline
 from gapwatch.engine.summary import gap_counts_text
@@ -214,7 +214,8 @@ def test_warnings_the_prover_leaves_unpinned_by_design_are_said_as_such() -> Non
     """A restart's new run synthesises its first wave unpinned by design (no capacity hint
     yet): said as that, not as pageable memory to look into; a warning outside the prover's
     spans, or the pinned pool failing in the window, is still said as pageable."""
-    wave = UnpinnedByDesign(((99.5, 101.0),), "the new run's first syntheses, unpinned by design")
+    wave = UnpinnedByDesign((UnpinnedSpan(99.5, 101.0),),
+                            "the new run's first syntheses, unpinned by design")
     view = ProverView("restart", [], [], RESTART_WORDS, unpinned_by_design=wave)
     facts = GapFacts("host_stall", 16.4, 4.2e8, 6e6, LINK, "high", since_s=99.0)
 

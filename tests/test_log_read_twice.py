@@ -394,3 +394,25 @@ def test_a_backlog_read_from_before_the_recording_is_held_through_its_first_minu
     assert once.recorded(start)
     assert once.recorded(_ev(2005.0, "line 5"))
     assert sum(1 for _ in given) == 389
+
+
+def test_compare_says_a_sides_log_already_in_its_recording_as_a_note(
+    recorded_one_gpu: tuple[Path, Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`compare REC REC --before-log cuzk.log` with a recording made with its log: the report
+    says the overlap as a note, and compare read only its warnings and problems, so the side
+    said nothing of it (it said it as a data problem before the report moved it to notes).
+    A note of each side, in the text and --json, never among its problems."""
+    rec, log, _bare = recorded_one_gpu
+    assert main(["compare", str(rec), str(rec), "--before-log", str(log)]) == 0
+    text = capsys.readouterr().out
+    notes = [line for line in text.splitlines() if " note: " in line]
+    assert len(notes) == 1 and notes[0].startswith("  BEFORE note: ")
+    assert "already in the recording" in " ".join(text.split())
+    assert main(["compare", "--json", str(rec), str(rec), "--before-log", str(log)]) == 0
+    sides = json.loads(capsys.readouterr().out)["sides"]
+    [note] = sides["BEFORE"]["notes"]
+    assert f"events of {log} were already in the recording" in note
+    assert sides["AFTER"]["notes"] == []  # no log given it
+    assert not any("already in the recording" in p
+                   for side in sides.values() for p in side["problems"])

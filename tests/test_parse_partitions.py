@@ -12,7 +12,7 @@ from gapwatch.commands.parse import format_timeline
 from gapwatch.core.models import FieldValue, LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, PARTITION_KIND
 from gapwatch.cuzk.partition_table import Intervals
-from gapwatch.cuzk.partitions import derive_timeline
+from gapwatch.cuzk.partitions import TimelineBuilder, derive_timeline
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.report import _partition_json
 from gapwatch.offline.report_text import _partition_lines
@@ -175,6 +175,82 @@ def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_o
     }
 
 
+def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_known() -> None:
+    """cuzk says whether a partition's a/b/c were pinned as its synthesis ends
+    (`partition synthesis complete ... is_pinned=`, beside TIMELINE's SYNTH_END). A row whose
+    synthesis end the log did not hold (a window's partition synthesised before the window)
+    said "pinned: yes" for want of an `is_pinned=false` line; it is not known ("-", None).
+    Nor is the end read alone (TIMELINE's SYNTH_END: a log kept at WARN holds it, not the
+    INFO `is_pinned` line) a word of pinning: "yes" is the completion line's `is_pinned=true`;
+    its `is_pinned=false` (the warning) is "no"; a monolithic job is never pinned."""
+    def gpu(t: float, p: int | None, job: str = "job") -> list[LogEvent]:
+        return [_ev(t, "timeline", "GPU_START", job, p, 0),
+                _ev(t + 1, "timeline", "GPU_END", job, p, 0, fields={"gpu_ms": 1000})]
+
+    events = [
+        *gpu(1, 0),  # synthesised before the log's first line
+        _ev(2, "timeline", "SYNTH_END", partition=1, fields={"synth_ms": 500}),
+        *gpu(3, 1),
+        _ev(4, "tracing", "partition synthesis complete", partition=2,
+            fields={"is_pinned": True}),
+        *gpu(5, 2),
+        _ev(6, "tracing", "partition synthesis complete", partition=3, warning="unpinned"),
+        *gpu(7, 3),
+        *gpu(9, None, "post"),
+    ]
+    run = derive_timeline(events)
+    assert {(p.job_id, p.partition): p.pinned_words for p in run.partitions} == {
+        ("job", 0): "-", ("job", 1): "-", ("job", 2): "yes", ("job", 3): "no",
+        ("post", None): "no"}
+    assert [p.synthesised_unpinned for p in run.partitions] == [None, None, False, True, True]
+
+
+def test_a_run_begun_before_the_log_read_marks_no_first_wave() -> None:
+    """Told that its events begin at 10 s (a window's), the timeline does not mark a first
+    wave in a run whose start line (kept as a startup line) is from before: the syntheses
+    that ended between were not read. A run started in what was read is marked as before."""
+    def run(anchor_s: float) -> bool:
+        builder = TimelineBuilder(read_from_s=10.0)
+        for e in (_ev(anchor_s, "tracing", ANCHOR_MESSAGE),
+                  _ev(anchor_s + 11, "timeline", "SYNTH_START", partition=0),
+                  _ev(anchor_s + 12, "timeline", "GPU_START", partition=0, worker=0)):
+            builder.add(e)
+        return builder.finish().partitions[0].first_wave
+
+    assert run(anchor_s=0.0) is False
+    assert run(anchor_s=10.0) is True
+
+
+def test_a_span_keeps_the_partitions_whose_gpu_work_overlaps_it() -> None:
+    """`finish(span)`: the rows whose GPU work overlaps the report's span. A partition the
+    log places before it, or after, is left out; one that only `/status` knew is placed by the
+    first poll that saw it on a GPU, or done at a poll after the first (a hole in the polls:
+    it ended since the poll before); done at the first poll read, it places nothing (a
+    window's first poll lists its jobs' partitions done long before the window)."""
+    from gapwatch.core.models import ProverPartition, ProverStatus
+
+    def poll(t: float, *parts: tuple[int, str]) -> ProverStatus:
+        return ProverStatus(prover="sim", t_mono_ns=int(t * 1e9), t_wall_s=t, latency_ms=1.0,
+                            uptime_s=None, partition_counts={}, workers=[],
+                            synthesis_active=None, synthesis_max=None, queue_depth=None,
+                            jobs=1, partitions=[ProverPartition("st", i, state)
+                                                for i, state in parts])
+
+    builder = TimelineBuilder()
+    for e in (_ev(1, "timeline", "GPU_START", partition=0, worker=0),  # before the span
+              _ev(2, "timeline", "GPU_END", partition=0, worker=0, fields={"gpu_ms": 1000}),
+              _ev(9, "timeline", "GPU_START", partition=1, worker=0),  # across its start
+              _ev(11, "timeline", "GPU_END", partition=1, worker=0, fields={"gpu_ms": 2000}),
+              _ev(21, "timeline", "GPU_START", partition=2, worker=0)):  # after it
+        builder.add(e)
+    builder.add_status(poll(10, (0, "done"), (1, "gpu")))  # the first poll: st 0 done
+    builder.add_status(poll(15, (0, "done"), (1, "gpu"), (2, "done")))  # st 2: done since
+    run = builder.finish((10.0, 20.0))
+    assert [(p.job_id, p.partition) for p in run.partitions] == [
+        ("job", 1), ("st", 1), ("st", 2)]
+    assert len(run.partitions) == 3
+
+
 def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
     """`mutex_held_ms=-935` (a garbled or hostile line) was taken as given: the partition
     table's sums and shares went negative. A duration below 0 is None, as a count is."""
@@ -248,7 +324,8 @@ def test_a_partition_a_pool_fallback_warning_names_reads_no_and_one_nothing_said
         [(3, "no"), (4, "no"), (5, "-")]
     assert run.unpinned == 2
     assert [_partition_json(p)["unpinned"] for p in run.partitions] == [True, True, None]
-    assert "2 synthesised unpinned" in _partition_lines(run)[0]
+    assert "2 synthesised unpinned, 1 pinning not known (no is_pinned line read)" in \
+        _partition_lines(run)[0]
     cells = [line.split()[8] for line in format_timeline(run).splitlines()[1:4]]
     assert cells == ["no", "no", "-"]
 

@@ -22,10 +22,10 @@ from gapwatch.core.units import GIB
 from gapwatch.cuzk.advice import advice_json, advice_lines, advise, stall_of
 from gapwatch.cuzk.causes import with_log_cause
 from gapwatch.cuzk.errors import error_event
-from gapwatch.cuzk.gpu_workers import HISTORY, MAX_WORKERS
+from gapwatch.cuzk.gpu_workers import HISTORY, MAX_WORKERS, WorkerHolds
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
-from gapwatch.cuzk.prover import CuzkProver
+from gapwatch.cuzk.prover import CuzkGap, CuzkProver
 from gapwatch.cuzk.settings import SettingsSeen, advised_change, changes
 from gapwatch.cuzk.status import parse_status
 from gapwatch.logs.parse import LogParser
@@ -325,7 +325,23 @@ def test_a_restart_frees_the_workers_its_old_run_held() -> None:
     assert {(h.worker, h.partition) for h in facts.holds.open.values()} == {(0, 2), (1, 1)}
     facts.feed(events_of_lines([at("14:00:20", ENGINE)])[0])
     assert not facts.holds.open
-    assert all(h.until_s is not None for h in facts.holds.done)
+    assert [(h.worker, h.partition, h.ended_by) for h in facts.holds.done][-2:] == [
+        (1, 1, "cuzk restarted"), (0, 2, "cuzk restarted")]
+
+
+def test_a_restart_status_uptime_shows_frees_the_workers_its_old_run_held() -> None:
+    """A log with no start line of the new run (kept at `warn`, or read from mid-run): the
+    restart shows only in `/status` uptime going back (status.rs counts it from the tracker's
+    creation). What the old run's workers held died with it: a partition queued after it
+    waited with every worker free, not inside workers that no longer hold anything."""
+    facts = fed(PipelineFacts(), _three_queued())
+    t0 = 1_778_594_400.0
+    facts.feed_status(_snapshot(t0 + 13.0, 500.0))
+    assert len(facts.holds.open) == 2
+    facts.feed_status(_snapshot(t0 + 20.0, 2.0))  # cuzk started again at t0 + 18
+    assert not facts.holds.open
+    assert {(h.worker, h.partition, h.until_s) for h in facts.holds.done
+            if h.ended_by == "cuzk restarted"} == {(0, 2, t0 + 18.0), (1, 1, t0 + 18.0)}
 
 
 def _in_worker_span(second: float, worker: int, partition: int, text: str) -> str:
@@ -353,6 +369,33 @@ def test_a_synchronous_prove_frees_its_worker_at_its_result_line_in_the_workers_
     view = fed(PipelineFacts(), _three_queued(finalizer)).log_view(
         0, _wall("14:00:10"), _wall("14:00:11"), "host_stall")
     assert view.cause == "inside_workers"
+
+
+def test_a_free_worker_the_log_shows_outranks_status_showing_every_worker_proving() -> None:
+    """Both workers' prove_start returned at 14:00:08 (engine.rs:3139-3148): free, they looped
+    back to the queue, yet partition 2 waited there until 14:00:12. A `/status` polled at
+    14:00:10, during the finalizers, shows both `proving`: status.rs keeps a worker proving
+    until its finalizer's `partition_gpu_end`. It read `inside_workers`, the log's free
+    workers dropped; the log's dispatch stall resting on a worker it shows free stands."""
+    returned = [line("GPU_TIMING spawn_blocking prove_start", 8.0, worker_id=w,
+                     partition=f"Some({w})") for w in (0, 1)]
+    facts = fed(PipelineFacts(), _three_queued(*returned))
+    t0 = 1_778_594_400.0
+    gap = CuzkGap(0, t0 + 9, facts)
+    gap.add_status(parse_status(json.dumps(cuzk_doc(synth_done=1, gpu=2, job=JOB,
+                                                    workers=("proving", "proving"))).encode(),
+                                "p", int((t0 + 10) * 1e9), t0 + 10, 1.0))
+    view = gap.view(t0 + 11, t0 + 9, "host_stall", t0 + 11)
+    assert view.cause == "dispatch_stall"
+    said = " ".join(view.evidence)
+    assert "/status: every worker of GPU 0 proving (PP)" in said
+    assert "until its partition's finalizer ends" in said
+    assert "worker 0: free since 14:00:08.000" in said
+    # A dispatch stall of the log that knows of no free worker (no worker count, no pickup)
+    # does not stand over the snapshots' every worker proving.
+    assert with_log_cause("inside_workers", "dispatch_stall") == "inside_workers"
+    assert with_log_cause("inside_workers", "dispatch_stall",
+                          log_worker_free=True) == "dispatch_stall"
 
 
 def test_each_gpus_workers_are_its_own() -> None:
@@ -385,14 +428,21 @@ def test_each_gpus_workers_are_its_own() -> None:
     assert "worker 1: free since 14:00:08.000" in " ".join(free.evidence)
 
 
-def test_the_workers_holds_are_bounded() -> None:
-    """A long log: the holds kept are the latest `HISTORY`, the workers the latest
-    `MAX_WORKERS`, whatever ids and how many pickups its lines give."""
-    facts = fed(PipelineFacts(), [ENGINE] + [
-        timeline(1000 + i, "GPU_PICKUP", f"porep-1000-{i}", f"worker={i % 999},partition=0")
-        for i in range(3000)])
-    holds = facts.holds
-    assert len(holds.open) <= MAX_WORKERS and len(holds.done) <= HISTORY
+def test_the_workers_holds_are_bounded_the_oldest_forgotten() -> None:
+    """A long log: the holds kept are the latest `HISTORY` to end, the workers the latest
+    `MAX_WORKERS` to pick up, whatever ids and how many pickups its lines give."""
+    def picked_up(workers: int) -> WorkerHolds:
+        return fed(PipelineFacts(), [ENGINE] + [
+            timeline(1000 + i, "GPU_PICKUP", f"porep-1000-{i}",
+                     f"worker={i % workers},partition=0") for i in range(3000)]).holds
+    # Four workers: each pickup ends its worker's previous hold; the latest HISTORY stay.
+    four = picked_up(4)
+    assert [h.job for h in four.done] == [
+        f"porep-1000-{i}" for i in range(3000 - 4 - HISTORY, 3000 - 4)]
+    # 999 worker ids: the latest MAX_WORKERS to pick up stay, each with its latest hold.
+    many = picked_up(999)
+    assert sorted(h.job for h in many.open.values()) == sorted(
+        f"porep-1000-{i}" for i in range(3000 - MAX_WORKERS, 3000))
 
 
 def test_a_pinned_pool_failure_outranks_a_status_dispatch_stall() -> None:

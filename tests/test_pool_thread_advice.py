@@ -1,23 +1,27 @@
-"""The pinned-pool and thread advice says how much where the log gives the figures, and reads
-what the log already shows: the safety margin raised by what the pool failed to pin (every
-synthesis worker's 3 a/b/c buffers, less what the pool held), the synthesis cap lowered to the
-partitions the pool did pin, and neither where a figure is missing ("raise it", and which line
-would give the amount); no synthesis cap where not one buffer could be pinned;
-`[pipeline] max_gpu_queue_depth` as a guess where the log at WARN hides churn; the thread
-settings with the values the daemon's start logged, "if unset" where none was read
-(cuzk-upstream-paths.md 2.3-2.4, 3.1, 3.3-3.4; cuzk-log-formats.md 1.6, 3.3)."""
+"""The pinned-pool and thread advice says how much only where that is safe and follows from the
+log, and reads what the log already shows: the safety margin raised in steps of one partition's
+pinned buffers (3 x the failing line's buffer size), never taking the budget to the PoRep SRS
+plus cuzk's least synthesis workers, and not at all where the budget is at that floor; the
+synthesis cap lowered to the partitions the pool did pin, and not where the pool pinned nothing
+or cuzk already runs its least workers; "raise it", and which line would give the figure, where
+one is missing; a failure that says the pool held buffers read as buffers pinned;
+`[pipeline] max_gpu_queue_depth` as a guess where the log hides churn; the thread settings with
+the values the daemon's start logged, "if unset" where none was read (cuzk-upstream-paths.md
+2.3-2.4, 3.1, 3.3-3.4; cuzk-log-formats.md 1.6, 3.3)."""
 
 from __future__ import annotations
 
 from gapwatch.core.evidence_types import EventEvidence, HostEvidence, ProverState
 from gapwatch.core.models import Gap, LogEvent
-from gapwatch.cuzk.advice import Advice, advise
+from gapwatch.cuzk.advice import Advice, AdviceReport, advise
 from gapwatch.cuzk.knobs import LOWER, RAISE, Pull
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
 from gapwatch.cuzk.prover import CuzkGap
 from gapwatch.logs.parse import LogParser
 
 T0 = "2026-12-05T16:18:"
+#: PoRep 32G's a/b/c buffer: 130278869 constraints x 32 B.
+CONSTRAINTS = 130278869
 BUF = "3.882613"
 
 
@@ -25,17 +29,24 @@ def line(second: float, level: str, target: str, message: str) -> str:
     return f"{T0}{second:09.6f}Z {level:>5} {target}: {message}"
 
 
-#: The daemon's start as upstream writes it (the sim:pageable run's figures).
-START = [
-    line(36.0, "INFO", "cuzk_daemon", "cuzk-daemon starting"),
-    line(36.01, "INFO", "cuzk_daemon", "rayon global thread pool configured rayon_threads=96"),
-    line(36.02, "INFO", "cuzk_core::engine", "memory budget initialized total_budget_gib=512"),
-    line(36.03, "INFO", "cuzk_core::engine", "CUDA pinned memory pool initialized"),
-    line(36.04, "INFO", "cuzk_core::engine", "starting cuzk engine pipeline_enabled=true"),
-    line(36.05, "INFO", "cuzk_core::engine",
-         "starting pipeline: synthesis task + GPU workers (budget-gated) configured_lookahead=1 "
-         "max_partitions_in_budget=36 effective_lookahead=32 synth_worker_count=20 num_gpus=2"),
-]
+def start(budget_gib: int = 512, workers: int = 20, t: float = 36.0) -> list[str]:
+    """The daemon's start as upstream writes it (by default the sim:pageable run's figures)."""
+    return [
+        line(t, "INFO", "cuzk_daemon", "cuzk-daemon starting"),
+        line(t + 0.01, "INFO", "cuzk_daemon",
+             "rayon global thread pool configured rayon_threads=96"),
+        line(t + 0.02, "INFO", "cuzk_core::engine",
+             f"memory budget initialized total_budget_gib={budget_gib}"),
+        line(t + 0.03, "INFO", "cuzk_core::engine", "CUDA pinned memory pool initialized"),
+        line(t + 0.04, "INFO", "cuzk_core::engine", "starting cuzk engine pipeline_enabled=true"),
+        line(t + 0.05, "INFO", "cuzk_core::engine",
+             "starting pipeline: synthesis task + GPU workers (budget-gated) configured_lookahead"
+             f"=1 max_partitions_in_budget={budget_gib // 14} effective_lookahead=32 "
+             f"synth_worker_count={workers} num_gpus=2"),
+    ]
+
+
+START = start()
 
 
 def failure(second: float, pool_total_gib: str = "0", pool_free: int = 0) -> list[str]:
@@ -46,7 +57,7 @@ def failure(second: float, pool_total_gib: str = "0", pool_free: int = 0) -> lis
         line(second + 0.001, "WARN", "cuzk_core::pinned_pool",
              f"pinned pool: cudaHostAlloc failed size_gib={BUF}"),
         line(second + 0.002, "WARN", "cuzk_core::pipeline",
-             "pinned pool checkout FAILED — falling back to unpinned num_constraints=130278869 "
+             f"pinned pool checkout FAILED — falling back to unpinned num_constraints={CONSTRAINTS} "
              f"pool_free={pool_free} pool_total_gib={pool_total_gib}"),
     ]
 
@@ -80,9 +91,13 @@ def starved_gap(facts: PipelineFacts, lines: list[str]) -> Gap:
                prover_facts=view.facts)
 
 
-def pool_advice(lines: list[str]) -> list[Advice]:
+def advise_pool(lines: list[str]) -> AdviceReport:
     facts = facts_of(lines)
-    return advise([starved_gap(facts, lines)], facts.view()).advice
+    return advise([starved_gap(facts, lines)], facts.view())
+
+
+def pool_advice(lines: list[str]) -> list[Advice]:
+    return advise_pool(lines).advice
 
 
 def by_setting(advice: list[Advice]) -> dict[str, Advice]:
@@ -91,23 +106,80 @@ def by_setting(advice: list[Advice]) -> dict[str, Advice]:
 
 # --- how much: the safety margin and the synthesis cap from the log's own figures ---
 
-def test_the_safety_margin_is_raised_by_what_the_pool_failed_to_pin_with_each_figures_line(
+def test_the_safety_margin_is_raised_in_steps_of_one_partitions_buffers_with_each_figures_line(
         ) -> None:
     lines = [*START, *failure(38.57)]
     margin = by_setting(pool_advice(lines))["[memory] safety_margin"]
     change = margin.change
-    # 20 workers x 3 buffers x 3.882613 GiB = 232.96 GiB, less the 0 GiB the pool held.
-    assert change.startswith("raise it by about 233 GiB if total_budget is \"auto\"")
-    assert "with an explicit total_budget, lower that by as much" in change
-    # 512 GiB budget - 233 GiB: the budget that leaves.
-    assert "total_budget_gib=512, 'memory budget initialized', engine.rs:1198" in change
-    assert "becomes about 279 GiB" in change
-    assert "synth_worker_count=20, 'starting pipeline', engine.rs:1839" in change
-    assert f"x 3 buffers (a, b, c) x {BUF} GiB (size_gib={BUF}, 'cudaHostAlloc failed'" in change
-    assert "pool_total_gib=0, 'pinned pool checkout FAILED' (WARN), pipeline.rs:302" in change
-    assert "A guess, what the pool failed to pin" in change and margin.guess
+    assert change.startswith("raise it if total_budget is \"auto\" (the only case cuzk reads it")
+    assert "with an explicit total_budget, lower that instead" in change
+    # One partition's a/b/c, of the failing line's own buffer: 3 x 3.882613 GiB.
+    assert (f"in steps of one partition's pinned buffers (3 x {BUF} GiB = 11.6 GiB, "
+            f"num_constraints={CONSTRAINTS} x 32 B, 'pinned pool checkout FAILED' (WARN), "
+            "pipeline.rs:302), re-measuring each with `gapwatch compare`") in change
+    # No total: every worker's buffers less what the pool held counted in-use buffers twice.
+    assert "by about" not in change and "a guess, no total" in change and margin.guess
+    # The budget now, its line, the floor, and how many steps fit: (512 - 75) / 11.65 -> 37.
+    assert "The budget is total_budget_gib=512, 'memory budget initialized', engine.rs:1198" in \
+        change
+    assert change.endswith("= 75 GiB: 37 step(s) fit before that floor")
     # The headline's direction is unchanged: raise it (the budget down).
     assert margin.step == RAISE and margin.pulls == (Pull("[memory] total_budget", False),)
+
+
+def _steps(change: str) -> int:
+    """The step count a margin's change gives (`N step(s) fit before that floor`)."""
+    return int(change.rsplit(": ", 1)[1].split(" step(s)")[0])
+
+
+def test_the_margin_step_never_takes_the_budget_below_the_srs_and_two_partitions() -> None:
+    """The review's 251 GiB / 17 workers was told "raise it by about 198 GiB" (a 53 GiB budget,
+    below the PoRep SRS and one partition): now steps of 11.6 GiB that leave it above 75 GiB."""
+    step_gib, floor_gib = 3 * float(BUF), 47 + 2 * 14
+    for budget, workers in ((251, 17), (128, 9), (512, 20), (90, 6)):
+        change = by_setting(pool_advice([*start(budget, workers), *failure(38.57)]))[
+            "[memory] safety_margin"].change
+        steps = _steps(change)
+        assert budget - steps * step_gib > floor_gib, (budget, steps)
+        # The most that fit: one more would reach the floor.
+        assert budget - (steps + 1) * step_gib <= floor_gib, (budget, steps)
+        assert "the PoRep 32G SRS (~47 GiB pinned, curio#1043) plus cuzk's least synthesis " \
+               "workers (2 x 14 GiB, engine.rs:1437, memory.rs:36) = 75 GiB" in change
+    assert _steps(by_setting(pool_advice([*start(251, 17), *failure(38.57)]))[
+        "[memory] safety_margin"].change) == 15
+
+
+def test_a_budget_at_or_below_the_floor_gets_no_margin_step_and_says_so() -> None:
+    """28 GiB (the review's: one step left 5 GiB, below one partition) and 16 GiB (the amount
+    was silently dropped): the margin cannot help the pool on this box."""
+    for budget in (28, 16, 75):
+        report = advise_pool([*start(budget, 2), *failure(38.57)])
+        assert not report.advice  # nor a cap: 2 workers and an empty pool
+        [said] = report.no_setting
+        assert ("[memory] safety_margin is not advised: the budget (total_budget_gib="
+                f"{budget}, 'memory budget initialized', engine.rs:1198) is already at or "
+                "below the PoRep 32G SRS") in said.why
+        assert "the margin cannot help the pool on this box" in said.why
+
+
+def test_a_budget_within_one_step_of_the_floor_gets_no_margin_step() -> None:
+    advice = pool_advice([*start(80, 5), *failure(38.57, "11.647839")])
+    assert "[memory] safety_margin" not in by_setting(advice)
+    assert any(e.startswith("[memory] safety_margin is not advised: the budget "
+                            "(total_budget_gib=80, 'memory budget initialized', engine.rs:1198) "
+                            f"is within one step (3 x {BUF} GiB = 11.6 GiB")
+               for e in advice[0].evidence)
+
+
+def test_cuzk_at_its_least_synthesis_workers_gets_no_synthesis_cap() -> None:
+    """synth_worker_count = max(2, ...) (engine.rs:1437): with 2 workers no cap gives fewer."""
+    advice = pool_advice([*start(200, 2), *failure(38.57, "11.647839")])
+    assert "[pipeline] max_parallel_synthesis" not in by_setting(advice)
+    [why] = [e for e in advice[0].evidence if "max_parallel_synthesis is not advised" in e]
+    assert why == ("[pipeline] max_parallel_synthesis is not advised: cuzk already runs its "
+                   "least synthesis workers (synth_worker_count=2, 'starting pipeline', "
+                   "engine.rs:1839), and any cap gives at least 2 (engine.rs:1437, .max(2)): "
+                   "lowering it changes nothing")
 
 
 def test_a_pool_that_pinned_nothing_gets_no_synthesis_cap() -> None:
@@ -127,8 +199,6 @@ def test_a_pool_that_pinned_some_lowers_the_synthesis_cap_to_the_partitions_it_p
     assert cap.change.startswith("lower it to about 4. A guess, what the host let the pool pin:")
     assert "46.59 GiB (pool_total_gib=46.59, 'pinned pool checkout FAILED'" in cap.change
     assert cap.change.endswith(" = 4 partitions") and cap.step == LOWER
-    # 232.96 - 46.59 = 186.4 GiB the pool failed to pin.
-    assert advice["[memory] safety_margin"].change.startswith("raise it by about 186 GiB")
 
 
 def test_a_pool_that_pinned_one_partition_lowers_the_cap_to_cuzks_least() -> None:
@@ -144,11 +214,99 @@ def test_without_the_figures_the_settings_say_raise_and_lower_and_which_line_giv
     advice = by_setting(pool_advice(warn_only))
     margin = advice["[memory] safety_margin"].change
     assert margin.startswith("raise it if total_budget is \"auto\"")
-    assert margin.endswith("the amount needs, not in the log read: synth_worker_count "
-                           "('starting pipeline', engine.rs:1839)")
-    assert "by about" not in margin
+    # The step is the failing line's; the budget to count the steps from is not in the log.
+    assert "in steps of one partition's pinned buffers (3 x" in margin
+    assert margin.endswith("the budget now is not in the log read (total_budget_gib, 'memory "
+                           "budget initialized', engine.rs:1198): count the steps from it")
+    assert "never take the budget to" in margin.lower() and "= 75 GiB or below" in margin
     # The cap's figures are both WARN lines': its amount needs no INFO line.
     assert advice["[pipeline] max_parallel_synthesis"].change.startswith("lower it to about 2")
+
+
+def test_the_buffer_size_is_the_failing_lines_not_a_later_buffer_of_another_circuit() -> None:
+    """A SnapDeals buffer (81M constraints, 2.41 GiB) pinned after the PoRep pin failed: the
+    partitions the pool held are PoRep's (4), not 46.59 / 3 x 2.41 = 6."""
+    snap_gib = 81_000_000 * 32 / 2**30
+    snap = line(39.0, "INFO", "cuzk_core::pinned_pool",
+                f"pinned pool: allocated new buffer size_gib={snap_gib} total_buffers=13 "
+                f"total_gib={46.59 + snap_gib}")
+    advice = by_setting(pool_advice([*START, *failure(38.57, "46.59"), snap]))
+    cap = advice["[pipeline] max_parallel_synthesis"].change
+    assert cap.startswith("lower it to about 4.") and cap.endswith(" = 4 partitions")
+    assert f"3 buffers x {BUF} GiB, num_constraints={CONSTRAINTS} x 32 B" in cap
+    assert f"(3 x {BUF} GiB = 11.6 GiB" in advice["[memory] safety_margin"].change
+
+
+def test_without_a_failed_checkout_line_no_advice_cites_one() -> None:
+    """Only the two cudaHostAlloc lines read: what the pool held is its INFO lines' figure
+    (initialized, nothing allocated), cited as theirs, never as 'pinned pool checkout FAILED'."""
+    advice = pool_advice([*START, *failure(38.57)[:2]])
+    said = [a.change for a in advice] + advice[0].evidence
+    assert not any("'pinned pool checkout FAILED'" in text for text in said)
+    assert not any("pool_total_gib" in text for text in said)
+    [why] = [e for e in advice[0].evidence if "max_parallel_synthesis is not advised" in e]
+    assert "(total_gib=0, the pool's INFO lines ('CUDA pinned memory pool initialized'" in why
+    assert f"size_gib={BUF}, 'cudaHostAlloc failed' (WARN), pinned_pool.rs:61" in \
+        by_setting(advice)["[memory] safety_margin"].change
+
+
+def test_a_failure_saying_the_pool_held_buffers_is_never_read_as_a_pool_that_pinned_none(
+        ) -> None:
+    """pool_total_gib=46.59 proves 12 buffers pinned, though no INFO line of the pool's was read
+    (the review's: 'the pool pinned no buffer', 'pool holds 0.0 GiB in 0 buffer(s)')."""
+    advice = pool_advice([*START, *failure(38.57, "46.59")])
+    evidence = advice[0].evidence
+    assert not any("pinned no buffer" in e or "holds 0.0 GiB" in e for e in evidence)
+    assert "pool holds 46.6 GiB in ? buffer(s), 0 free" in evidence
+    assert any(e.startswith("whether the pool churned before its failures is not known: a "
+                            "failed checkout says it held 46.59 GiB") for e in evidence)
+    # Churn could have come unseen: the churn knob is named, as a guess saying why.
+    knob = by_setting(advice)["[pipeline] max_gpu_queue_depth"]
+    assert knob.guess and "not visible in the lines read" in knob.guess_why
+
+
+# --- the figures of the failure's own run and daemon ---
+
+def test_a_failure_before_a_restart_is_advised_by_its_own_runs_figures() -> None:
+    """Run 1 (20 workers) failed holding 4 partitions; cuzk restarted with 4 workers. The cap is
+    run 1's arithmetic (to about 4), not "below 4" of the new run's count, and the evidence says
+    the run since has other figures."""
+    advice = pool_advice([*START, *failure(38.57, "46.59"), *start(512, 4, t=40.0)])
+    cap = by_setting(advice)["[pipeline] max_parallel_synthesis"].change
+    assert cap.startswith("lower it to about 4. A guess")
+    assert any(e.startswith("the pinned pool's figures are the failing run's (synth_worker_count"
+                            "=20, total_budget_gib=512, as its start gave them before the "
+                            "failure); cuzk started again since with synth_worker_count=4, "
+                            "total_budget_gib=512") for e in advice[0].evidence)
+
+
+def _two_daemons() -> list[LogEvent]:
+    """A PoRep daemon (20 workers, 512 GiB) in a.log, fine; a second (2 workers, 28 GiB) in
+    b.log whose pin failed, in time order as a fleet's tail reads them."""
+    def own(t: float, budget: int, workers: int, listen: str) -> list[str]:
+        lines = start(budget, workers, t)
+        return [lines[0], line(t + 0.005, "INFO", "cuzk_daemon",
+                               f"configuration loaded listen={listen}"), *lines[1:]]
+    parser = LogParser(offline=True)
+    events: list[LogEvent] = []
+    for stream, lines in (("a.log", own(36.0, 512, 20, "127.0.0.1:9820")),
+                          ("b.log", [*own(37.0, 28, 2, "127.0.0.1:9821"), *failure(38.57)])):
+        for i, text in enumerate(lines):
+            events += parser.parse_line(text, stream, i, 0.0)
+    return sorted(events + parser.flush(), key=lambda e: e.t_wall_s)
+
+
+def test_another_daemons_failure_takes_no_figure_of_the_first_daemons_start() -> None:
+    facts = PipelineFacts()
+    for e in _two_daemons():
+        facts.feed(e)
+    start_s = max(e.t_wall_s for e in _two_daemons()) + 1.0
+    gap = starved_gap(facts, [line(start_s - 1.0, "INFO", "x", "y")])
+    margin = by_setting(advise([gap], facts.view()).advice)["[memory] safety_margin"].change
+    # Not the first daemon's 512 GiB budget (37 steps): its budget is not known here.
+    assert "step(s) fit" not in margin and "total_budget_gib=512" not in margin
+    assert ("the budget now is not known: the failure is another daemon's (its lines in b.log)"
+            in margin)
 
 
 # --- the churn knob: a guess where the log hides churn, none where the pool pinned nothing ---

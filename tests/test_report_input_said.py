@@ -17,8 +17,9 @@ from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.sinks.recorder import write_recording
 
-STILL = "is still being written by another process: this report reads it only up to where it " \
-        "stood when read (its last part is not in it; report it again for more)"
+STILL = "is still being written by another process: this report reads it only up to line {n}, " \
+        "where it stood when read (more is written after); its last part is not in it: report " \
+        "it again for more"
 
 
 @pytest.fixture
@@ -30,8 +31,10 @@ def being_written(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_recording_still_being_written_is_a_warning_of_the_report(
+def test_a_recording_still_being_written_is_a_warning_of_the_report_said_once(
         being_written: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The reader's own problem line (the line it read to) was said beside the warning, in
+    the text's problems and in --json's: twice. Once now, the warning with the line."""
     with being_written.open("rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # the writer's lock, as the recorder holds it
         assert main(["report", str(being_written)]) == 0
@@ -39,9 +42,12 @@ def test_a_recording_still_being_written_is_a_warning_of_the_report(
         assert main(["report", str(being_written), "--json"]) == 0
         doc = json.loads(capsys.readouterr().out)
     head = text.split("\n\nGPUs")[0]
+    n = sum(1 for _ in being_written.open("rb"))
     assert "WARNING: the data has problems that change what this report means" in head
-    assert f"  - {being_written} {STILL}" in head
-    assert f"{being_written} {STILL}" in doc["problems"]
+    assert f"  - {being_written} {STILL.format(n=n)}" in head
+    assert text.count("still being written") == 1
+    assert [p for p in doc["problems"] if "still being written" in p] == [
+        f"{being_written} {STILL.format(n=n)}"]
     assert doc["counters"]["still_written"] == 1 and doc["notes"] == []
     assert main(["report", str(being_written), "--json"]) == 0  # its writer gone: not said
     assert not any("still being written" in p

@@ -90,12 +90,12 @@ def test_a_winningpost_loading_its_evicted_srs_misses_its_epoch(events: list[Pro
     assert "winning-32g, 31.0 s" in done.setting
 
 
-def test_a_panic_is_one_error_with_its_message_and_cuzks_own_line_another(
+def test_a_panic_and_cuzks_own_line_for_it_are_one_error_with_both_texts(
         events: list[ProverEvent]) -> None:
-    errors = [e for e in events if e.kind == "error"]
-    assert len(errors) == 2
-    assert any('failed: "out of memory"' in e.message for e in errors)
-    assert any(e.message.startswith("partition GPU proving task panicked") for e in errors)
+    [error] = [e for e in events if e.kind == "error"]
+    assert error.message.startswith("partition GPU proving task panicked")
+    assert 'its panic: panic in ' in error.message
+    assert 'failed: "out of memory"' in error.message
 
 
 def test_a_restart_seen_by_its_lines_and_its_status_is_one_with_its_cost(
@@ -131,6 +131,38 @@ def test_after_a_restart_the_next_winningpost_loads_its_srs_from_disk_again() ->
     later = [t.split(": ", 1)[1].split(" circuit_id=")[0] for t in after[its_end:]
              if "circuit_id=winning-32g" in t]
     assert later == ["SRS evicted", "loading SRS from disk", "SRS loaded successfully"]
+
+
+def test_the_simulators_srs_eviction_follows_upstreams_rule() -> None:
+    """cuzk evicts an SRS only from its budget's evictor: an acquire short and the SRS idle at
+    least eviction_min_idle (engine.rs:1257-1320), and writes `SRS evicted circuit_id freed_gib
+    budget_available_gib` in whole GiB (srs_manager.rs:282), then `evicted for memory pressure`
+    (engine.rs:1317). The simulator wrote `freed_gib=0.4 budget_available_gib=463` (the budget
+    not short) 16 s after the SRS's last use, against a default eviction_min_idle of 5m. Now its
+    budget is full then (its /status too) and the idle is past its own eviction_min_idle."""
+    from gapwatch.sources.sim_post import EVICTION_MIN_IDLE_S, LATE_AT_S
+
+    sim = simulate("post", duration_s=CYCLE_S + LATE_AT_S + 5, status_period_s=0.5)
+    texts = [text for _stream, text in sim.log_lines]
+    evicted = [i for i, t in enumerate(texts) if " SRS evicted " in t]
+    assert len(evicted) == 2  # each cycle's late WinningPoSt
+    for i in evicted:
+        assert texts[i].endswith("circuit_id=winning-32g freed_gib=0 budget_available_gib=0")
+        assert texts[i + 1].endswith(
+            "evicted for memory pressure entry=srs:winning-32g freed_gib=0")
+    # Its last use: the SYNTH_END of the WinningPoSt before it (its `ensure_loaded` just
+    # before, engine.rs:2717-2721), placed in wall time by gapwatch's reading.
+    parser = LogParser(offline=True)
+    logs = [e for stream, text in sim.log_lines for e in parser.parse_line(text, stream)]
+    logs = sorted(logs + parser.flush(), key=lambda e: e.t_wall_s)
+    ends = [e.t_wall_s for e in logs if e.name == "SYNTH_END" and (e.job_id or "").startswith(
+        "winpost-")]
+    for ev in (e for e in logs if e.name == "SRS evicted"):
+        last = max(t for t in ends if t < ev.t_wall_s)
+        assert ev.t_wall_s - last >= EVICTION_MIN_IDLE_S
+        full = [r for r in sim.records if isinstance(r, ProverStatus)
+                and ev.t_wall_s <= r.t_wall_s < ev.t_wall_s + 0.5]
+        assert full and all(r.memory_available_bytes == 0 for r in full)
 
 
 def test_the_new_runs_first_winningpost_is_timed_with_its_srs_load_in_its_synthesis() -> None:
@@ -189,5 +221,5 @@ def test_record_says_them_on_stderr_and_the_report_from_the_recording(
     assert '"type":"prover_event"' in out.read_text()
     # The report of that file.
     assert main(["report", str(out)]) == 0
-    assert "Prover events: 2 PoSt proof(s) (1 late, 0 at risk), 1 restart(s), 2 error(s)" \
+    assert "Prover events: 2 PoSt proof(s) (1 late, 0 at risk), 1 restart(s), 1 error(s)" \
         in capsys.readouterr().out

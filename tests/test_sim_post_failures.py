@@ -50,6 +50,50 @@ def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_err
     assert verdicts == [("ok", None), ("failed", PROVE_START_ERROR)]
 
 
+def _what_to_change(text: str) -> list[str]:
+    return text.split("\nWhat to change (cuzk's own settings; docs/advice.md)\n")[1] \
+        .split("\n\n")[0].splitlines()
+
+
+def test_failed_winningposts_lead_what_to_change_with_their_error_never_nothing_to_change(
+        tmp_path: Path) -> None:
+    """`post-failed` over three cycles: 3 WinningPoSt failed with `GPU prove start failed`. The
+    section said only "nothing to change: no gap" beside them. Now its first line says how many
+    of which kind failed, cuzk's error and what upstream says of that line (no cuzk setting:
+    gpu_prove_start cannot return it with cuzk's SupraSeal SRS, so this is another build), in
+    text and in `--json` (`proof_advice`)."""
+    recording, _err = record_sim(tmp_path, "post-failed", 2 * 60 + FAILED_AT_S + 5)
+    lines = _what_to_change(report_of(recording))
+    assert lines[0].startswith("  PoSt: 3 WinningPoSt failed (no proof came of it")
+    assert f"cuzk said '{PROVE_START_ERROR}' (engine.rs:3282): no cuzk setting: " in lines[0]
+    assert "MalformedSrs" in lines[0] and "report it upstream" in lines[0]
+    assert "nothing to change" not in "\n".join(lines)
+    [advice] = json.loads(report_of(recording, "--json"))["proof_advice"]
+    assert (advice["proof_kind"], advice["verdict"], advice["count"], advice["error"],
+            advice["cause"], advice["setting"]) == (
+        "winning-post", "failed", 3, PROVE_START_ERROR, "GPU prove start failed", None)
+
+
+def test_late_winningposts_lead_what_to_change_with_the_setting_and_the_logs_figures(
+        tmp_path: Path) -> None:
+    """`post`: its late WinningPoSt (its SRS evicted, reloaded 31 s inside its synthesis) were
+    advised on in the PoSt table only; "What to change" spoke of the restarts' gaps alone. Now
+    its first line: how many late, the longest against the deadline, and the eviction setting
+    with the log's figures; one proof said late while running and at its end counts once."""
+    from gapwatch.sources.sim_post import CYCLE_S, LATE_AT_S
+
+    recording, _err = record_sim(tmp_path, "post", CYCLE_S + LATE_AT_S + 40)
+    lines = _what_to_change(report_of(recording))
+    assert lines[0].startswith("  PoSt: 2 WinningPoSt late, the longest 35.0 s of its 30 s "
+                               "deadline: setting (the latest's words): [memory] "
+                               "eviction_min_idle: raise it above the time between "
+                               "WinningPoSts (~20 s here")
+    assert "after 16 s idle" in lines[0] and "budget_available_gib=0 after it" in lines[0]
+    [advice] = json.loads(report_of(recording, "--json"))["proof_advice"]
+    assert (advice["verdict"], advice["count"], advice["setting"]) == (
+        "late", 2, "[memory] eviction_min_idle")
+
+
 def test_with_the_pipeline_off_each_winningpost_is_timed_in_one_step_and_the_failed_one_failed(
         tmp_path: Path) -> None:
     """`post-pipeline-off`: one monolithic worker proves whole PoRep C2 proofs; a WinningPoSt

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 from shared_files import made_once, sim_with_log_once
+from sim_recordings import record_sim, report_of
 from split_parse import two_processes
 
 from gapwatch.base import gzip_stream
@@ -339,6 +342,172 @@ def test_a_log_whose_lines_show_no_time_is_read_through_the_window_not_cut_befor
     assert _doc(part) == _doc(whole)
 
 
+@pytest.fixture(scope="module")
+def pageable_recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`gapwatch record` of the simulated pageable prover for a minute: its log lines and
+    `/status` snapshots inside the recording (`record --log`), every partition unpinned."""
+    return record_sim(tmp_path_factory.mktemp("recorded"), "pageable", 60.0)[0]
+
+
+def _table(report_text: str) -> tuple[int, list[str]]:
+    """The partition table of a text report: the count its head line says, and its rows."""
+    head, *rest = report_text.split("\nPartitions (", 1)[1].split("\n\n", 1)[0].splitlines()
+    return int(head.split(": ", 1)[1].split(",", 1)[0]), rest[1:]
+
+
+def _gpu_moments(item: dict[str, Any]) -> list[float]:
+    """A JSON row's GPU work as the table places it (`PartitionTiming.gpu_moments`)."""
+    return [t for t in (item["gpu_start_s"], item["gpu_end_s"], item["states_seen"].get("gpu"))
+            if t is not None]
+
+
+def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_known(
+    pageable_recorded: Path
+) -> None:
+    """Every partition of the recording was synthesised unpinned ("no" in the whole report).
+    A window's partition whose synthesis ended before the window said "yes" (no
+    `is_pinned=false` line in the window): the window did not read its pinning, "-"."""
+    _count, whole = _table(report_of(pageable_recorded, "--all"))
+    assert {row.split()[-1] for row in whole} <= {"no", "wave)"}  # "no (first wave)"
+    text = report_of(pageable_recorded, "--since", "+25s", "--until", "+45s")
+    count, rows = _table(text)
+    pinned = [row.split()[-1] for row in rows]
+    assert "yes" not in pinned and "-" in pinned
+    assert count == len(rows) > 5  # the head line counts the rows shown
+    # and says how many it does not know: "0 synthesised unpinned" alone read as all pinned
+    assert f", {pinned.count('-')} pinning not known (no is_pinned line read)" in text
+    items = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
+                                 "+45s"))["partitions"]["items"]
+    assert False not in {p["unpinned"] for p in items} and None in {p["unpinned"] for p in items}
+
+
+def test_a_windows_partition_table_holds_the_partitions_on_a_gpu_in_it(
+    pageable_recorded: Path, sim_with_log: tuple[Path, Path]
+) -> None:
+    """The table of a window held the partitions of the prover's `/status` polls in it, done
+    long before (20 of 41 rows), and with `--log` those of the 5 minutes read each side of it
+    (for the gaps' evidence): now the partitions whose GPU work (GPU start to end, lock
+    region, a poll that saw it on a GPU) overlaps the window, and the head line counts them."""
+    start = header_of(pageable_recorded).started_wall_s
+    doc = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
+                               "+45s"))
+    items = doc["partitions"]["items"]
+    assert doc["partitions"]["count"] == len(items) > 5
+    for p in items:
+        moments = _gpu_moments(p)
+        assert moments and min(moments) <= start + 45 and max(moments) >= start + 25, p
+    path, log = sim_with_log
+    start = header_of(path).started_wall_s
+    doc = json.loads(report_of(path, "--json", "--log", str(log), "--since", "+100s",
+                               "--until", "+130s"))
+    items = doc["partitions"]["items"]
+    assert doc["partitions"]["count"] == len(items) > 10
+    last = max(s["t_wall_s"] for s in _samples(path) if s["t_wall_s"] < start + 130)
+    for p in items:
+        moments = _gpu_moments(p)
+        assert moments and min(moments) <= last and max(moments) >= start + 100, p
+
+
+def _samples(path: Path) -> Iterator[dict[str, Any]]:
+    """The recording's GPU samples, decoded."""
+    for line in path.read_bytes().splitlines()[1:]:
+        r = msgspec.json.decode(line)
+        if r.get("type") == "gpu":
+            yield r
+
+
+def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
+    tmp_path: Path
+) -> None:
+    """The simulated PoSt prover's second WinningPoSt is late (35.0 s: 33.1 s of synthesis,
+    its SRS loaded from disk). A window from after its synthesis began showed `queue -
+    synth - GPU wait 0.2` and only `waited for a GPU worker behind: ...` under it, as if
+    0.2 s of GPU wait were why; its row now says what it did not read, and where."""
+    path, _err = record_sim(tmp_path, "post", 100.0)
+    whole = report_of(path)
+    row = next(line for line in whole.splitlines() if "winpost-1000-1a2b3c02" in line)
+    assert row.split()[3:6] == ["35.0", "0.0", "33.1"]  # total, queue, synthesis
+    assert "not read" not in whole  # every phase read: nothing said
+    text = report_of(path, "--since", "+60s", "--until", "+95s")
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "winpost-1000-1a2b3c02" in line)
+    assert lines[at].split()[3:6] == ["35.0", "-", "-"]
+    assert lines[at + 1].startswith("      not read: its queue and synthesis (33.1 s of its "
+                                    "35.0 s): it began before the window, at ")
+    assert lines[at + 1].endswith("(by its total); --since earlier reads them")
+
+
+def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(tmp_path: Path) -> None:
+    """cuzk goes down 100 s into the simulated PoSt prover's run (a restart: the GPU idles
+    ~16 s). A window ending 12 s into it said "busy 100 %, no gaps" and nothing more: the idle
+    stretch its end cuts is no gap of it (no busy reading bounds it there, as at a
+    recording's end), and the busy share is of the working span; the GPU's line now says the
+    window's last seconds held no busy reading. The whole report has no such line."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    text = report_of(path, "--since", "+60s", "--until", "+112s")
+    gpu = text.split("GPUs (busy", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert "no gaps" in gpu[1]
+    assert gpu[2].startswith("         no busy reading in the window's last ")
+    assert gpu[2].endswith(": an idle stretch its end cuts is no gap of it, as at a recording's "
+                           "end; --until later reads it")
+    assert "no busy reading in the window" not in report_of(path)
+
+
+def test_a_window_begun_mid_run_marks_no_first_wave_it_cannot_tell(
+    pageable_recorded: Path
+) -> None:
+    """A first wave is the partitions synthesised before their circuit type's first synthesis
+    of the run ended. A window gets the daemon's start line (its settings) but not the log
+    between it and the window: its first synthesis started before any of its own ended was
+    marked "no (first wave)" half a minute into the run. Now none is marked in a window that
+    did not read its run from the start; the whole report still marks the run's first."""
+    whole = json.loads(report_of(pageable_recorded, "--json"))["partitions"]["items"]
+    assert any(p["first_wave"] for p in whole)
+    start = header_of(pageable_recorded).started_wall_s
+    synth = sorted((r["t_wall_s"], r["name"]) for r in _records(pageable_recorded)
+                   if r.get("type") == "log" and r.get("name") in ("SYNTH_START", "SYNTH_END")
+                   and r["t_wall_s"] > start + 10)
+    # Just before a synthesis start that no synthesis end comes before in the window.
+    t = next(t for (t0, _), (t, name) in zip(synth, synth[1:], strict=False)
+             if name == "SYNTH_START" and t - t0 > 0.002)
+    since = datetime.fromtimestamp(t - 0.001, UTC).isoformat()
+    text = report_of(pageable_recorded, "--since", since, "--until", "+59s")
+    assert "(first wave)" not in text
+    assert len(_table(text)[1]) > 5
+
+
+def _records(path: Path) -> Iterator[dict[str, Any]]:
+    for line in path.read_bytes().splitlines()[1:]:
+        yield msgspec.json.decode(line)
+
+
+def test_a_windows_prover_events_are_those_said_in_it_with_its_log_read_around_it(
+    tmp_path: Path
+) -> None:
+    """A `--log` is read 5 minutes each side of a window (the gaps' evidence, the PoSt in
+    flight at its start): its PoSt, restarts and errors of those minutes were listed as the
+    window's. Now the window lists what was said in it, as a window of the recording with its
+    log inside does, and the PoSt begun before it has its phases (the lines before it are
+    context)."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json", "--log", str(log)))["prover_events"]
+    assert {e["job_id"] for e in whole["proof"]} == {"winpost-1000-1a2b3c01",
+                                                     "winpost-1000-1a2b3c02"}
+    assert whole["restart"]
+    window = ("--since", "+60s", "--until", "+95s")
+    doc = json.loads(report_of(path, "--json", "--log", str(log), *window))["prover_events"]
+    recorded = json.loads(report_of(path, "--json", *window))["prover_events"]
+    assert {e["job_id"] for e in doc["proof"]} == {"winpost-1000-1a2b3c02"}  # late, then done
+    start = header_of(path).started_wall_s
+    assert doc["restart"] == [] and len(doc["error"]) == len(recorded["error"]) > 0
+    assert all(start + 60 <= e["t_wall_s"] < start + 95 for e in doc["error"])
+    late = doc["proof"][-1]["proof"]
+    assert (round(late["synth_s"], 1), late["setting"] is not None) == (33.1, True)
+
+
 def test_moments_as_an_operator_writes_them() -> None:
     assert moment("2026-11-30T01:00:00Z").seconds == START + 400
     assert moment("2026-11-30 01:00").seconds == START + 400  # no zone: UTC
@@ -356,6 +525,67 @@ def test_moments_as_an_operator_writes_them() -> None:
     for bad in ("yesterday", "25:00", "+soon", "2026-13-01"):
         with pytest.raises(ValueError):
             moment(bad)
+
+
+def test_a_time_of_day_just_before_the_recordings_start_is_that_days_not_the_next() -> None:
+    """A recording from 00:53:20 to 00:54:50: `--since 00:53 --until 00:54` is the obvious
+    window, not the next day's 00:53 (refused: "ends before it starts"); `--since 00:53`
+    alone starts at the recording's start. A time of day after the recording's end is that
+    day's too (`--until 00:56` keeps it whole, `--since 00:56` holds none of it and says the
+    date it took); one within the recording is unchanged."""
+    end = START + 90
+    assert resolve(moment("00:53"), moment("00:54"), START, end) == TimeWindow(
+        START - 20, START + 40, "--since 00:53 --until 00:54")
+    assert resolve(moment("00:53:00"), None, START, end) == TimeWindow(
+        START - 20, None, "--since 00:53:00")
+    assert resolve(None, moment("00:56"), START, end) == TimeWindow(
+        None, START + 160, "--until 00:56")
+    assert resolve(moment("00:54:00"), None, START, end) == TimeWindow(
+        START + 40, None, "--since 00:54:00")
+    with pytest.raises(WindowError, match=r"window 2026-11-30 00:56:00 to the end UTC "
+                                          r"\(--since 00:56\) holds none of the recording"):
+        resolve(moment("00:56"), None, START, end)
+    with pytest.raises(WindowError, match=r"window the start to 2026-11-30 00:52:00 UTC"):
+        resolve(None, moment("00:52"), START, end)
+    # A recording of two days: the first occurrence within it, as before.
+    assert resolve(moment("00:10"), None, START, START + 2 * 86400) == TimeWindow(
+        START - 2600 + 86400, None, "--since 00:10")
+
+
+def test_compare_at_takes_a_time_of_day_as_report_since_does() -> None:
+    """`compare --at` resolves its moment by the one rule (`time_window._time_of_day`): 00:54
+    of a recording from 00:53:20 to 00:54:50 is that day's, and 00:53 is before it."""
+    end = START + 90
+    before, after = time_window.split_at(moment("00:54"), None, START, end)
+    assert before.until_s == after.since_s == START + 40
+    with pytest.raises(WindowError, match=r"BEFORE: the window the start to 2026-11-30 "
+                                          r"00:53:00 UTC \(--at 00:53\) holds none"):
+        time_window.split_at(moment("00:53"), None, START, end)
+
+
+def test_since_a_time_of_day_before_the_first_second_on_the_command_line(
+    sim_with_log: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """report, export and replay take `--since HH:MM:SS` a few seconds before the recording's
+    first second as that day's: the window starts at the recording's start."""
+    from datetime import UTC, datetime
+
+    path, _log = sim_with_log
+    start = header_of(path).started_wall_s
+
+    def clock(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+
+    since, until = clock(start - 5), clock(start + 60)
+    rc, out, err = _run("report", str(path), "--since", since, "--until", until)
+    assert rc == 0, err
+    day = datetime.fromtimestamp(start, UTC).strftime("%Y-%m-%d")
+    assert f"only the window {day} {since} to {until} UTC" in out
+    rc, _, err = _run("export", str(path), "--format", "csv", "--out", str(tmp_path / "w.csv"),
+                      "--since", since, "--until", until)
+    assert rc == 0, err
+    rc, _, err = _run("replay", str(path), "--headless", "--since", since, "--until", until)
+    assert rc == 0, err
 
 
 def test_windows_that_name_nothing_are_refused_in_one_line() -> None:

@@ -24,9 +24,12 @@ from parsed_logs import watched_events
 from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import LogsConfig
+from gapwatch.core.evidence_types import EventEvidence
+from gapwatch.core.hints import memory_phrases
 from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.prover_watch import notice_of
 from gapwatch.cuzk.advice import CITED, advise
+from gapwatch.cuzk.first_wave import unpinned_by_design
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkGap
 from gapwatch.cuzk.status import parse_status
@@ -1035,3 +1038,91 @@ def test_a_request_enqueued_before_a_restart_starts_no_batch_hold_in_the_new_run
              "TIMELINE,14000,GPU_QUEUE,porep-1000-71,partition=0"]
     [held] = _held_words({"a.log": lines}, 0, 26.1)
     assert held.startswith("cuzk held it 1.0 s in the batch collector")
+
+
+def test_another_daemons_worker_on_the_gpu_does_not_count_against_this_daemons_workers() -> None:
+    """Two daemons on GPU 0: the PoRep daemon's worker 0 holds partition 0 (picked up 16:00:06),
+    its worker 1 is free, and its partition 2 waits in its queue from 16:00:05.2 to 16:00:12;
+    the other daemon's worker 0 holds a SnapDeals partition. Only the PoRep daemon's workers
+    can take its partition: it waited with one of its two workers free. Both daemons' holds
+    were counted against the PoRep daemon's two workers: `inside_workers`, with "worker 0"
+    named twice."""
+    job = "porep-1000-7"
+    porep = [*_start("00", "127.0.0.1:9820", 0),
+             *(f"TIMELINE,{5000 + p * 100},GPU_QUEUE,{job},partition={p}" for p in range(3)),
+             f"TIMELINE,6000,GPU_PICKUP,{job},worker=0,partition=0",
+             f"TIMELINE,12000,GPU_PICKUP,{job},worker=0,partition=2"]
+    snap = [*_start("01", "127.0.0.1:9830", 0),
+            "TIMELINE,4000,GPU_QUEUE,snap-1,partition=0",
+            "TIMELINE,4100,GPU_PICKUP,snap-1,worker=0,partition=0"]
+    t0 = datetime(2026, 5, 12, 16, tzinfo=UTC).timestamp()
+    for files in ({"porep.log": porep}, {"porep.log": porep, "snap.log": snap}):
+        facts = PipelineFacts()
+        for ev in _events(files):
+            facts.feed(ev)
+        view = facts.log_view(0, t0 + 9, t0 + 11, "host_stall")
+        assert view.cause == "dispatch_stall", list(files)
+        said = " ".join(view.evidence)
+        assert "a GPU worker of GPU 0 was free for 2.0 s of the 2.0 s gap" in said
+        assert said.count("worker 0:") == 1 and "snap-1" not in said
+
+
+def _unpinned_said(files: dict[str, list[str]], at_s: float) -> list[str]:
+    """What a pcie_starved gap of GPU 0 from `at_s` + 1 s says of PoRep partition 4 of
+    porep-1000-9, completed unpinned at `at_s` (its memory phrases, with the prover's view)."""
+    facts = PipelineFacts()
+    for ev in _events(files):
+        facts.feed(ev)
+    view = CuzkGap(0, at_s + 1, facts).view(at_s + 2, at_s + 1, "pcie_starved", at_s + 2)
+    unpinned = [EventEvidence(at_s, "partition synthesis complete", None, 4, "unpinned", "",
+                              "porep-1000-9")]
+    return memory_phrases("pcie_starved", unpinned, None, at_s - 1, view.unpinned_by_design)
+
+
+def test_another_daemons_or_circuits_open_first_wave_does_not_explain_away_an_unpinned_partition(
+) -> None:
+    """The PoRep daemon's first wave ended at 16:00:20 (its hint cached); at 16:00:55 a PoRep
+    partition completes unpinned, no pool line read: pageable memory to look into. A PoSt-only
+    daemon on GPU 1, started at 16:00:40, opened its own first wave of window-post-32g (no hint
+    yet). Every daemon's waves were passed, that open wave ran to infinity: the PoRep
+    partition read "unpinned by design (its first wave)". A wave is its own daemon's, its own
+    circuit type's, and an open one runs only to the data's latest time."""
+    porep = [*_start("00", "127.0.0.1:9820", 0),
+             f'{T}01.000000Z  INFO synthesize_partition{{job_id="porep-1000-1" partition=0}}: '
+             "cuzk_core::pipeline: no capacity hint cached — first synthesis will grow "
+             "organically circuit_id=porep-32g",
+             f"{T}20.000000Z  INFO cuzk_core::pipeline: cached synthesis capacity hint "
+             "circuit_id=porep-32g num_constraints=3 num_aux=3 num_inputs=3",
+             f'{T}20.100000Z  INFO synthesize_partition{{job_id="porep-1000-1" partition=0}}: '
+             "cuzk_core::pipeline: partition synthesis complete partition=0 synth_ms=19000 "
+             "is_pinned=false"]
+    post = [*_start("40", "127.0.0.1:9830", 1),
+            f"{T}41.000000Z  INFO synth_single{{proof_kind=window-post}}: cuzk_core::pipeline: "
+            "no capacity hint cached — first synthesis will grow organically "
+            "circuit_id=window-post-32g"]
+    at_s = datetime(2026, 5, 12, 16, 0, 55, tzinfo=UTC).timestamp()
+    pageable = ["porep-1000-9 partition 4 was synthesised with is_pinned=false: a/b/c in "
+                "pageable memory?"]
+    assert _unpinned_said({"porep.log": porep}, at_s) == pageable
+    assert _unpinned_said({"porep.log": porep, "post.log": post}, at_s) == pageable
+    # The PoSt daemon's open wave is of another circuit type, and open, it ends at the data's
+    # latest time: asked of its own daemon's waves, it covers no PoRep completion, and no
+    # moment after the latest time.
+    facts = PipelineFacts()
+    for ev in _events({"porep.log": porep, "post.log": post}):
+        facts.feed(ev)
+    waves = facts.first_waves.waves_of([1])
+    assert unpinned_by_design(waves, at_s + 1, at_s + 2, False, at_s + 2) is None
+    porep_open = [*_start("40", "127.0.0.1:9830", 1),
+                  f'{T}41.000000Z  INFO synthesize_partition{{job_id="porep-1001-1" '
+                  "partition=0}: cuzk_core::pipeline: no capacity hint cached — first "
+                  "synthesis will grow organically circuit_id=porep-32g"]
+    open_facts = PipelineFacts()
+    for ev in _events({"post.log": porep_open}):
+        open_facts.feed(ev)
+    design = unpinned_by_design(open_facts.first_waves.waves(), at_s + 1, at_s + 2, False,
+                                at_s + 2)
+    assert design is not None
+    assert design.holds(at_s, "partition synthesis complete")
+    assert not design.holds(at_s + 3600, "partition synthesis complete")
+    assert not design.holds(at_s, "SnapDeals partition synthesis complete")

@@ -189,9 +189,9 @@ def _by_design(events: list[EventEvidence], since_s: float | None,
     is); else None."""
     if by_design is None or _pool_failed(events, since_s):
         return None
-    own = [e.t_s for e in events if e.warning == "unpinned" and e.partition is not None
+    own = [e for e in events if e.warning == "unpinned" and e.partition is not None
            and (since_s is None or e.t_s >= since_s)]
-    return by_design if own and all(by_design.holds(t) for t in own) else None
+    return by_design if own and all(by_design.holds(e.t_s, e.name) for e in own) else None
 
 
 def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,

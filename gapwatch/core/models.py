@@ -659,6 +659,12 @@ class ProofTiming(Struct, frozen=True, gc=False):
     #: Its failure in the prover's words (verdict "failed": the line that said it, its error),
     #: cut to `MAX_ERROR_CHARS`; None for a proof not failed (and in recordings from before).
     error: str | None = None
+    #: What made it fail or late, as its prover names it, typed: what the report's "What to
+    #: change" groups proofs by (one line a cause). Failed: the failure line's message (cuzk:
+    #: `GPU prove start failed`); late or at risk: the cause its `setting` addresses (cuzk:
+    #: `srs_evicted`, `srs_first_load`, `synthesis_queue`, ...). None: none known (and in
+    #: recordings from before).
+    cause: str | None = None
 
     @property
     def worker_wait_s(self) -> float | None:

@@ -32,17 +32,32 @@ from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
 
 
 @dataclass(frozen=True, slots=True)
+class UnpinnedSpan:
+    """A span of wall time in which the prover left buffers unpinned by design, and which of
+    its warning lines (their event names: e.g. cuzk's PoRep and SnapDeals completions are
+    apart, each circuit type its own first wave) it covers; `lines` None: any."""
+
+    from_s: float
+    until_s: float
+    lines: frozenset[str] | None = None
+
+    def holds(self, t_s: float, line: str) -> bool:
+        return self.from_s <= t_s <= self.until_s and (self.lines is None or line in self.lines)
+
+
+@dataclass(frozen=True, slots=True)
 class UnpinnedByDesign:
     """Where the prover leaves buffers unpinned by design (e.g. cuzk's first syntheses of a run,
-    before its pinned pool is used): the spans of wall time it did so, and the words that say
-    why. A gap's `is_pinned=false` warnings all inside `spans_s` are said in these words, not
-    as pageable memory to look into (`gapwatch.core.hints.memory_phrases`)."""
+    before its pinned pool is used): the spans it did so (of the gap's own daemon, each bounded),
+    and the words that say why. A gap's `is_pinned=false` warnings each inside a span that
+    covers its line are said in these words, not as pageable memory to look into
+    (`gapwatch.core.hints.memory_phrases`)."""
 
-    spans_s: tuple[tuple[float, float], ...]
+    spans: tuple[UnpinnedSpan, ...]
     words: str
 
-    def holds(self, t_s: float) -> bool:
-        return any(lo <= t_s <= hi for lo, hi in self.spans_s)
+    def holds(self, t_s: float, line: str) -> bool:
+        return any(span.holds(t_s, line) for span in self.spans)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,10 @@ an event into the notice the dashboard's alert line and `record`'s stderr say.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Notice, ProofTiming, ProverEvent, Record
@@ -106,6 +108,126 @@ class LateOnce:
         if final and job is not None:
             self._jobs.pop(job, None)
         return late
+
+
+class ProofOnce:
+    """Which of a proof's words is its first: a proof said late while it runs is said again when
+    it ends (done late, failed, lost in a restart), one proof all the same, counted once where
+    events are counted (`gapwatch_prover_events_total{kind="proof"}`: an alert's `increase()`
+    fired twice for one late WinningPoSt). Its first word counts, at its level: a late proof
+    is counted at level error the moment it goes late, not again at its end. A later proof
+    under its job id (Curio retries a PoSt lost in a restart under the same id) is another.
+    Bounded: the latest `LATE_JOBS_KEPT` job ids said while running."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, None] = {}
+
+    def first(self, event: ProverEvent) -> bool:
+        """Take every prover event; True unless it is a later word of a proof already said
+        (any event that is not a proof's is its own first word)."""
+        p = event.proof
+        job = event.job_id
+        if event.kind != "proof" or p is None or job is None:
+            return True
+        final = p.done or p.given_up is not None
+        if job in self._running:
+            if final:
+                del self._running[job]
+            return False
+        if not final:
+            self._running[job] = None
+            if len(self._running) > LATE_JOBS_KEPT:
+                del self._running[next(iter(self._running))]
+        return True
+
+
+class TroubleKey(NamedTuple):
+    """What a proof that went wrong is grouped by: its kind, how it went wrong ("failed",
+    "lost": in flight when the prover restarted, "late", "at_risk"), its cause as the prover
+    typed it (`ProofTiming.cause`), and, failed, its error."""
+
+    proof_kind: str
+    verdict: str
+    cause: str | None
+    error: str | None
+
+
+@dataclass(slots=True)
+class Trouble:
+    """The proofs of one `TroubleKey`: how many, the longest one's figure (its total, else the
+    least it can be), and the latest one's words (its setting, deadline)."""
+
+    key: TroubleKey
+    count: int
+    longest_s: float | None
+    latest: ProofTiming
+
+
+#: Distinct troubles kept (`ProofTroubles`): a failure whose error names its sector is one a
+#: proof; past this, the rest of a kind and verdict are counted together, their cause not said.
+MAX_TROUBLES = 32
+
+
+def trouble_key(p: ProofTiming) -> TroubleKey | None:
+    """The trouble a proof's last word says, or None (on time, not timed)."""
+    if p.verdict == "failed":
+        return TroubleKey(p.proof_kind, "failed", p.cause, p.error)
+    if p.given_up == "restart":
+        return TroubleKey(p.proof_kind, "lost", None, None)
+    if p.verdict in ("late", "at_risk"):
+        return TroubleKey(p.proof_kind, p.verdict, p.cause, None)
+    return None
+
+
+class ProofTroubles:
+    """The proofs that failed, were lost in a restart, late or at risk, one `Trouble` per
+    cause, each proof once by its last word (a proof said late while running and again at its
+    end is one; one still running at the end of the data is as its latest word says): what the
+    report's "What to change" says first (`gapwatch.cuzk.post_advice`). Fed every prover event
+    (the offline run's `ProverEvents`, or the events a snapshot holds). Bounded: the proofs
+    running at most `LATE_JOBS_KEPT`, the troubles `MAX_TROUBLES`."""
+
+    def __init__(self, events: Iterable[ProverEvent] = ()) -> None:
+        self._done: dict[TroubleKey, Trouble] = {}
+        self._running: OrderedDict[str | None, ProofTiming] = OrderedDict()
+        for e in events:
+            self.add(e)
+
+    def add(self, e: ProverEvent) -> None:
+        p = e.proof
+        if e.kind != "proof" or p is None:
+            return
+        self._running.pop(e.job_id, None)
+        if p.done or p.given_up is not None:
+            _tally(self._done, p)
+            return
+        self._running[e.job_id] = p
+        if len(self._running) > LATE_JOBS_KEPT:
+            _tally(self._done, self._running.popitem(last=False)[1])
+
+    def troubles(self) -> list[Trouble]:
+        """Every trouble so far, those still running counted as their latest word says."""
+        out = {k: Trouble(t.key, t.count, t.longest_s, t.latest) for k, t in self._done.items()}
+        for p in self._running.values():
+            _tally(out, p)
+        return list(out.values())
+
+
+def _tally(into: dict[TroubleKey, Trouble], p: ProofTiming) -> None:
+    key = trouble_key(p)
+    if key is None:
+        return
+    if key not in into and len(into) >= MAX_TROUBLES:
+        key = TroubleKey(key.proof_kind, key.verdict, None, None)  # counted, cause not kept
+    seen = into.get(key)
+    figure = p.judged_s
+    if seen is None:
+        into[key] = Trouble(key, 1, figure, p)
+        return
+    seen.count += 1
+    seen.latest = p
+    if figure is not None and (seen.longest_s is None or figure > seen.longest_s):
+        seen.longest_s = figure
 
 
 def total_words(t: ProofTiming) -> str:

@@ -54,7 +54,18 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
-from gapwatch.cuzk.knobs import LOWER, RAISE, UNSET, Pull, Setting, Step, lowers, raises, set_to
+from gapwatch.cuzk.knobs import (
+    CHANGE,
+    LOWER,
+    RAISE,
+    UNSET,
+    Pull,
+    Setting,
+    Step,
+    lowers,
+    raises,
+    set_to,
+)
 from gapwatch.cuzk.pin_need import pin_need
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
@@ -72,9 +83,10 @@ from gapwatch.cuzk.pool_churn import (
     NO_CHURN_NO_QUEUE_DEPTH,
     QUEUE_DEPTH_GUESS,
     QUEUE_DEPTH_GUESS_WHY,
-    QUEUE_DEPTH_HIDDEN_WHY,
+    hidden_why,
     unseen_words,
 )
+from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice_lines
 from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
@@ -85,6 +97,7 @@ TOTAL_BUDGET = "[memory] total_budget"
 MAX_PARALLEL_SYNTHESIS = "[pipeline] max_parallel_synthesis"
 GPU_WORKERS_PER_DEVICE = "[gpus] gpu_workers_per_device"
 #: The budget raised, as every stall that wants more of it says it.
+#: Which way is the operator's: the default total_budget is "auto" (its step `CHANGE`).
 RAISE_BUDGET = "raise it (or, with \"auto\", lower safety_margin) if the host has the RAM"
 
 #: What each stall is, in words (the headline of its advice or no-setting note).
@@ -183,6 +196,9 @@ class AdviceReport:
     notes: list[str] = field(default_factory=list)
     #: Where two stalls' advice pulls one knob opposite ways (`conflicts`).
     conflicts: list[Conflict] = field(default_factory=list)
+    #: The PoSt that failed, were lost, late or at risk, one a cause: said first
+    #: (`gapwatch.cuzk.post_advice`); set by the caller that has the prover's events.
+    proofs: list[ProofAdvice] = field(default_factory=list)
 
 
 #: (settings, guess, guess_why, evidence), or why none applies.
@@ -454,7 +470,10 @@ ENV_HONOURED = ("unless CUZK_GPU_THREADS is set in cuzk's environment, which cuz
 def _threads_setting(pipeline: PipelineView) -> Setting:
     """`[synthesis] threads`, saying the value the log's start gave, or "if unset"."""
     n = pipeline.rayon_threads
+    step = RAISE
     if n is None:
+        # 0 (the default) is every CPU: "raise" from it gives fewer. Which way is unknown.
+        step = CHANGE
         change = ("leave it at 0 (all CPUs) if unset, or raise it if set lower: no "
                   f"{RAYON_LINE} line was read to say which")
     else:
@@ -462,7 +481,7 @@ def _threads_setting(pipeline: PipelineView) -> Setting:
                   f"count): raise it above {n} if the host has more CPUs, else leave it")
     return Setting("[synthesis] threads", change,
                    "the rayon pool every synthesis runs on (cuzk-daemon main.rs; 0 = all CPUs)",
-                   "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs:95-115", RAISE,
+                   "extern/cuzk/cuzk.example.toml, cuzk-daemon/src/main.rs:95-115", step,
                    raises("[synthesis] threads"))
 
 
@@ -532,7 +551,7 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
                            f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
                            "(memory.rs)",
                            "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
-                           RAISE, raises(TOTAL_BUDGET))
+                           CHANGE, raises(TOTAL_BUDGET))
     raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
                         f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
                         f"{why_more}: below the budget's limit, max_parallel_synthesis is the "
@@ -820,7 +839,7 @@ def _for_waits_on_budget(gaps: StallGaps, pipeline: PipelineView) -> _Found | st
                      "the dispatcher acquires a partition's budget (PoRep 14 GiB, SnapDeals 9 "
                      "GiB) before a synthesis worker takes it (engine.rs, memory.rs): with less "
                      "free, synthesis waits however many workers are free",
-                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs", RAISE,
+                     "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs", CHANGE,
                      raises(TOTAL_BUDGET))], False, "",
             # Not eviction_min_idle: the PoRep PCE is touched by every PoRep job and never
             # idles, and nothing reads it (pipeline.rs:1223-1241 get no cache).
@@ -840,7 +859,7 @@ def _for_over_budget(over: OverBudget) -> _Found:
                         "for a request over the total (memory.rs:187-236), so it waits until "
                         f"cuzk restarts: {over.blocks()}",
                         "extern/cuzk/cuzk-core/src/memory.rs:187-236, engine.rs:1478, "
-                        "1623-1628, 1927-1971, cuzk.example.toml", RAISE,
+                        "1623-1628, 1927-1971, cuzk.example.toml", CHANGE,
                         raises(TOTAL_BUDGET))]
     if over.amount_gib is not None and over.amount_gib >= POREP_BATCH_FULL_BYTES // GIB:
         settings.append(batch_setting(["porep-c2"]))  # a 136 GiB request is a PoRep batch's
@@ -885,11 +904,43 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
     # How much, from the log's own figures where it gives them (`gapwatch.cuzk.pin_need`).
     need = pin_need(pipeline)
-    # safety_margin is read only with total_budget = "auto" (config.rs:100-104): with an
-    # explicit budget, raising it changes nothing, so the change says which to turn.
-    # Either reading lowers the budget: its pull is the budget's, down (`Pull`).
-    margin = Setting(
-        "[memory] safety_margin", need.margin_change(),
+    since = need.since_words()
+    if since is not None:
+        facts.append(since)
+    margin_change = need.margin_change()
+    settings: list[Setting] = []
+    if margin_change is None:
+        # The budget is at cuzk's floor already: a larger margin leaves it unable to prove.
+        facts.append(need.margin_not_raised())
+    else:
+        settings.append(_margin(margin_change))
+    cap_change = need.cap_change()
+    if cap_change is None:
+        # Not one buffer pinned, or cuzk at its least workers: a cap changes nothing.
+        facts.append(need.not_capped())
+    else:
+        settings.append(Setting(
+            MAX_PARALLEL_SYNTHESIS, cap_change,
+            "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
+            "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
+            "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
+            lowers(MAX_PARALLEL_SYNTHESIS)))
+    if not settings and not churn:
+        return ("no setting helps the pinned pool by the log's figures: "
+                + "; ".join(facts))
+    return ([*settings, *churn], True,
+            "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
+            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
+            + churn_why, facts)
+
+
+def _margin(change: str) -> Setting:
+    """`[memory] safety_margin` with `change` (`PinNeed.margin_change`). It is read only with
+    total_budget = "auto" (config.rs:100-104): with an explicit budget, raising it changes
+    nothing, so the change says which to turn. Either reading lowers the budget: its pull is
+    the budget's, down (`Pull`)."""
+    return Setting(
+        "[memory] safety_margin", change,
         "the pinned pool grows on demand with cudaHostAlloc and is not budget-checked: "
         "a buffer in use stands for a/b/c heap inside its partition's reservation, but "
         "idle ones stay pinned outside any accounting (pinned bytes are never in "
@@ -899,22 +950,6 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
         "a/b/c, copied at 1-4 GB/s)",
         "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
         "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET))
-    cap_change = need.cap_change()
-    settings = [margin]
-    if cap_change is None:
-        # Not one buffer pinned: fewer partitions needing fewer buffers does not follow.
-        facts.append(need.not_capped())
-    else:
-        settings.append(Setting(
-            MAX_PARALLEL_SYNTHESIS, cap_change,
-            "each partition holds 3 pinned a/b/c buffers from synthesis until its GPU "
-            "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
-            "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
-            lowers(MAX_PARALLEL_SYNTHESIS)))
-    return ([*settings, *churn], True,
-            "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
-            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
-            + churn_why, facts)
 
 
 def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
@@ -942,7 +977,7 @@ def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
         if not churn.churn_hidden():
             facts.append(NO_CHURN_NO_QUEUE_DEPTH)
             return [], ""
-        why = "; " + QUEUE_DEPTH_HIDDEN_WHY
+        why = "; " + hidden_why(churn)
     else:
         if not cited:
             facts.append(span.failure_words())
@@ -1152,10 +1187,14 @@ def _pacer_words(pipeline: PipelineView) -> str:
 def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
     """The advice as text lines: the report's "What to change" section, summary.md and the
     help screen say it in these words."""
-    out = [f"{indent}note: {n}" for n in report.notes]
+    # A failed or late PoSt first: a block lost is the operator's first question.
+    out = proof_advice_lines(report.proofs, indent)
+    out += [f"{indent}note: {n}" for n in report.notes]
     # Before the settings: which to change first is said before any is acted on.
     out += [f"{indent}conflict: {conflict_words(c)}" for c in report.conflicts]
     if not report.advice and not report.no_setting:
+        if report.proofs:  # never "nothing to change" beside them
+            return [*out, f"{indent}no gap to advise on"]
         return [*out, f"{indent}nothing to change: no gap"]
     by_stall: dict[str, list[Advice]] = {}
     for a in report.advice:
@@ -1194,6 +1233,7 @@ def _count_words(gaps: int, idle_s: float, open_gaps: int) -> str:
 def advice_json(report: AdviceReport) -> dict[str, Any]:
     """The advice as the report's JSON gives it (docs/advice.md)."""
     return {
+        "proof_advice": [a.json() for a in report.proofs],
         "advice": [{
             "stall": a.stall, "stall_words": STALL_WORDS.get(a.stall, a.stall),
             "setting": a.setting, "change": a.change, "why": a.why, "source": a.source,

@@ -42,13 +42,15 @@ monolithic work `/status` never lists, a budget wait line, a queue wait, a synth
 during the gap): where the snapshots give no cause or `no_work`, the log's cause stands
 (`srs_loading`, `monolithic`, ...). Its `inside_workers` (a partition queued through the gap
 while every worker of the GPU held one, `gapwatch.cuzk.gpu_workers`) and its `pinned_pool`
-stand over the snapshots' `dispatch_stall` (`with_log_cause`). A `restart` (the gap spans one
-of cuzk, from the restart to its new run's first GPU work: `gapwatch.cuzk.restarts`, from its
-start lines or `/status` uptime going back) stands whatever the snapshots say: they saw a
-daemon going down and a new one reloading its SRS and synthesising its first wave, all of it
-the restart's cost. So does the `no_work` the log gives such a gap where most of it the new
-run, ready, waited for its first job (its `job enqueued` line says when it came): Curio sent
-nothing.
+stand over the snapshots' `dispatch_stall` (`with_log_cause`); its `dispatch_stall` where it
+shows a worker free (its prove_start returned, nothing picked up since) stands over the
+snapshots' `inside_workers` (status.rs shows a worker proving until its finalizer ends).
+A `restart` (the gap spans one of cuzk, from the restart to its new run's first GPU work:
+`gapwatch.cuzk.restarts`, from its start lines or `/status` uptime going back) stands whatever
+the snapshots say: they saw a daemon going down and a new one reloading its SRS and
+synthesising its first wave, all of it the restart's cost. So does the `no_work` the log gives
+such a gap where most of it the new run, ready, waited for its first job (its `job enqueued`
+line says when it came): Curio sent nothing.
 A gap's cause is the most frequent cause among the snapshots taken during it (ties in the
 order of `PROVER_CAUSES`); a gap with no snapshot of its own (shorter than the poll period) takes
 the cause of the latest snapshot before it, within the evidence window, and says so. Synthesis
@@ -283,7 +285,8 @@ def decide_cause(during: Mapping[str, int], before: str | None) -> tuple[str | N
 
 
 def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
-                   seen_during: bool = True, spans_restart: bool = False) -> str | None:
+                   seen_during: bool = True, spans_restart: bool = False,
+                   log_worker_free: bool = False) -> str | None:
     """The snapshots' cause, unless they gave none or `no_work` and the log names one: an SRS
     load, PoSt work and a request held in the batch collector are invisible in `/status`, and
     the log's budget waits, queue waits and synthesis ends say more than a gap without
@@ -295,7 +298,14 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
     have waited on that lock; its advice (the pool's) is the one that closes the gap. The log's
     `inside_workers` (every worker of the GPU held a partition through most of the gap, read
     from their pickups and prove_start lines: `gapwatch.cuzk.gpu_workers`) stands over the
-    snapshots' `dispatch_stall`, whose idle flag that finalizer may have set. A restart the
+    snapshots' `dispatch_stall`, whose idle flag that finalizer may have set. The other way,
+    the log's `dispatch_stall` that rests on a worker it shows free (`log_worker_free`: its
+    prove_start returned before or during the gap and it picked nothing up after) stands over
+    the snapshots' `inside_workers`: status.rs shows a worker `proving` until its partition's
+    finalizer ends (`partition_gpu_end`, engine.rs:3185), long after the worker looped back
+    to the queue, so snapshots taken during finalizers see every worker proving while one
+    waits free. A `dispatch_stall` of the log with no worker count or pickup read does not
+    (it knows of no free worker). A restart the
     gap spans is its cause whatever the snapshots say, and so is the wait for work after it
     where that was most of the gap (see the module docstring).
     Not a synthesis that ended in the gap over `no_work` the snapshots saw during most of it
@@ -329,6 +339,8 @@ def with_log_cause(snapshots_cause: str | None, log_cause: str | None,
     if log_cause == "pinned_pool" and snapshots_cause in ("inside_workers", "dispatch_stall"):
         return log_cause
     if log_cause == "inside_workers" and snapshots_cause == "dispatch_stall":
+        return log_cause
+    if log_cause == "dispatch_stall" and log_worker_free and snapshots_cause == "inside_workers":
         return log_cause
     return snapshots_cause
 

@@ -14,12 +14,35 @@ event however many lines it had. A failed partition fails its whole job (the res
 engine.rs:1635, 3037), so the GPU idles after it: a gap that follows an error says so
 (`gapwatch.cuzk.pipeline.PipelineFacts.error_words`). Which lines are failures, and their words, is
 one rule in `gapwatch.cuzk.pipeline` (`is_failure`, `failure_words`), used by both.
+
+One incident, one event (`Incidents`): a panic in a `spawn_blocking` task is two things in the
+log, Rust's default hook's message on stderr (untimestamped, placed by its arrival or the line
+before it) and cuzk's own ERROR line when it awaits the task's JoinError (`partition GPU proving
+task panicked`, `GPU prove start task panicked`, ... `error=task panicked`, engine.rs:679, 998,
+3302, 1810, 2870, 3475), written at once after it. They name no common thread (the ERROR line
+has none), so they are paired by time: a panic and a `... task panicked` line within
+`PANIC_PAIR_S` of each other, either first (two files read apart), are one error event with both
+texts, the job and GPU of cuzk's line, at its time (its own stamp). Each waits for the other at
+most `PANIC_PAIR_S` of data time (or to the end of the data), then is said alone: a panic that
+killed the process has no such line. Counted twice, two panics read "4 error(s)" in the report
+and fired `increase()` alerts double.
 """
 
 from __future__ import annotations
 
+from collections import deque
+
 from gapwatch.core.models import LogEvent, ProverEvent
-from gapwatch.cuzk.pipeline import failure_words, is_failure
+from gapwatch.cuzk.pipeline import PANIC_KIND, failure_words, is_failure
+
+#: A panic message and a `... task panicked` line this close (s) are one incident: cuzk writes
+#: its line as soon as the task's JoinError comes back (Rust's hook printed the panic just
+#: before), and a panic read from the journal or a file is placed within a poll period.
+PANIC_PAIR_S = 2.0
+#: Halves waiting for their other half (several GPUs may panic at once); more: the oldest said.
+MAX_WAITING = 16
+#: cuzk's ERROR line for a task that panicked ends so (`... task panicked`, `error=task panicked`).
+TASK_PANICKED = "task panicked"
 
 #: sppark 0.1.14 (cuzk's Cargo.lock) is the version lotus#13634 ties to a GPU memory leak.
 _OOM_NOTE = ("; cuzk pins sppark 0.1.14, which filecoin-project/lotus#13634 ties to a GPU memory "
@@ -34,3 +57,58 @@ def error_event(ev: LogEvent) -> ProverEvent | None:
         words += _OOM_NOTE
     return ProverEvent(t_wall_s=ev.t_wall_s, kind="error", level="error",
                        message=words, job_id=ev.job_id, gpu=ev.gpu)
+
+
+def _half(ev: LogEvent) -> str | None:
+    """Which half of a panic incident `ev` is: "panic" (Rust's message), "line" (cuzk's `...
+    task panicked` ERROR line), or None."""
+    if ev.kind == PANIC_KIND:
+        return "panic"
+    if ev.kind == "tracing" and ev.level == "ERROR" and ev.name.endswith(TASK_PANICKED):
+        return "line"
+    return None
+
+
+def _one(panic: ProverEvent, line: ProverEvent) -> ProverEvent:
+    """The incident as one event: cuzk's line (its job, GPU and time), then the panic's text."""
+    return ProverEvent(t_wall_s=line.t_wall_s, kind="error", level="error",
+                       message=f"{line.message}; its panic: {panic.message}",
+                       job_id=line.job_id, gpu=line.gpu)
+
+
+class Incidents:
+    """The error events of one daemon's log, a panic and its `... task panicked` line said as
+    one (see the module docstring). Who calls it: `gapwatch.cuzk.watch` (`feed` with each error
+    event, `due` as data time moves, `finish` at the end)."""
+
+    def __init__(self) -> None:
+        #: Halves waiting for their other half: (which, its event), oldest first.
+        self._waiting: deque[tuple[str, ProverEvent]] = deque()
+
+    def feed(self, ev: LogEvent, err: ProverEvent) -> list[ProverEvent]:
+        """`err`, the error event of `ev`: the events said now (none while a half waits)."""
+        half = _half(ev)
+        if half is None:
+            return [err]
+        for i, (other, held) in enumerate(self._waiting):
+            if other != half and abs(held.t_wall_s - err.t_wall_s) <= PANIC_PAIR_S:
+                del self._waiting[i]
+                return [_one(held, err) if half == "line" else _one(err, held)]
+        self._waiting.append((half, err))
+        if len(self._waiting) > MAX_WAITING:
+            return [self._waiting.popleft()[1]]
+        return []
+
+    def due(self, now_s: float) -> list[ProverEvent]:
+        """The halves whose other half did not come within `PANIC_PAIR_S` of data time `now_s`:
+        said alone."""
+        out = []
+        while self._waiting and now_s - self._waiting[0][1].t_wall_s > PANIC_PAIR_S:
+            out.append(self._waiting.popleft()[1])
+        return out
+
+    def finish(self) -> list[ProverEvent]:
+        """End of data: every half still waiting, said alone."""
+        out = [err for _, err in self._waiting]
+        self._waiting.clear()
+        return out

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, LogEvent
-from gapwatch.core.prover import UnpinnedByDesign
+from gapwatch.core.prover import UnpinnedByDesign, UnpinnedSpan
 from gapwatch.cuzk.daemons import PerDaemon
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, NO_CAPACITY_HINT_MESSAGE
 
@@ -47,6 +47,10 @@ HINT_CACHED = "cached synthesis capacity hint"
 #: 2866-2871); no other synthesis logs whether it was pinned (PoSt and batches never are).
 COMPLETIONS = {"partition synthesis complete": "porep",
                "SnapDeals partition synthesis complete": "snap"}
+#: A hint -> the completion lines of its partitions (`COMPLETIONS` inverted): the warnings its
+#: wave leaves unpinned by design. A hint with none (PoSt) covers no warning.
+_LINES_OF_HINT = {hint: frozenset(n for n, h in COMPLETIONS.items() if h == hint)
+                  for hint in set(COMPLETIONS.values())}
 #: Waves kept: 4 hint types (pipeline.rs:181-193) x the latest 16 runs. A crash loop restarts
 #: thousands of times; a report's gaps are matched against the latest waves, and older ones go.
 MAX_WAVES = 64
@@ -200,10 +204,16 @@ class WavesByDaemon:
 
     def waves(self) -> tuple[FirstWave, ...]:
         """Every daemon's waves kept, by their start (the latest `MAX_WAVES`)."""
+        return self.waves_of(range(len(self._by.each)))
+
+    def waves_of(self, daemons: Iterable[int]) -> tuple[FirstWave, ...]:
+        """The waves of `daemons` (a gap's: `RestartsByDaemon.of_gpu`; another daemon's hints
+        are its own process's and its syntheses feed another GPU), by their start."""
         each = self._by.each
-        if len(each) == 1:
-            return each[0].waves()
-        every = sorted((w for one in each for w in one.waves()), key=lambda w: w.start_s)
+        mine = [each[d] for d in daemons if d < len(each)]
+        if len(mine) == 1:
+            return mine[0].waves()
+        every = sorted((w for one in mine for w in one.waves()), key=lambda w: w.start_s)
         return tuple(every[-MAX_WAVES:])
 
 
@@ -268,18 +278,33 @@ WAVE_REACH_S = 60.0
 
 
 def unpinned_by_design(waves: tuple[FirstWave, ...], start_s: float, end_s: float,
-                       restarted: bool) -> UnpinnedByDesign | None:
+                       restarted: bool, latest_s: float) -> UnpinnedByDesign | None:
     """The first waves around a gap over [start_s, end_s] as the hint's `UnpinnedByDesign`
     (None: none): their syntheses are unpinned by design (pipeline.rs:270-275, no capacity hint
-    yet), said as the new run's where the gap spans a restart (`restarted`), else its run's."""
+    yet), said as the new run's where the gap spans a restart (`restarted`), else its run's.
+    `waves` are the gap's daemons' (`WavesByDaemon.waves_of`); each span covers its circuit
+    type's completion lines only (`_LINES_OF_HINT`; any where the wave named no circuit), and a
+    wave still open (no hint cached yet) runs to `latest_s` (the latest the gap's evidence
+    reaches), not for ever: an open wave's span to infinity explained away every later
+    unpinned partition as by design."""
     lo = start_s - WAVE_REACH_S
-    spans = tuple((w.start_s, math.inf if w.end_s is None else w.end_s) for w in waves
-                  if w.start_s <= end_s and (w.end_s is None or w.end_s >= lo))
+    spans = tuple(UnpinnedSpan(w.start_s, latest_s if w.end_s is None else w.end_s,
+                               _lines_of(w))
+                  for w in waves
+                  if w.start_s <= end_s and (w.end_s is None or w.end_s >= lo)
+                  and _lines_of(w) != frozenset())
     if not spans:
         return None
     run = "the new run's" if restarted else "the run's"
     return UnpinnedByDesign(spans, f"{run} first syntheses, unpinned by design (its first "
                                    "wave: no capacity hint yet)")
+
+
+def _lines_of(wave: FirstWave) -> frozenset[str] | None:
+    """The completion lines a wave's partitions log (None: its circuit not named, any)."""
+    if wave.circuit is None:
+        return None
+    return _LINES_OF_HINT.get(hint_of(wave.circuit), frozenset())
 
 
 def gap_moment(g: Gap) -> float:

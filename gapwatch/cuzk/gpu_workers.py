@@ -108,6 +108,11 @@ class HeldOver:
     #: How many workers the GPU has, and where that number came from, in words.
     workers: int
     workers_from: str
+    #: The log shows a worker free: one whose latest hold ended before the stretch (`freed`)
+    #: or within it, its worker holding nothing after. A dispatch stall resting on this stands
+    #: over a `/status` that shows every worker proving (status.rs keeps a worker `proving`
+    #: until its finalizer ends, after it looped back: `gapwatch.cuzk.causes.with_log_cause`).
+    free_shown: bool = False
 
 
 class WorkerHolds:
@@ -196,7 +201,8 @@ class WorkerHolds:
                 freed[(h.daemon, h.worker)] = h
         n, whence = workers
         return HeldOver(_free_s(holds, from_s, until_s, n), tuple(holds),
-                        tuple(sorted(freed.values(), key=lambda h: h.worker)), n, whence)
+                        tuple(sorted(freed.values(), key=lambda h: h.worker)), n, whence,
+                        bool(freed) or _ended_within(holds, until_s))
 
     def _all(self) -> list[Hold]:
         return [*self.done, *self.open.values()]
@@ -206,6 +212,14 @@ class WorkerHolds:
             return False  # another daemon's workers feed another GPU
         g = self.gpu_of(hold)
         return g == gpu or (g is None and one_gpu)
+
+
+def _ended_within(holds: list[Hold], until_s: float) -> bool:
+    """Did a worker's latest hold of `holds` end before `until_s`, leaving it free after?"""
+    latest: dict[tuple[int, int], Hold] = {}
+    for h in holds:  # by worker then time: the latest of each stays
+        latest[(h.daemon, h.worker)] = h
+    return any(h.until_s is not None and h.until_s < until_s for h in latest.values())
 
 
 def _free_s(holds: list[Hold], from_s: float, until_s: float, workers: int) -> float:

@@ -37,9 +37,13 @@ class Pull:
 @dataclass(frozen=True, slots=True)
 class Step:
     """Which way a setting itself is changed: raised, lowered, set to a value (as its file
-    writes it), or unset (an environment knob)."""
+    writes it), unset (an environment knob), or changed (`CHANGE`: which way depends on a
+    value the advice could not read, and its words say each way: "leave it at 0 (all CPUs) if
+    unset, or raise it if set lower" of `[synthesis] threads`, whose 0 is every CPU, so
+    "raise" from the default gives fewer; "raise it (or, with \"auto\", lower safety_margin)"
+    of `[memory] total_budget`, whose default is "auto")."""
 
-    verb: Literal["raise", "lower", "set", "unset"]
+    verb: Literal["raise", "lower", "set", "unset", "change"]
     #: The value `set` sets (`1`, `true`); None for the other verbs.
     value: str | None = None
 
@@ -53,6 +57,9 @@ class Step:
 RAISE = Step("raise")
 LOWER = Step("lower")
 UNSET = Step("unset")
+#: A change whose direction is conditional (its words say which way when): no headline claims
+#: one direction for it.
+CHANGE = Step("change")
 
 
 def set_to(value: str) -> Step:

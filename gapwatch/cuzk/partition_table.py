@@ -138,7 +138,9 @@ class PartitionTiming:
         pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned (`is_pinned=false`
         or a pinned-pool fallback warning naming it) or one of a first wave (no capacity hint
         yet); False only where the log said `is_pinned=true`; None where nothing was said (a
-        log kept at WARN, a partition only /status knew): no line, no "yes"."""
+        log kept at WARN, a partition only /status knew, a window's partition synthesised
+        before the window: its `is_pinned=false` line, if any, was not read): no line, no
+        "yes"."""
         if self.monolithic or self.unpinned or self.first_wave:
             return True
         return False if self.pinned_said else None
@@ -148,6 +150,36 @@ class PartitionTiming:
         """The table's `pinned` cell (`synthesised_unpinned`): "no", "yes" or "-" (unknown)."""
         unpinned = self.synthesised_unpinned
         return "-" if unpinned is None else "no" if unpinned else "yes"
+
+    def gpu_moments(self, first_poll_s: float | None = None) -> list[float]:
+        """The moments the row places its GPU work at (a row is a partition that reached a
+        GPU): its GPU start and end as read, its lock region, the first `/status` poll that
+        saw it on a GPU, and the first that saw it `done` or `failed` unless that was the
+        first poll read (`first_poll_s`): done then, it may have run wholly before it (a
+        window's first poll lists its jobs' partitions done long before); done at a later
+        poll, it ended since the poll before, which did not list its job (a hole in the
+        polls)."""
+        times = [t for t in (self.gpu_start_s, self.gpu_end_s, self.busy_start_s,
+                             self.busy_end_s) if t is not None]
+        for state, t in self.states_seen.items():
+            if state == "gpu" or (state in ("done", "failed") and first_poll_s is not None
+                                  and t > first_poll_s):
+                times.append(t)
+        return times
+
+    def works_within(self, since_s: float | None, until_s: float | None,
+                     first_poll_s: float | None = None) -> bool:
+        """Whether its GPU work, from the first to the last of its `gpu_moments`, overlaps
+        `since_s`..`until_s` (None: open on that side): the report's span, a window's or
+        the recording's. A row that places none of it does not. Its synthesis does not count:
+        a partition synthesised in a window and proved after it has no row in the window's
+        table (the window's log holds no GPU line of it), one synthesised before and proved
+        in it has, its pinning then not known (`synthesised_unpinned`)."""
+        times = self.gpu_moments(first_poll_s)
+        if not times:
+            return False
+        return ((until_s is None or min(times) <= until_s)
+                and (since_s is None or max(times) >= since_s))
 
 
 #: States in which a partition has been (or is) on a GPU.

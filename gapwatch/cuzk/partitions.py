@@ -95,9 +95,10 @@ class RunTimeline:
     #: In table order (`_order`); a long log's on disk (`partition_table.PartitionRows`).
     partitions: Sequence[PartitionTiming] = field(default_factory=list)
     #: Rows synthesised unpinned (`PartitionTiming.synthesised_unpinned`: the table's `pinned`
-    #: cell "no"), where the rows came from ("log", "status", "log+status"), and the prover's
-    #: runs they belong to.
+    #: cell "no"), rows whose pinning is not known (it None: "-"), where the rows came from
+    #: ("log", "status", "log+status"), and the prover's runs they belong to.
     unpinned: int = 0
+    pinning_unknown: int = 0
     sources: frozenset[str] = frozenset()
     runs: frozenset[int] = frozenset()
     wall_start_s: float | None = None
@@ -294,6 +295,10 @@ def _keep(table: dict[_K, _V], key: _K, value: _V) -> None:
 
 #: Circuit types whose first wave is known over in a run (`TimelineBuilder._wave_over`).
 MAX_KINDS: Final = 64
+#: In a run's waves over: the log between the run's start and the part read was not read, so
+#: no first wave of that run can be told (`TimelineBuilder._new_run`). No proof kind is named
+#: so (cuzk's are a handful of words; a job's kind is read from its dispatch line or /status).
+WAVES_NOT_READ: Final = "\x00not read"
 #: The INFO line a partitioned job's dispatch writes before its partitions start, and the
 #: proof kind it says (engine.rs:2261-2265 PoRep, 2415-2419 SnapDeals); `/status` names a job's
 #: kind too (`ProverStatus.job_kinds`). A first wave is a circuit type's (`FIRST_WAVE`).
@@ -314,7 +319,13 @@ class TimelineBuilder:
     made at `finish`, never the events held: `parse --timeline` over a log of a million lines,
     or a week's report, holds the few partitions in flight, not the run's."""
 
-    def __init__(self) -> None:
+    def __init__(self, read_from_s: float | None = None) -> None:
+        """`read_from_s`: where the log events it is given begin, the daemon's startup lines
+        aside (a window's, `gapwatch.offline.log_span.log_read_from`; None: the log from its
+        start): a run whose start line lies before it has first waves that cannot be told."""
+        self._read_from_s = read_from_s
+        #: The first `/status` poll read (`PartitionTiming.gpu_moments`).
+        self._first_poll_s: float | None = None
         self._ops = PartitionOps()
         #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
         #: whether the run has seen work yet, and the proof kinds whose first synthesis in the
@@ -351,12 +362,19 @@ class TimelineBuilder:
         #: `RunTimeline.batch_sectors`.
         self._batch_sectors: set[int] = set()
 
-    def _new_run(self) -> None:
-        """`starting cuzk engine`: a later one, after work, starts the next run's rows."""
+    def _new_run(self, t_s: float) -> None:
+        """`starting cuzk engine` at `t_s`: a later one, after work, starts the next run's
+        rows. A start the log was not read on from (its startup line kept before a window):
+        which circuit types' first synthesis ended between it and the log read is not known,
+        so no partition of that run is marked first wave (`WAVES_NOT_READ`): the window's first
+        synthesis started before any of its own ended was marked one, "pinned: no (first
+        wave)", an hour into the run."""
         if self._run_busy:
             self._run += 1
         self._run_busy = False
         self._waves_over = set()
+        if self._read_from_s is not None and t_s < self._read_from_s:
+            self._waves_over.add(WAVES_NOT_READ)
 
     def _gpus_named(self, e: LogEvent) -> None:
         """Lock attribution from the C++ lines holds on one GPU only, as the parser's does
@@ -381,7 +399,8 @@ class TimelineBuilder:
             # In its kind's first wave while no synthesis of that kind has ended in this run
             # (the first to end caches the hint, pipeline.rs:214-238, 355).
             over = self._waves_over
-            if len(over) < MAX_KINDS and self._job_kind.get((self._run, e.job_id)) not in over:
+            if (len(over) < MAX_KINDS and WAVES_NOT_READ not in over
+                    and self._job_kind.get((self._run, e.job_id)) not in over):
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, FIRST_WAVE)
             return
         kind = e.fields.get("kind")
@@ -448,7 +467,7 @@ class TimelineBuilder:
             self._daemon_of(e)
         self._gpus_named(e)
         if kind == "tracing" and name == ANCHOR_MESSAGE:
-            self._new_run()
+            self._new_run(e.t_wall_s)
             return
         if kind == "tracing" and name in DISPATCH_KINDS:
             _keep(self._job_kind, (self._run, e.job_id), DISPATCH_KINDS[name])
@@ -506,6 +525,8 @@ class TimelineBuilder:
         on_worker = {(w.job_id, w.partition): w for w in st.workers
                      if w.state == "proving" and w.job_id is not None}
         t = st.t_wall_s
+        if self._first_poll_s is None:
+            self._first_poll_s = t
         for job, job_kind in st.job_kinds.items():
             if self._job_kind.get((self._run, job)) != job_kind:
                 _keep(self._job_kind, (self._run, job), job_kind)
@@ -515,12 +536,17 @@ class TimelineBuilder:
             add(STATUS_RUN, p.job_id, p.index, t, STATUS, t, p.state, p.synth_ms, p.gpu_ms,
                 w is not None, w.worker_id if w else None, w.gpu if w else None)
 
-    def finish(self) -> RunTimeline:
-        """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`)."""
+    def finish(self, span: tuple[float | None, float | None] | None = None) -> RunTimeline:
+        """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`).
+        `span`: (since, until), the report's span (a window's, or the recording's; None: open
+        on that side): only the rows whose work overlaps it (`PartitionTiming.works_within`);
+        None: every row."""
         rows = rows_spool()
         summary = _Summary()
         last_run = max([self._run, *(run for run, _, _ in self._runs)])
         for row, when in self._ops.rows(self._parser_locks, last_run):
+            if span is not None and not row.works_within(*span, self._first_poll_s):
+                continue
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
         run = summary.timeline(PartitionRows(rows, summary.count))
@@ -536,6 +562,7 @@ class _Summary:
     def __init__(self) -> None:
         self.count = 0
         self.unpinned = 0
+        self.pinning_unknown = 0
         self.sources: set[str] = set()
         self.runs: set[int] = set()
         self.spans = Intervals()
@@ -549,7 +576,9 @@ class _Summary:
 
     def add(self, p: PartitionTiming) -> None:
         self.count += 1
-        self.unpinned += p.synthesised_unpinned is True
+        unpinned = p.synthesised_unpinned
+        self.unpinned += unpinned is True
+        self.pinning_unknown += unpinned is None
         kind = p.kind
         if p.monolithic:
             if kind is not None and kind in BATCH_KINDS:
@@ -571,6 +600,7 @@ class _Summary:
 
     def timeline(self, rows: PartitionRows) -> RunTimeline:
         run = RunTimeline(partitions=rows, unpinned=self.unpinned,
+                          pinning_unknown=self.pinning_unknown,
                           sources=frozenset(self.sources), runs=frozenset(self.runs),
                           batch_jobs=self.batch_jobs, other_jobs=self.other_jobs,
                           other_all_post=self.other_all_post,

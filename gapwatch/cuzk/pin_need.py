@@ -23,39 +23,67 @@ Upstream (curio e0294b0f; cuzk-upstream-paths.md 2.1-2.4, cuzk-log-formats.md 3.
   initialized total_budget_gib`, INFO, engine.rs:1198). So raising the margin by X lowers the
   budget by X, and with an explicit budget the same change is the budget lowered by X.
 
-The amounts are gapwatch's guesses, said as such: upstream does not say why cudaHostAlloc fails.
-The safety margin is raised by what the pool failed to pin (every synthesis worker's 3 buffers,
-less what the pool held), so that much RAM stays outside the budget for the pool; the synthesis
-cap is lowered to the partitions the pool did pin (what the host let it pin then). Where the pool
-held nothing (not one buffer pinned), fewer partitions is no amount at all: `pinned_nothing`.
+What the advice says, and why no more (gapwatch's reading, said as a guess: upstream does not
+say why cudaHostAlloc fails):
+- `[memory] safety_margin`: raised in steps of one partition's pinned buffers (3 x the failing
+  line's buffer size), each re-measured with `gapwatch compare`. No total follows from the log:
+  a buffer in use stands for heap a/b/c already inside its partition's 14 GiB reservation
+  (pinned_pool.rs:127-129, memory.rs), so "every worker's buffers less what the pool held" counts
+  that memory twice, and how much RAM the host lets cuzk pin is not in any line. The steps stop
+  at a floor: the budget must stay above the PoRep 32G SRS (~47 GiB pinned, curio#1043; the
+  param file is 44-47 GiB) plus cuzk's least synthesis workers (2 x 14 GiB, engine.rs:1437,
+  memory.rs:36), or cuzk cannot load its SRS and synthesise beside it; with the log's budget
+  already at or below that floor, the margin cannot help the pool on this box (`margin_change`
+  None, `margin_not_raised` says why).
+- `[pipeline] max_parallel_synthesis`: lowered to the partitions the pool did pin (what the host
+  let it pin then); not where the pool held nothing (`pinned_nothing`), nor where cuzk already
+  runs its least synthesis workers (`pipeline.MIN_SYNTH_WORKERS`: any cap gives that many).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gapwatch.core.units import GIB
 from gapwatch.core.values import size_field
-from gapwatch.cuzk.pipeline import PipelineView
+from gapwatch.cuzk.pipeline import (
+    MIN_SYNTH_WORKERS,
+    POREP_PARTITION_FULL_BYTES,
+    SCALAR_BYTES,
+    PipelineView,
+)
 
 #: Buffers a pinned partition checks out: a, b and c (pipeline.rs:282-346).
 BUFFERS_PER_PARTITION = 3
 #: Partitions' worth the pool held, counted up by this much: a figure the log rounded (46.59
 #: GiB for 12 buffers of 3.882613) still holds its 4 partitions.
 FITS_ROUNDING = 0.01
-#: cuzk runs at least this many synthesis workers whatever the cap (engine.rs:1433-1437).
-MIN_SYNTH_WORKERS = 2
+#: The PoRep 32G SRS, pinned inside the budget: "~47 GiB" (curio#1043; the reference's 44-47
+#: GiB, its upper end, so the floor errs safe).
+POREP_SRS_GIB = 47.0
+#: The least budget cuzk runs PoRep on: its SRS plus its least synthesis workers' partitions
+#: (engine.rs:1437 `.max(2)`, memory.rs:36 14 GiB each). The margin's steps never cross it.
+FLOOR_GIB = POREP_SRS_GIB + MIN_SYNTH_WORKERS * POREP_PARTITION_FULL_BYTES / GIB
+FLOOR_WORDS = (f"the PoRep 32G SRS (~{POREP_SRS_GIB:.0f} GiB pinned, curio#1043) plus cuzk's "
+               f"least synthesis workers ({MIN_SYNTH_WORKERS} x "
+               f"{POREP_PARTITION_FULL_BYTES // GIB} GiB, engine.rs:1437, memory.rs:36) = "
+               f"{FLOOR_GIB:.0f} GiB")
 
-#: The line each figure comes from, as the advice cites it (with the field, `_from`).
-SIZE_LINE = "'cudaHostAlloc failed' (WARN) or 'allocated new buffer', pinned_pool.rs:61, 212"
+#: The lines each figure comes from, as the advice cites it (with the field, `_from`).
+SIZE_LINE = "'cudaHostAlloc failed' (WARN), pinned_pool.rs:61"
+CONSTRAINTS_LINE = "'pinned pool checkout FAILED' (WARN), pipeline.rs:302"
 HELD_LINE = "'pinned pool checkout FAILED' (WARN), pipeline.rs:302"
+#: Where no failed checkout was read: the pool's size as its INFO lines left it.
+POOL_INFO_LINE = ("the pool's INFO lines ('CUDA pinned memory pool initialized', 'allocated new "
+                  "buffer' total_gib, pinned_pool.rs:212)")
 WORKERS_LINE = "'starting pipeline', engine.rs:1839"
 BUDGET_LINE = "'memory budget initialized', engine.rs:1198"
 
 
 def _num(x: float) -> str:
-    """A figure as the log writes it (`3.882613`, `512`, `0`)."""
-    return f"{x:.7g}"
+    """A figure as the log writes it (`3.882613`, `512`, `0`, `130278869`)."""
+    return str(int(x)) if float(x).is_integer() else f"{x:.7g}"
 
 
 def _from(field: str, value: float, line: str) -> str:
@@ -67,15 +95,40 @@ def _from(field: str, value: float, line: str) -> str:
 class PinNeed:
     """The log's figures for the pool's arithmetic; None where the log did not give one."""
 
-    #: One buffer's size, GiB (`PoolState.buffer_gib`: the latest failed pin's `size_gib`).
+    #: One buffer's size, GiB, of the failing line itself (`PoolState.buffer_gib`: the latest
+    #: failure's `size_gib`, or its `num_constraints` x 32 B), and the words that cite it.
     buffer_gib: float | None
+    buffer_from: str | None
     #: What the pool held at its latest failed checkout, GiB (`pool_total_gib`; else the size
-    #: its INFO lines gave, `PoolState.total_gib`).
+    #: its INFO lines gave, `PoolState.total_gib`), and the line it came from.
     held_gib: float | None
+    held_line: str
     #: Synthesis workers (`synth_worker_count`).
     workers: int | None
     #: cuzk's memory budget, GiB (`total_budget_gib`).
     budget_gib: float | None
+    #: Why the log's workers and budget are not the failure's own (another daemon's lines:
+    #: `PoolState.failure_apart`); None: they are.
+    apart: str | None = None
+    #: The figures of cuzk's run since, where a start after the failure gave others (a
+    #: restart): `(synth_worker_count, total_budget_gib)`; None: none did.
+    since: tuple[int | None, float | None] | None = None
+
+    def since_words(self) -> str | None:
+        """That the figures are the failing run's, and what the run since says, or None."""
+        if self.since is None:
+            return None
+        workers, budget = self.since
+
+        def said(field: str, figure: float | None) -> str:
+            return f"{field}={'?' if figure is None else _num(figure)}"
+
+        return ("the pinned pool's figures are the failing run's ("
+                f"{said('synth_worker_count', self.workers)}, "
+                f"{said('total_budget_gib', self.budget_gib)}, as its start gave them before the "
+                f"failure); cuzk started again since with {said('synth_worker_count', workers)}"
+                f", {said('total_budget_gib', budget)}: measure that run (`gapwatch compare`) "
+                "before changing more")
 
     @property
     def partition_gib(self) -> float | None:
@@ -83,70 +136,86 @@ class PinNeed:
         return None if self.buffer_gib is None else BUFFERS_PER_PARTITION * self.buffer_gib
 
     @property
-    def need_gib(self) -> float | None:
-        """What the pool pins while every synthesis worker synthesises a pinned partition (more
-        while synthesised partitions wait for the GPU: they keep theirs until prove_start)."""
-        part = self.partition_gib
-        return None if part is None or self.workers is None else self.workers * part
-
-    @property
-    def short_gib(self) -> float | None:
-        """What the pool failed to pin: the need, less what it held."""
-        need = self.need_gib
-        if need is None or self.held_gib is None:
-            return None
-        return max(0.0, need - self.held_gib)
-
-    @property
     def pinned_nothing(self) -> bool:
         """The pool held nothing when pinning failed: not one buffer could be pinned."""
         return self.held_gib == 0.0
 
-    def _need_words(self) -> str:
-        assert self.buffer_gib is not None and self.workers is not None
-        return (f"{self.workers} workers ({_from('synth_worker_count', self.workers, WORKERS_LINE)}"
-                f") x {BUFFERS_PER_PARTITION} buffers (a, b, c) x {_num(self.buffer_gib)} GiB ("
-                f"{_from('size_gib', self.buffer_gib, SIZE_LINE)}) = {self.need_gib:.0f} GiB "
-                "while every worker synthesises")
+    @property
+    def at_least_workers(self) -> bool:
+        """cuzk already runs its least synthesis workers: no cap gives fewer."""
+        return self.workers is not None and self.workers <= MIN_SYNTH_WORKERS
 
-    def margin_change(self) -> str:
-        """`[memory] safety_margin`'s change: by how much, where the log says."""
-        short = self.short_gib
-        if short is None or short <= 0:
-            return ("raise it if total_budget is \"auto\" (the only case cuzk reads it); with "
-                    "an explicit total_budget, lower that instead; " + self._margin_missing())
+    def _held(self) -> str:
         assert self.held_gib is not None
-        budget = ""
-        if self.budget_gib is not None and self.budget_gib > short:
-            budget = (f"; the budget ({_from('total_budget_gib', self.budget_gib, BUDGET_LINE)})"
-                      f" becomes about {self.budget_gib - short:.0f} GiB")
-        return (f"raise it by about {short:.0f} GiB if total_budget is \"auto\" (the only case "
-                "cuzk reads it: budget = MemTotal - safety_margin); with an explicit "
-                f"total_budget, lower that by as much{budget}. A guess, what the pool failed to "
-                f"pin: {self._need_words()}, less the {_num(self.held_gib)} GiB the pool held ("
-                f"{_from('pool_total_gib', self.held_gib, HELD_LINE)}), left outside the budget "
-                "for the pool")
+        return _from("pool_total_gib" if self.held_line == HELD_LINE else "total_gib",
+                     self.held_gib, self.held_line)
 
-    def _margin_missing(self) -> str:
-        """Which lines would give the margin's amount, of those the log did not."""
-        missing = _missing((("size_gib", self.buffer_gib, SIZE_LINE),
-                            ("synth_worker_count", self.workers, WORKERS_LINE),
-                            ("pool_total_gib", self.held_gib, HELD_LINE)))
-        if not missing:
-            return ("the pool held what every synthesis worker pins: no amount follows from "
-                    "the log")
-        return missing
+    def _budget(self) -> str:
+        assert self.budget_gib is not None
+        return _from("total_budget_gib", self.budget_gib, BUDGET_LINE)
+
+    def steps_left(self) -> int | None:
+        """How many steps of one partition's buffers the budget takes before it would reach
+        the floor (`FLOOR_GIB`): each leaves it above; None where a figure is missing."""
+        step = self.partition_gib
+        if step is None or self.budget_gib is None:
+            return None
+        if self.budget_gib <= FLOOR_GIB:
+            return 0
+        return math.ceil((self.budget_gib - FLOOR_GIB) / step) - 1
+
+    def margin_change(self) -> str | None:
+        """`[memory] safety_margin`'s change: in steps of one partition's buffers, never taking
+        the budget to the floor; None where the log's budget leaves no step
+        (`margin_not_raised`)."""
+        head = ("raise it if total_budget is \"auto\" (the only case cuzk reads it: budget = "
+                "MemTotal - safety_margin; with an explicit total_budget, lower that instead)")
+        step = self.partition_gib
+        if step is None:
+            return (f"{head}, never taking the budget to {FLOOR_WORDS} or below; the step "
+                    "needs, not in the log read: size_gib (" + SIZE_LINE + ") or "
+                    "num_constraints (" + CONSTRAINTS_LINE + ")")
+        assert self.buffer_gib is not None and self.buffer_from is not None
+        steps = (f"{head}, in steps of one partition's pinned buffers ({BUFFERS_PER_PARTITION} x "
+                 f"{_num(self.buffer_gib)} GiB = {step:.1f} GiB, {self.buffer_from}), "
+                 "re-measuring each with `gapwatch compare`; a guess, no total: a buffer in use "
+                 "stands for a/b/c already inside its partition's reservation (pinned_pool.rs:"
+                 "127-129, memory.rs), and how much the host lets cuzk pin is in no line")
+        left = self.steps_left()
+        if left is None:
+            unknown = (f"not known: {self.apart}; count the steps from that daemon's "
+                       f"total_budget_gib ({BUDGET_LINE})" if self.apart is not None else
+                       f"not in the log read (total_budget_gib, {BUDGET_LINE}): count the "
+                       "steps from it")
+            return (f"{steps}. Never take the budget to {FLOOR_WORDS} or below; the budget now "
+                    f"is {unknown}")
+        if left <= 0:
+            return None
+        return (f"{steps}. The budget is {self._budget()}; it must stay above {FLOOR_WORDS}: "
+                f"{left} step(s) fit before that floor")
+
+    def margin_not_raised(self) -> str:
+        """Why `[memory] safety_margin` is not advised: the budget leaves no step."""
+        step = self.partition_gib
+        assert step is not None and self.buffer_from is not None
+        assert self.budget_gib is not None
+        where = ("already at or below" if self.budget_gib <= FLOOR_GIB else
+                 f"within one step ({BUFFERS_PER_PARTITION} x {_num(self.buffer_gib or 0.0)} "
+                 f"GiB = {step:.1f} GiB, {self.buffer_from}) of")
+        return (f"[memory] safety_margin is not advised: the budget ({self._budget()}) is "
+                f"{where} {FLOOR_WORDS}: a larger margin would leave cuzk a budget it cannot "
+                "load its SRS and synthesise in; the margin cannot help the pool on this box")
 
     def cap_change(self) -> str | None:
-        """`[pipeline] max_parallel_synthesis`'s change, or None where the pool pinned nothing
-        (no number of partitions fits in what it could pin: not advised, `not_capped`)."""
-        if self.pinned_nothing:
+        """`[pipeline] max_parallel_synthesis`'s change, or None where it would change nothing
+        or no number of partitions fits (`not_capped` says why)."""
+        if self.pinned_nothing or self.at_least_workers:
             return None
         part = self.partition_gib
         if part is None or self.held_gib is None or self.buffer_gib is None:
             return "lower it; " + _missing((("size_gib", self.buffer_gib, SIZE_LINE),
                                             ("pool_total_gib", self.held_gib, HELD_LINE)))
-        held = _from("pool_total_gib", self.held_gib, HELD_LINE)
+        held = self._held()
         # A rounded figure (46.59 GiB for 12 x 3.882613) still counts its whole partitions.
         fits = int(self.held_gib / part + FITS_ROUNDING)
         if self.workers is not None and fits >= self.workers:
@@ -158,15 +227,20 @@ class PinNeed:
         floor = (", cuzk's least (engine.rs:1433-1437)" if fits < MIN_SYNTH_WORKERS else "")
         return (f"lower it to about {to}{floor}. A guess, what the host let the pool pin: "
                 f"{_num(self.held_gib)} GiB ({held}) / ({BUFFERS_PER_PARTITION} buffers x "
-                f"{_num(self.buffer_gib)} GiB, {_from('size_gib', self.buffer_gib, SIZE_LINE)})"
-                f" = {fits} partitions")
+                f"{_num(self.buffer_gib)} GiB, {self.buffer_from}) = {fits} partitions")
 
     def not_capped(self) -> str:
-        """Why `[pipeline] max_parallel_synthesis` is not advised where the pool pinned
-        nothing."""
+        """Why `[pipeline] max_parallel_synthesis` is not advised (`cap_change` None)."""
+        if self.at_least_workers:
+            assert self.workers is not None
+            workers = _from("synth_worker_count", self.workers, WORKERS_LINE)
+            return ("[pipeline] max_parallel_synthesis is not advised: cuzk already runs its "
+                    f"least synthesis workers ({workers}), and any cap gives at least "
+                    f"{MIN_SYNTH_WORKERS} "
+                    "(engine.rs:1437, .max(2)): lowering it changes nothing")
         size = f"{_num(self.buffer_gib)} GiB " if self.buffer_gib is not None else ""
         return (f"[pipeline] max_parallel_synthesis is not advised: the pool held 0 GiB when "
-                f"pinning failed (pool_total_gib=0, {HELD_LINE}), so not even one {size}buffer "
+                f"pinning failed ({self._held()}), so not even one {size}buffer "
                 "could be pinned; fewer partitions in flight would need fewer buffers, but the "
                 "first already failed, and what they free is budget, which the pool is not in "
                 "(pinned_pool.rs:127-129, 194-198): only RAM left outside the budget "
@@ -174,8 +248,8 @@ class PinNeed:
 
 
 def _missing(figures: tuple[tuple[str, float | None, str], ...]) -> str:
-    """`the amount needs, not in the log read: synth_worker_count ('starting pipeline',
-    engine.rs:1839)` for the figures that are None; "" where none is."""
+    """`the amount needs, not in the log read: pool_total_gib ('pinned pool checkout FAILED'
+    (WARN), pipeline.rs:302)` for the figures that are None; "" where none is."""
     missing = [f"{name} ({line})" for name, figure, line in figures if figure is None]
     return ("the amount needs, not in the log read: " + "; ".join(missing)) if missing else ""
 
@@ -184,9 +258,26 @@ def pin_need(pipeline: PipelineView) -> PinNeed:
     """The figures of `pipeline` the pool's arithmetic reads."""
     pool = pipeline.pool
     failure = pool.last_failure if pool is not None else {}
-    held = size_field(failure.get("pool_total_gib"))
+    held, held_line = size_field(failure.get("pool_total_gib")), HELD_LINE
     if held is None and pool is not None:
-        held = pool.total_gib  # no failed checkout's figure: the pool's own lines' (INFO)
-    budget = pipeline.budget_total_bytes
-    return PinNeed(pool.buffer_gib if pool is not None else None, held,
-                   pipeline.synth_workers, None if budget is None else budget / GIB)
+        # No failed checkout's figure: the pool's own lines' (INFO), cited as theirs.
+        held, held_line = pool.total_gib, POOL_INFO_LINE
+    size = pool.buffer_gib if pool is not None else None
+    size_from = None
+    if pool is not None and size is not None:
+        if pool.buffer_field == "num_constraints":
+            size_from = (f"num_constraints={_num(pool.buffer_figure or 0)} x {SCALAR_BYTES} B, "
+                         f"{CONSTRAINTS_LINE}")
+        else:
+            size_from = _from("size_gib", size, SIZE_LINE)
+    now = (pipeline.synth_workers, pipeline.budget_total_bytes)
+    workers, budget = now
+    apart = since = None
+    if pool is not None and pool.last_failure_s is not None:
+        # The failure's own run's figures, not a later restart's nor another daemon's.
+        workers, budget, apart = (pool.failure_workers, pool.failure_budget_bytes,
+                                  pool.failure_apart)
+        if apart is None and (workers, budget) != now:
+            since = (now[0], None if now[1] is None else now[1] / GIB)
+    return PinNeed(size, size_from, held, held_line, workers,
+                   None if budget is None else budget / GIB, apart, since)

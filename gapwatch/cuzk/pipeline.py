@@ -343,10 +343,46 @@ class PoolState:
     #: run's, every type's), unpinned by design; which wave each was in: the view's
     #: `first_waves`.
     first_syntheses: int = 0
-    #: One a/b/c buffer's size, GiB: the latest `size_gib` of a failed pin (`cudaHostAlloc
-    #: failed`, WARN) or a new buffer (`allocated new buffer`, INFO); None: neither read. Kept
-    #: apart from `last_failure`, which the failed checkout after the pin replaces.
+    #: The buffer that failed to pin, GiB: the latest failure line's own size (`size_gib` of
+    #: `cudaHostAlloc failed`, WARN, or the failed checkout's `num_constraints` x 32 B, the
+    #: a/b/c buffer it asked for, pipeline.rs:282-346); never a buffer that pinned (`allocated
+    #: new buffer` may be another circuit type's). None: no failure gave one. Kept apart from
+    #: `last_failure`, which the failed checkout after the pin replaces.
     buffer_gib: float | None = None
+    #: The field `buffer_gib` came from ("size_gib" or "num_constraints") and its figure.
+    buffer_field: str = ""
+    buffer_figure: float | None = None
+    #: The latest failure's own run's figures, as its daemon's start gave them before it: a
+    #: restart after it (fewer workers, another budget) leaves them as they were. None: not
+    #: read, or the failure is another daemon's (`failure_apart` says so).
+    failure_workers: int | None = None
+    failure_budget_bytes: int | None = None
+    #: Why the figures of the view (the first daemon's settings) are not the failure's: it is
+    #: another daemon's lines; None: they are its own.
+    failure_apart: str | None = None
+
+
+#: Bytes of one a/b/c element: a buffer is the circuit's `num_constraints` x this
+#: (pipeline.rs:282-346; PoRep 32G's 130 278 869 constraints: 3.882613 GiB).
+SCALAR_BYTES = 32
+#: A failed checkout's `pool_total_gib` this close to the INFO lines' `total_gib` is the same
+#: size, rounded differently.
+HELD_ROUNDING_GIB = 0.01
+
+
+def _checkout_failed_sizes(pool: PoolState, f: dict[str, FieldValue]) -> None:
+    """A failed checkout's figures beside its counts: the buffer it asked for (its
+    `num_constraints`), and what the pool held (`pool_total_gib`), the latest word on the pool's
+    size: a figure above what the INFO lines left (none read, or cut by RUST_LOG) proves buffers
+    pinned that those lines did not count, so their count is no longer known."""
+    n = count_field(f.get("num_constraints"))
+    if n:
+        pool.buffer_gib, pool.buffer_field = n * SCALAR_BYTES / GIB, "num_constraints"
+        pool.buffer_figure = float(n)
+    held = size_field(f.get("pool_total_gib"))
+    if held is not None and held >= 0 and (
+            pool.total_gib is None or abs(held - pool.total_gib) > HELD_ROUNDING_GIB):
+        pool.total_gib, pool.buffers = held, None
 
 
 def pacing(target: int | None) -> bool:
@@ -743,6 +779,10 @@ class LogView:
     #: The gap spans a restart (its cause the restart's, or its new run's wait for work):
     #: then it stands over any snapshot's (`gapwatch.cuzk.causes.with_log_cause`).
     spans_restart: bool = False
+    #: Its `dispatch_stall` rests on a worker the log shows free (`HeldOver.free_shown`): then
+    #: it stands over the snapshots' `inside_workers` (`with_log_cause`), not where no worker
+    #: count or pickup was read.
+    worker_free: bool = False
     #: The facts of `evidence` the advice reads, typed, decided here with their words
     #: (`ProverGapFacts`; `pool_churn_line` indexes `evidence`).
     facts: ProverGapFacts = NO_FACTS
@@ -803,9 +843,9 @@ class PipelineFacts(_Limits):
         #: over the budget's words say a restart since it may have gone unseen.
         self._info_read = False
         self._uptime_read = False
-        #: (job, partition, queued at, picked up at, gpu or None): each daemon's partitions
-        #: queued are its `DaemonRun.queued`.
-        self.queue_waits: deque[tuple[str, int, float, float, int | None]] = deque(
+        #: (job, partition, queued at, picked up at, gpu or None, its daemon): each daemon's
+        #: partitions queued are its `DaemonRun.queued`.
+        self.queue_waits: deque[tuple[str, int, float, float, int | None, int]] = deque(
             maxlen=HISTORY)
         #: Each daemon's partition syntheses in flight and ended (`SynthFlight`; index: the
         #: daemon, `RestartsByDaemon.daemon_of`), and each request's `job enqueued` (when, its
@@ -975,7 +1015,8 @@ class PipelineFacts(_Limits):
             elif name == "GPU_PICKUP":
                 since = self._run_of(ev.stream).queued.pop(key, None)
                 if since is not None:
-                    self.queue_waits.append((job, part, since, t, ev.gpu))
+                    self.queue_waits.append((job, part, since, t, ev.gpu,
+                                             self.restarts.daemon_of(ev.stream)))
             return
         # No partition: a monolithic job (engine.rs 2665, 2745, 2848, 3023, 3196).
         fields = ev.fields
@@ -1020,6 +1061,8 @@ class PipelineFacts(_Limits):
             # its start, or restart, leaves the first's work in flight as it is.
             return
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
+            if msg.startswith(POOL_CHECKOUT_FAILED) or HOST_ALLOC_FAILED in msg:
+                self._failure_run(ev.stream)
             self._pool(msg, f, t)
         elif msg == STARTING_PIPELINE:
             self.synth_workers = self._count(f, "synth_worker_count")
@@ -1304,7 +1347,6 @@ class PipelineFacts(_Limits):
             self._pool_freed = 0
         elif msg == POOL_ALLOCATED_MESSAGE:
             pool.total_gib = self._gib(f, "total_gib")
-            pool.buffer_gib = size_field(f.get("size_gib")) or pool.buffer_gib
             total = self._count(f, "total_buffers")
             if total is not None:
                 pool.buffers = max(0, total - self._pool_freed)
@@ -1325,6 +1367,22 @@ class PipelineFacts(_Limits):
         else:
             self._pool_failure(msg, f, t)
 
+    def _failure_run(self, stream: str) -> None:
+        """A failure line's own run's figures, kept with it (`PoolState.failure_workers`): the
+        settings read as of now, the latest start before it, where it is the first daemon's
+        (the only one whose settings are read); where another daemon's, none, and why."""
+        pool = self.pool
+        if self.restarts.of_another(stream):
+            pool.failure_workers = pool.failure_budget_bytes = None
+            pool.failure_apart = (
+                f"the failure is another daemon's (its lines in {stream or 'a stream'}), and "
+                "only the first daemon's start is read for synth_worker_count and the budget "
+                "(docs/post.md, 'Two daemons')")
+            return
+        pool.failure_workers, pool.failure_budget_bytes = (self.synth_workers,
+                                                           self.budget_total_bytes)
+        pool.failure_apart = None
+
     def _pool_failure(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
         """A pool line that is not about its size: a failed checkout or cudaHostAlloc, or a
         first synthesis (unpinned by design)."""
@@ -1337,6 +1395,7 @@ class PipelineFacts(_Limits):
             free = self._count(f, "pool_free")
             if free is not None:
                 pool.free = free
+            _checkout_failed_sizes(pool, f)
         elif HOST_ALLOC_FAILED in msg:
             # pinned_pool.rs writes two lines per failure (`cudaHostAlloc failed` with the
             # CUDA error, then `pinned pool: cudaHostAlloc failed`): one failure.
@@ -1345,7 +1404,9 @@ class PipelineFacts(_Limits):
                 pool.last_failure = {**pool.last_failure, **{
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
-            pool.buffer_gib = size_field(f.get("size_gib")) or pool.buffer_gib
+            size = size_field(f.get("size_gib"))
+            if size:
+                pool.buffer_gib, pool.buffer_field, pool.buffer_figure = size, "size_gib", size
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
 
@@ -1430,7 +1491,9 @@ class PipelineFacts(_Limits):
             pipeline_off_by_workers=self.pipeline_off_by_workers,
             pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
                            pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
-                           pool.first_syntheses, pool.buffer_gib) if self.pool_seen else None,
+                           pool.first_syntheses, pool.buffer_gib, pool.buffer_field,
+                           pool.buffer_figure, pool.failure_workers, pool.failure_budget_bytes,
+                           pool.failure_apart) if self.pool_seen else None,
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
@@ -1465,7 +1528,8 @@ class PipelineFacts(_Limits):
         churn = self.churn
         state = (pool.checkout_failed, pool.alloc_failed, pool.last_failure_s,
                  id(pool.last_failure), pool.total_gib, pool.free, pool.buffers,
-                 churn.spans[-1] if churn.spans else None, churn.info_kept, churn.info_read)
+                 churn.spans[-1] if churn.spans else None, churn.info_kept, churn.info_read,
+                 churn.failure_held_gib)
         kept = self._pool_words
         if kept is None or kept[0] != state:
             out = self._pool_words_now(pool)
@@ -1557,7 +1621,7 @@ class PipelineFacts(_Limits):
         n = sum(1 for run in self._runs_of_gpu(gpu) for q in run.queued.values() if q <= t_s)
         mine = set(self.restarts.of_gpu(gpu))
         of: dict[int, bool] = {}  # a picking GPU -> whether one of its daemons is `gpu`'s
-        for _, _, q, p, g in self.queue_waits:
+        for _, _, q, p, g, _ in self.queue_waits:
             if q <= t_s < p:
                 if g is None:
                     n += 1
@@ -1659,7 +1723,7 @@ class PipelineFacts(_Limits):
         return LogView(None, [])
 
     def _queue_wait_view(self, gpu: int, start_s: float, end_s: float,
-                         wait: tuple[str, int, float, float, int | None]) -> LogView:
+                         wait: tuple[str, int, float, float, int | None, int]) -> LogView:
         """A host_stall gap of `gpu` a partition waited in the GPU queue through (its GPU_QUEUE
         before the gap, its GPU_PICKUP at or after its end): a dispatch stall only where a
         worker of `gpu` was free to take it for most of the gap (`gapwatch.cuzk.gpu_workers`:
@@ -1668,7 +1732,7 @@ class PipelineFacts(_Limits):
         worker and the GPU's idle was inside the workers (`inside_workers`: CPU prep and
         barrier_wait under the per-GPU lock, the lock itself, the JobTracker after pickup), as
         /status says of every worker proving; the majority decides, as the snapshots' does."""
-        job, part, q, p, _ = wait
+        job, part, q, p, _, daemon = wait
         queued = (f"partition {part} of {fmt.visible(job)} was queued for the GPU (GPU_QUEUE) "
                   f"at {_hms(q)}, before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
                   f"{p - q:.1f} s in the queue while the GPU idled")
@@ -1676,12 +1740,13 @@ class PipelineFacts(_Limits):
         from_s, until_s = max(start_s, q), min(end_s, p)
         if until_s <= from_s:  # the edges' slack: the wait met the gap only at its edges
             from_s, until_s = start_s, end_s
-        held = self._held_over(gpu, from_s, until_s)
+        held = self._held_over(gpu, daemon, from_s, until_s)
         if held is None or (held.free_s * 2 >= until_s - from_s):
             evidence = [queued]
             if held is not None:
                 evidence.append(_free_words(held, from_s, until_s, gpu))
-            return LogView("dispatch_stall", evidence, detail)
+            return LogView("dispatch_stall", evidence, detail,
+                           worker_free=held is not None and held.free_shown)
         return LogView("inside_workers", [
             f"{_held_words(held, gpu)} for {until_s - from_s - held.free_s:.1f} s of the "
             f"{until_s - from_s:.1f} s gap ({', '.join(h.words(until_s) for h in held.holds)}; "
@@ -1694,13 +1759,15 @@ class PipelineFacts(_Limits):
             "the per-GPU lock, the lock itself, the JobTracker after pickup)"],
             f"{_held_words(held, gpu)}; {detail}")
 
-    def _held_over(self, gpu: int, from_s: float, until_s: float) -> HeldOver | None:
-        """What `gpu`'s workers held over [from_s, until_s] (`WorkerHolds.over`), or None
-        where how many workers it has is not known (no `initializing GPU workers` line and no
-        worker of it seen picking up)."""
-        daemons = self.restarts.of_gpu(gpu)
+    def _held_over(self, gpu: int, daemon: int, from_s: float,
+                   until_s: float) -> HeldOver | None:
+        """What `gpu`'s workers of `daemon` (the queued partition's: only its own workers
+        can take it; another daemon on the GPU has its own queue and worker count) held over
+        [from_s, until_s] (`WorkerHolds.over`), or None where how many workers it has is not
+        known (no `initializing GPU workers` line of it and no worker of it seen picking up)."""
+        daemons = [daemon]
         one_gpu = self.num_gpus is None or self.num_gpus <= 1
-        per_device = self.gpu_workers_per_device if 0 in daemons else None
+        per_device = self.gpu_workers_per_device if daemon == 0 else None
         if per_device:
             workers = (per_device, f"gpu_workers_per_device={per_device} in '{INIT_WORKERS}'")
         else:

@@ -44,9 +44,12 @@ seen; at WARN, only the failures (the three WARN lines above): churn cannot be s
 that failed is said with its churn "not known", never "none" (`info_kept`: INFO lines of
 `cuzk_core::pinned_pool` were read; `churn_hidden`: no INFO line of any target was), and the
 advice names the churn knob as a guess; at INFO with no line of the pool's, the pool pinned no
-buffer, so none churned (`NOTHING_PINNED`); DEBUG adds memory.rs's `evictor freed memory, retrying
-acquire freed_gib needed_gib` (:219) and `waiting for budget (acquire blocked)` (:230): which
-acquire ran the evictor. The rule needs no DEBUG line.
+buffer, so none churned (`NOTHING_PINNED`), unless a failed checkout says the pool held buffers
+(`pool_total_gib` above 0, `PoolChurnView.failure_held_gib`): pinned in lines not read, so churn
+is not known (`pinned_unseen`, `churn_hidden`; the knob's guess says why, `hidden_why`); DEBUG
+adds memory.rs's `evictor freed memory, retrying acquire freed_gib needed_gib` (:219) and
+`waiting for budget (acquire blocked)` (:230): which acquire ran the evictor. The rule needs no
+DEBUG line.
 """
 
 from __future__ import annotations
@@ -111,9 +114,37 @@ NOTHING_PINNED = (
     "evictor had none to free (unless RUST_LOG keeps that one target above INFO)")
 
 
+def pinned_unseen(held_gib: float) -> str:
+    """What is said of churn where INFO lines were read, none of the pool's, and a failed
+    checkout says the pool held buffers: they were pinned in lines not read (RUST_LOG keeping
+    that target above INFO, or before the log read began), so churn may have come unseen."""
+    return (f"whether the pool churned before its failures is not known: a failed checkout says "
+            f"it held {held_gib:.7g} GiB (pool_total_gib, 'pinned pool checkout FAILED', "
+            f"pipeline.rs:302), so it pinned buffers, yet no INFO line of {POOL_TARGET} was "
+            "read (RUST_LOG may keep that target above INFO, or they came before the log read "
+            "began), and its 'freed buffer (evictor)' and 'allocated new buffer' lines are INFO "
+            "(pinned_pool.rs:240, 212)")
+
+
 def unseen_words(view: PoolChurnView) -> str:
     """What is said of churn where the pool failed and none of its INFO lines was read."""
-    return NOT_KNOWN if view.churn_hidden() else NOTHING_PINNED
+    if not view.info_read:
+        return NOT_KNOWN
+    if view.failure_held_gib is not None:
+        return pinned_unseen(view.failure_held_gib)
+    return NOTHING_PINNED
+
+
+def hidden_why(view: PoolChurnView) -> str:
+    """Why `[pipeline] max_gpu_queue_depth` is a guess where churn could not be seen
+    (`PoolChurnView.churn_hidden`): the log at WARN, or the pool's own INFO lines missing from a
+    log whose failure says it pinned buffers."""
+    if not view.info_read:
+        return QUEUE_DEPTH_HIDDEN_WHY
+    return ("whether the pool churned is not visible in the lines read (a failed checkout says "
+            f"the pool held buffers, and no INFO line of {POOL_TARGET} was read: its 'freed "
+            "buffer (evictor)' and 'allocated new buffer' lines, pinned_pool.rs:240, 212); "
+            + QUEUE_DEPTH_LEVER)
 
 
 #: The candidate knob for churn, as `gapwatch.cuzk.advice` names it: gapwatch's reading of the
@@ -138,14 +169,17 @@ QUEUE_DEPTH_GUESS_WHY = (
     "reading of engine.rs:1257-1265 and memory.rs:214-225, not upstream's claim: measure it "
     "(the churn warnings and the failures should stop)")
 
+#: The churn knob as the plausible lever, where churn could not be seen (`hidden_why`).
+QUEUE_DEPTH_LEVER = (
+    "[pipeline] max_gpu_queue_depth is the plausible lever for cudaHostAlloc failures "
+    "through that churn, gapwatch's reading of engine.rs:1257-1265 and memory.rs:214-225, not "
+    "upstream's claim: run cuzk at INFO (RUST_LOG=info) to see the churn, and measure it")
 #: Why it is a guess where churn could not be seen (`PoolChurnView.churn_hidden`): the log kept
 #: at WARN shows the failures alone.
 QUEUE_DEPTH_HIDDEN_WHY = (
     "whether the pool churned is not visible at this log level (no INFO line was read, and its "
     "'freed buffer (evictor)' and 'allocated new buffer' lines are INFO, pinned_pool.rs:240, "
-    "212); [pipeline] max_gpu_queue_depth is the plausible lever for cudaHostAlloc failures "
-    "through that churn, gapwatch's reading of engine.rs:1257-1265 and memory.rs:214-225, not "
-    "upstream's claim: run cuzk at INFO (RUST_LOG=info) to see the churn, and measure it")
+    "212); " + QUEUE_DEPTH_LEVER)
 #: Where the pool pinned nothing in the lines read (`NOTHING_PINNED`): the churn knob is not
 #: advised.
 NO_CHURN_NO_QUEUE_DEPTH = (
@@ -209,12 +243,16 @@ class PoolChurnView:
     #: the pool's was, the pool pinned nothing in the lines read (rather than the log hiding
     #: its churn: `churn_hidden`).
     info_read: bool = False
+    #: The latest failed checkout's `pool_total_gib` where above 0: the pool held buffers, so
+    #: it pinned some, whatever its INFO lines read say (None: no such line).
+    failure_held_gib: float | None = None
 
     def churn_hidden(self) -> bool:
-        """Churn could have come and not be seen: no INFO line of any target was read (the log
-        kept at WARN), so the pool's 'freed buffer (evictor)' and 'allocated new buffer' lines,
-        INFO, were not written."""
-        return not self.info_kept and not self.info_read
+        """Churn could have come and not be seen: none of the pool's INFO lines was read, and
+        either no INFO line of any target was (the log kept at WARN) or a failed checkout says
+        the pool held buffers (pinned in lines not read), so its 'freed buffer (evictor)' and
+        'allocated new buffer' lines, INFO, were not read."""
+        return not self.info_kept and (not self.info_read or self.failure_held_gib is not None)
 
     def before_failure(self) -> ChurnSpan | None:
         """The latest span a failure followed, or None."""
@@ -244,6 +282,8 @@ class PoolChurn:
         self._recent: deque[tuple[float, int, float]] = deque(maxlen=CHURN_MIN_CYCLES)
         #: This run's first failure line (None: none yet).
         self._failed_s: float | None = None
+        #: The latest failed checkout's `pool_total_gib` above 0 (`PoolChurnView`).
+        self.failure_held_gib: float | None = None
 
     def restart(self) -> None:
         """A new run of cuzk: an empty pool, no cycle of the old run counts."""
@@ -271,6 +311,9 @@ class PoolChurn:
         elif name == POOL_ALLOCATED_MESSAGE:
             return self._pinned(t)
         elif name.startswith(POOL_CHECKOUT_FAILED) or HOST_ALLOC_FAILED in name:
+            held = size_field(ev.fields.get("pool_total_gib"))
+            if held is not None and held > 0:
+                self.failure_held_gib = held
             self._failed(t)
         elif name in (ANCHOR_MESSAGE, POOL_INITIALIZED):
             self.restart()
@@ -312,7 +355,8 @@ class PoolChurn:
             self.spans[-1] = replace(span, first_failure_s=t)
 
     def view(self) -> PoolChurnView:
-        return PoolChurnView(self.info_kept, self.cycles, tuple(self.spans), self.info_read)
+        return PoolChurnView(self.info_kept, self.cycles, tuple(self.spans), self.info_read,
+                             self.failure_held_gib)
 
 
 def churn_event(span: ChurnSpan) -> ProverEvent:

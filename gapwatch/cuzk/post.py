@@ -136,6 +136,8 @@ SRS_CIRCUITS = frozenset(("porep-32g", "porep-64g", "wpost-32g", "winning-32g", 
 #: Each PoSt kind's own SRS circuit: the `circuit_id=` of its load (engine.rs:2640-2641 picks
 #: the circuit, srs_manager.rs:46-57 Display names it).
 POST_CIRCUITS: dict[str, str] = {"winning-post": "winning-32g", "window-post": "wpost-32g"}
+#: The same, circuit -> kind.
+POST_CIRCUIT_KINDS: dict[str, str] = {c: k for k, c in POST_CIRCUITS.items()}
 #: SRS loads remembered (the latest): cuzk loads one at a time (its manager's mutex is held
 #: through a load, engine.rs:2719), a few a run, so these reach back well past any PoSt in flight.
 MAX_SRS_LOADS = 64
@@ -245,6 +247,22 @@ class _SrsLoad:
     def took_words(self) -> str:
         """`, 31.0 s` when its end line said how long it took, else nothing."""
         return "" if self.elapsed_ms is None else f", {self.elapsed_ms / 1000.0:.1f} s"
+
+
+@dataclass(frozen=True, slots=True)
+class _SrsEviction:
+    """One `SRS evicted circuit_id freed_gib budget_available_gib` line (srs_manager.rs:282,
+    written only from the evictor, engine.rs:1279-1320: a budget acquire was short and the SRS
+    had been idle at least `[memory] eviction_min_idle`): when (wall time), how long its SRS had
+    been idle then by the log (from its last use read: its load's end, or a PoSt of its circuit
+    whose SYNTH_END came after `ensure_loaded` refreshed it, engine.rs:2717-2721; None: not
+    read), and the budget available after it (integer GiB, as cuzk writes it; None: not said)."""
+
+    circuit: str
+    t_s: float
+    idle_s: float | None
+    last_used_s: float | None
+    budget_available_gib: int | None
 
 
 @dataclass(slots=True)
@@ -374,6 +392,11 @@ class _Post:
     failed_in_synthesis: bool = False
     #: The stream its TIMELINE lines were read on (one attempt writes them on one, stderr).
     stream: str | None = None
+    #: Its failure line's message (`GPU prove start failed`): the cause it is grouped by.
+    failed_by: str | None = None
+    #: The time from the previous PoSt of its kind's begin to its own (wall clock; None: none
+    #: read before it in this tracker, or on the engine clock): how often its SRS is used.
+    since_previous_s: float | None = None
 
     @property
     def engine_clock(self) -> bool:
@@ -514,6 +537,12 @@ class PostTracker:
         #: whether the run's start line was read (else no load is known to be its first).
         self._srs_in_run: set[str] = set()
         self._start_read = False
+        #: Each PoSt circuit's last use read (wall time: its load's end, a PoSt's SYNTH_END),
+        #: the evictions read (`_SrsEviction`, the latest `MAX_SRS_LOADS`), and each PoSt
+        #: kind's latest begin (`_Post.since_previous_s`).
+        self._srs_used: dict[str, float] = {}
+        self._evictions: deque[_SrsEviction] = deque(maxlen=MAX_SRS_LOADS)
+        self._last_begin: dict[str, float] = {}
         #: Whether this run of cuzk proves on monolithic workers (`[pipeline] enabled =
         #: false`), as its start line or a monolithic worker's line said (None: not said);
         #: and whether the run's start line said it (then no other line decides).
@@ -615,6 +644,7 @@ class PostTracker:
                 job = self._start(ev.job_id, kind, ev.t_wall_s)
                 if not job.engine_clock:
                     job.arrived_s = ev.t_wall_s
+                    self._began(job)
                 if self._pipeline_off is not False:  # a monolithic worker may take it
                     job.arrival_behind = _behind(self.holding, job.job)
                     _behind_at_arrival(job)
@@ -634,7 +664,10 @@ class PostTracker:
             self._srs_loads.append(_SrsLoad(circuit, ev.t_wall_s, first_in_run=first))
         elif ev.kind == "tracing" and ev.name == SRS_EVICTED_MESSAGE:
             # It was in memory in this run: its next load is a reload, not a cold one.
-            self._first_load(_str(ev.fields.get("circuit_id")) or "?")
+            circuit = _str(ev.fields.get("circuit_id")) or "?"
+            self._first_load(circuit)
+            if circuit in POST_CIRCUIT_KINDS:
+                self._evicted(circuit, ev)
         elif ev.kind == "tracing" and ev.name == ANCHOR_MESSAGE:
             # cuzk's start line: only after it is a load known to be the run's first.
             self._start_read = True  # this run's loads are all read from here on
@@ -830,6 +863,7 @@ class PostTracker:
         t = job.latest_s() if job.engine_clock else max(ev.t_wall_s, job.latest_s())
         job.failed_s = t
         job.error = cut_text(error_words(ev), MAX_ERROR_CHARS)
+        job.failed_by = ev.name
         self._jobs.pop(job_id, None)
         keep_latest(self._ended, key, None, MAX_ENDED)
         if not job.one_step and job.synth_start_s is None:
@@ -901,10 +935,35 @@ class PostTracker:
         self._srs_in_run.add(circuit)
         return first
 
+    def _evicted(self, circuit: str, ev: LogEvent) -> None:
+        """A PoSt circuit's SRS evicted (`_SrsEviction`): its idle time by its last use read."""
+        last = self._srs_used.pop(circuit, None)
+        idle = ev.t_wall_s - last if last is not None and ev.t_wall_s >= last else None
+        budget = int_field(ev.fields.get("budget_available_gib"))
+        self._evictions.append(_SrsEviction(circuit, ev.t_wall_s, idle,
+                                            last if idle is not None else None, budget))
+
+    def _eviction_before(self, load: _SrsLoad) -> _SrsEviction | None:
+        """The latest eviction of `load`'s circuit read before it began."""
+        return next((e for e in reversed(self._evictions) if e.circuit == load.circuit
+                     and e.t_s <= load.began_s + CLOCK_SLACK_S), None)
+
+    def _began(self, job: _Post) -> None:
+        """Its begin is read (wall clock): the time since the previous PoSt of its kind."""
+        begin = job.begin_s()
+        if begin is None or job.engine_clock or job.since_previous_s is not None:
+            return
+        last = self._last_begin.get(job.kind)
+        if last is not None and begin > last:
+            job.since_previous_s = begin - last
+        self._last_begin[job.kind] = begin
+
     def _srs_loaded(self, circuit: str, t: float, elapsed_ms: int | None) -> None:
         """An SRS load ended: its elapsed time goes to the latest open load of its circuit
         (loads run one at a time, under the manager's mutex), or, its begin not read, a load
         placed by it. A negative `elapsed_ms` is no duration: not said."""
+        if circuit in POST_CIRCUIT_KINDS:
+            self._srs_used[circuit] = t  # srs_manager.rs:211-215: last_used at its load
         took = elapsed_ms if elapsed_ms is not None and elapsed_ms >= 0 else None
         for i in range(len(self._srs_loads) - 1, -1, -1):
             load = self._srs_loads[i]
@@ -949,6 +1008,7 @@ class PostTracker:
         out = [self._lost_in_restart(job, at_s) for job in self._jobs.values()]
         self._jobs.clear()
         self._srs_in_run.clear()  # a new process holds no SRS: its first loads are cold
+        self._srs_used.clear()  # nor any last use of one
         self._given_up_ids.clear()
         # `_ended` is kept: a log read twice reads its first run's start again, which is a
         # restart here, and its PoSt's GPU_END after it is still that line (bounded by
@@ -1138,8 +1198,13 @@ class PostTracker:
     def _step(self, job: _Post, ev: LogEvent, name: str, t: float) -> list[ProverEvent]:
         if name == "SYNTH_START":
             job.synth_start_s = t
+            self._began(job)
         elif name == "SYNTH_END":
             job.synth_end_s = t
+            circuit = POST_CIRCUITS.get(job.kind)
+            if circuit is not None and not job.engine_clock:
+                # `ensure_loaded` just before it (engine.rs:2717-2721) refreshed its last use.
+                self._srs_used[circuit] = t
         elif name == "GPU_QUEUE":
             job.gpu_queue_s = t
             job.waited_behind, job.waited_behind_more = _behind(self.holding, job.job)
@@ -1334,8 +1399,12 @@ class PostTracker:
             total_s=total, total_at_least_s=at_least, deadline_s=deadline, verdict=verdict,
             done=done,
             waited_behind=list(job.waited_behind), waited_behind_more=job.waited_behind_more,
-            finalize_s=finalize, one_step=job.one_step, prove_s=prove, error=job.error)
-        return _with_setting(timing, self._own_load(job, now_s), self._queue_load(job, now_s))
+            finalize_s=finalize, one_step=job.one_step, prove_s=prove, error=job.error,
+            cause=job.failed_by if failed else None)
+        own = self._own_load(job, now_s)
+        evicted = self._eviction_before(own) if own is not None else None
+        return _with_setting(timing, own, self._queue_load(job, now_s), evicted,
+                             job.since_previous_s)
 
     def _event(self, job: _Post, t: float, done: bool, said_s: float | None = None
                ) -> ProverEvent:
@@ -1440,36 +1509,43 @@ def _dominant(t: ProofTiming) -> str | None:
     return max(known, key=lambda k: known[k]) if known else None
 
 
-def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoad | None
+def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoad | None,
+                  evicted: _SrsEviction | None = None, since_previous_s: float | None = None
                   ) -> ProofTiming:
     """The setting that would have freed the proof, for the phase that took longest, when one
-    exists (sources in cuzk-upstream-paths.md 4.5). `own_load`: its own SRS load, inside its
-    synthesis phase; `queue_load`: another job's, while it queued (`_SrsLoad`)."""
+    exists (sources in cuzk-upstream-paths.md 4.5), and its cause (`ProofTiming.cause`).
+    `own_load`: its own SRS load, inside its synthesis phase; `queue_load`: another job's,
+    while it queued (`_SrsLoad`); `evicted`: its SRS's eviction before its own load, as the log
+    said it; `since_previous_s`: the time since the previous PoSt of its kind began."""
     if t.verdict in ("ok", "unknown", "failed"):
         # Unknown: not known to have waited too long. Failed: its failure is what is said (its
         # error); no setting of a phase would have made a proof of it.
         return t
     phase = _dominant(t)
     setting: str | None = None
+    cause: str | None = None
     if phase == "queue" and t.one_step:
-        setting = _pipeline_off_words()
+        setting, cause = _pipeline_off_words(), "pipeline_off"
     elif phase == "synthesis" and own_load is not None and own_load.first_in_run:
-        setting = _first_load_words(own_load)
+        setting, cause = _first_load_words(own_load), "srs_first_load"
     elif phase == "synthesis" and own_load is not None:
-        setting = _eviction_words(own_load)
+        setting = _eviction_words(own_load, evicted, since_previous_s, t.proof_kind)
+        cause = "srs_evicted"
     elif phase == "queue":
-        setting = _concurrency_words(queue_load)
+        setting, cause = _concurrency_words(queue_load), "synthesis_queue"
     elif phase == "finalize":
         setting = ("none: its result waited for cuzk's job tracker lock, which a finalizer holds "
                    "through a PoRep proof's self-check (engine.rs:3220-3253, prover.rs:217-256); "
                    "CUZK_VALIDATE_PARTITIONS=1 and gRPC GetStatus/GetMetrics polling hold it too")
+        cause = "tracker_lock"
     elif phase == "gpu_wait":
         setting = ("none in cuzk: PoSt already goes first in the GPU queue (key (0,0), "
                    "engine.rs:2849-2851) and a partition on a worker runs to its end; "
                    + POST_ONLY_DAEMON)
+        cause = "gpu_workers_busy"
     if setting is None:  # synthesis without an SRS load, GPU, prove: none claimed (docs/post.md)
-        return t
-    return msgspec.structs.replace(t, setting=setting)
+        return msgspec.structs.replace(t, cause=phase)
+    return msgspec.structs.replace(t, setting=setting, cause=cause)
 
 
 #: The way round a PoSt's wait for a GPU worker that no setting of one cuzk gives, and how to
@@ -1510,17 +1586,43 @@ def _first_load_words(load: _SrsLoad) -> str:
             "engine.rs:1279-1287)")
 
 
-def _eviction_words(load: _SrsLoad) -> str:
-    """A synthesis phase made long by the PoSt's own SRS load: its SRS had been evicted (or
-    never loaded). cuzk evicts an SRS idle at least `eviction_min_idle` when the budget is
-    short, oldest first (engine.rs:1279-1287, 1299): a PoSt SRS, used once a PoSt, is the one
-    that idles longest."""
-    return ("[memory] eviction_min_idle: raise it (default 5m): its synthesis phase includes "
-            f"loading its SRS ({load.circuit}{load.took_words()}) from disk, which cuzk does "
-            "inside the synthesis step (engine.rs:2717-2721) when the SRS is not in memory; cuzk "
-            "evicts an SRS idle this long when its budget is short, oldest first "
-            "(engine.rs:1279-1287, 1299), and an idle PoSt SRS is the typical victim "
-            "(config.rs:92-94, cuzk.example.toml:46)")
+def _eviction_words(load: _SrsLoad, evicted: _SrsEviction | None,
+                    since_previous_s: float | None, kind: str) -> str:
+    """A synthesis phase made long by the PoSt's own SRS load: its SRS had been evicted. cuzk
+    evicts an SRS only from its budget's evictor (engine.rs:1257-1320): when an acquire is
+    short, and only an SRS idle at least `eviction_min_idle`, oldest first (1279-1287, 1299).
+    The log's own figures say how long this one had been idle and the budget then (the
+    `SRS evicted` line, srs_manager.rs:282): an eviction after 16 s idle says the box's
+    eviction_min_idle is at most 16 s, whatever the default (5m, config.rs:92-94), so the
+    default is never said as if it were in effect. Raised above the time between PoSts of its
+    kind, their SRS stays in memory from one to the next."""
+    name = POST_NAMES.get(kind, kind)
+    between = (f"~{since_previous_s:.0f} s here, from the one before it to it"
+               if since_previous_s is not None else "not read here: the one before it was not")
+    words = (f"[memory] eviction_min_idle: raise it above the time between {name}s ({between}): "
+             f"its synthesis phase includes loading its SRS ({load.circuit}"
+             f"{load.took_words()}) from disk, which cuzk does inside the synthesis step "
+             "(engine.rs:2717-2721) when the SRS is not in memory; ")
+    if evicted is None:
+        return words + (
+            "its eviction was not read (no `SRS evicted` line before it): cuzk evicts an SRS "
+            "only when a budget acquire is short and only one idle at least eviction_min_idle, "
+            "oldest first (engine.rs:1279-1287, 1299; default 5m, config.rs:92-94)")
+    budget = ("" if evicted.budget_available_gib is None
+              else f", budget_available_gib={evicted.budget_available_gib} after it")
+    if evicted.idle_s is None:
+        return words + (
+            f"cuzk evicted it at {fmt.clock(evicted.t_s, millis=True)}{budget} (its last use "
+            "before that was not read, so neither is how long it idled): cuzk evicts an SRS only "
+            "when a budget acquire is short and only one idle at least eviction_min_idle, oldest "
+            "first (engine.rs:1279-1287, 1299; default 5m, config.rs:92-94)")
+    assert evicted.last_used_s is not None
+    return words + (
+        f"cuzk evicted it at {fmt.clock(evicted.t_s, millis=True)} after {evicted.idle_s:.0f} s "
+        f"idle (last used {fmt.clock(evicted.last_used_s, millis=True)}){budget}: cuzk evicts "
+        "an SRS only when a budget acquire is short and only one idle at least "
+        "eviction_min_idle (engine.rs:1279-1287, srs_manager.rs:282), so eviction_min_idle is "
+        f"at most {evicted.idle_s:.0f} s on this box (the default is 5m, config.rs:92-94)")
 
 
 def _concurrency_words(busy: _SrsLoad | None) -> str:

@@ -168,11 +168,13 @@ class CuzkGap:
             evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind, is_open=end_s is None)
-        decided = with_log_cause(cause, log.cause, during, log.spans_restart)
+        decided = with_log_cause(cause, log.cause, during, log.spans_restart, log.worker_free)
         said_by = "status"
         if decided != cause:  # the log's facts decide it
             if cause is not None:
                 evidence = [f"/status: {e}" for e in evidence]
+            if cause == "inside_workers" and decided == "dispatch_stall":
+                evidence.append(FINALIZER_PROVING_WORDS)
             cause, during, detail = decided, True, log.detail
             said_by = log.said_by
         # The snapshots' evidence decides no typed fact: only the log's, where its words are
@@ -191,10 +193,18 @@ class CuzkGap:
             if pool.churn_line is not None:
                 facts = replace(facts, pool_churn_line=len(evidence) + pool.churn_line)
             evidence = evidence + pool.lines
-        waves = unpinned_by_design(self.facts.first_waves.waves(), start_s,
-                                   end_s if end_s is not None else reach_s, log.spans_restart)
+        waves = unpinned_by_design(
+            self.facts.first_waves.waves_of(self.facts.restarts.of_gpu(self.gpu)), start_s,
+            end_s if end_s is not None else reach_s, log.spans_restart, max(reach_s, start_s))
         return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, said_by),
                           self.facts.error_words(start_s, reach_s), facts, waves)
+
+
+#: Why the log's free worker stands over snapshots that showed every worker proving.
+FINALIZER_PROVING_WORDS = (
+    "/status shows a worker proving until its partition's finalizer ends (status.rs "
+    "partition_gpu_end, engine.rs:3185), after the worker looped back to the queue: the "
+    "log's prove_start returned says it was free")
 
 
 def _after(facts: ProverGapFacts, lines: int) -> ProverGapFacts:

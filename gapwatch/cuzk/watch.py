@@ -28,7 +28,7 @@ from gapwatch.core.models import (
 from gapwatch.core.prover_watch import RunningProof
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.daemons import PerDaemon
-from gapwatch.cuzk.errors import error_event
+from gapwatch.cuzk.errors import Incidents, error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
 from gapwatch.cuzk.log_lines import says_when_written
 from gapwatch.cuzk.pipeline import PANIC_KIND
@@ -116,16 +116,22 @@ class _DaemonWatch:
         self.restarts = RestartWatch(arrival_timed=arrival_timed)
         #: The pinned pool's churn (`gapwatch.cuzk.pool_churn`): a warning when it begins.
         self.churn = PoolChurn()
+        #: Error events, a panic and cuzk's line for it one (`gapwatch.cuzk.errors`).
+        self.incidents = Incidents()
         self._now_s: float | None = None
         self._checked_s = float("-inf")
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
-        # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
-        out = self._log(ev) if ev.kind in _WATCHED else []
-        # `now`, inline: every log event passes here.
         t = ev.t_wall_s
-        if (self._now_s is None or t > self._now_s) and says_when_written(
-                ev, self.post.arrival_timed):
+        later = (self._now_s is None or t > self._now_s) and says_when_written(
+            ev, self.post.arrival_timed)
+        # A panic half whose other half did not come in time is said before this line's own.
+        out = self.incidents.due(t) if later else []
+        # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
+        if ev.kind in _WATCHED:
+            out += self._log(ev)
+        # `now`, inline: every log event passes here.
+        if later:
             self._now_s = t
             if t - self._checked_s >= CHECK_EVERY_S:
                 self._checked_s = t
@@ -156,13 +162,15 @@ class _DaemonWatch:
             return []  # read, not written, then: no "now" (it made May's PoSt 206 days late)
         if self._now_s is None or t > self._now_s:
             self._now_s = t
+            out = self.incidents.due(t)
             if t - self._checked_s >= CHECK_EVERY_S:
                 self._checked_s = t
-                return self.post.check(t)
+                out += self.post.check(t)
+            return out
         return []
 
     def finish(self) -> list[ProverEvent]:
-        return self.post.finish(self._now_s)
+        return self.incidents.finish() + self.post.finish(self._now_s)
 
     def running(self) -> list[RunningProof]:
         return self.post.running(self._now_s) if self._now_s is not None else []
@@ -176,7 +184,7 @@ class _DaemonWatch:
         if ev.level is not None or ev.kind == PANIC_KIND:
             err = error_event(ev)
             if err is not None:
-                out.append(err)
+                out += self.incidents.feed(ev, err)
         out += self.post.feed(ev)
         lost = self.queue.feed(ev)
         if lost:

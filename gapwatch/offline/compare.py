@@ -155,6 +155,9 @@ class Side:
     #: "partitions", "batch jobs" or "GPU jobs"), the rate figure's unit (`rate_label`).
     rate_unit: str = "partitions"
     problems: list[str] = field(default_factory=list)
+    #: What the report says of its input that is no problem of the data (`ReportData.notes`:
+    #: its log's lines already in the recording, each counted once), said as notes.
+    notes: list[str] = field(default_factory=list)
     #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
     posts: list[SlimPost] = field(default_factory=list)
     #: The part of the recording read (`compare --at`), or None: all of it.
@@ -206,7 +209,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         with logs_parsed(path, config, logs, progress, window) as parsed:
             found, seen = detect_either(path, config, logs, n, parsed, SettingsSeen,
                                         keep_h2d=True, progress=progress, window=window)
-        rep = summarise(path, found, logs, config.detector.window_s)
+        rep = summarise(path, found, logs, config.detector.window_s, window=window)
         copies, statuses = _SlimCopies(found.copies), found.prover_status_count
         posts = _slim_posts(found.prover_events)
         unkept = found.prover_events.not_kept.get("proof", 0)
@@ -231,6 +234,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             rate_unit=rep.payoff.rate_unit,
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
+            notes=list(rep.notes),
             window=window, no_data=no_data, stepped_back_s=stepped_back,
             gpu_errors={k: n for k, n in rep.hw_errors.items() if k in GPU_ERROR_KINDS},
             held_down={g: held for g, h in rep.health.items()
@@ -951,7 +955,8 @@ def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
             "start_s": s.start_s, "span_s": s.span_s, "windows": _whole_windows(s, window_s),
             "usable_windows": usable,
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
-            "rate_unit": s.rate_unit, "status_snapshots": s.statuses, "problems": s.problems}
+            "rate_unit": s.rate_unit, "status_snapshots": s.statuses, "problems": s.problems,
+            "notes": s.notes}
 
 
 def _whole_windows(side: Side, window_s: float) -> int | None:

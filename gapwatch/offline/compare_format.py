@@ -145,6 +145,9 @@ def head_lines(c: Comparison) -> list[str]:
     out += [line for n in c.notes for line in _wrap(n, first="  note: ", rest="        ")]
     for s in (c.before, c.after):
         out += [_said(f"  {s.label} data: ", p) for p in s.problems[:3]]
+        # Wrapped, whole, as the comparison's own notes: a path in them ran past the width.
+        out += [line for n in s.notes[:3] for line in _wrap(
+            fmt.visible(n), first=f"  {s.label} note: ", rest="        ")]
     return out
 
 

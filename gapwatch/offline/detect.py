@@ -51,9 +51,9 @@ from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.logs.once import LinesOnce, may_hold_log_lines
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
-from gapwatch.offline.log_span import LogSpan
+from gapwatch.offline.log_span import LogSpan, log_read_from
 from gapwatch.offline.prover_events import ProverEvents
-from gapwatch.sources.recording import PassedOver, WakeAt
+from gapwatch.sources.recording import PassedOver, StillWritten, WakeAt
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
 #: A one-process and a split run give the same list however their outputs interleave.
@@ -108,9 +108,11 @@ class Detected:
     #: The recording's log events left out as lines the `--log` files hold too (their copies
     #: fed in their place: `gapwatch.logs.once`).
     log_already_recorded: int = 0
-    #: Reading counters and problems (filled in by the caller, which owns the reader).
+    #: Reading counters and problems (filled in by the caller, which owns the reader); a
+    #: recording still being written is said by the report's warning, not among the problems.
     counters: dict[str, int] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    still_written: StillWritten | None = None
     #: GPU health over the run per GPU, and the GPU errors (at most `MAX_REPORT_EVENTS`; all
     #: counted in `hw_event_count`, and the errors they stand for by kind in `hw_errors`).
     health: dict[int, HealthStats] = field(default_factory=dict)
@@ -205,13 +207,41 @@ class _Side:
         self.timeline: TimelineBuilder | None = None
         self.prover_events = ProverEvents()
         self.statuses = 0
-        #: Whether to build the timeline (a split report's other workers do not).
+        #: Whether to build the timeline (a split report's other workers do not), and where
+        #: the log events it is fed begin (`log_span.log_read_from`).
         self.builds_timeline = timeline
+        self.log_from_s: float | None = None
+        #: The span the prover's events are kept in (`say`): set where a `--log` file was
+        #: read around it, its start from the first event, its end once the data has ended.
+        self.said_from_s: float | None = None
+        self.said_until_s: float | None = None
+
+    def say(self, said: list[ProverEvent]) -> None:
+        """The watcher's words, those inside the span kept (`_inside`)."""
+        self.prover_events += [e for e in said if self._inside(e)]
+
+    def _inside(self, e: ProverEvent) -> bool:
+        """Whether a word of the watcher's is the report's: said within its span. The `--log`
+        lines read 5 minutes each side of it (`log_span.MARGIN_S`, for the gaps' evidence and
+        the PoSt in flight) made a window of 55 s list 5 PoSt, 2 restarts and 4 errors of
+        its log where its own were 1, 1 and 2. A proof said after the span's end that began
+        within it (its completion read after: by its total, else the least it can be) is
+        kept: it was in flight in it."""
+        if self.said_from_s is not None and e.t_wall_s < self.said_from_s:
+            return False
+        until = self.said_until_s
+        if until is None or e.t_wall_s <= until:
+            return True
+        p = e.proof
+        if p is None:
+            return False
+        took = p.total_s if p.total_s is not None else p.total_at_least_s
+        return took is not None and e.t_wall_s - took <= until
 
     def _builder(self) -> TimelineBuilder:
         """The timeline, made by the first event or snapshot it reads."""
         if self.timeline is None:
-            self.timeline = TimelineBuilder()
+            self.timeline = TimelineBuilder(self.log_from_s)
         return self.timeline
 
     def log(self, event: LogEvent) -> None:
@@ -246,6 +276,7 @@ def detect_records(
     wake_at: WakeAt | None = None,
     end_of_data: Callable[[float | None], float | None] | None = None,
     on_gpu_clock: Callable[[], None] | None = None,
+    since_s: float | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -273,6 +304,8 @@ def detect_records(
             the end of all the data (a split report's workers each see some GPUs'): what the
             events left after the last sample are judged against.
         on_gpu_clock: `GapDetector.on_gpu_clock` (a split report's worker gives up there).
+        since_s: a window's start (`--since`): its records were read from there (where the
+            log events begin: `log_span.log_read_from`).
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -288,7 +321,6 @@ def detect_records(
     gap_id_lines: list[int] = []
     health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None))
     chaining = health_side.chaining
-    prover_events = side.prover_events
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
     det.on_gpu_clock = on_gpu_clock
@@ -302,6 +334,9 @@ def detect_records(
         extra_logs = list(extra_logs)
         for ev in extra_logs:
             span.observe(ev)
+    side.log_from_s = log_read_from(span, since_s)  # before the first event makes the builder
+    if span.files and span.start_s > 0:  # a `--log` read from `MARGIN_S` before the span
+        side.said_from_s = span.start_s
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
     once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
                      look=may_hold_log_lines(header), since_s=span.start_s)
@@ -337,7 +372,7 @@ def detect_records(
             kept = bounded_event(r)
             if watch is not None:
                 if said := watch.feed(kept):  # most events say nothing: no call then
-                    prover_events += said
+                    side.say(said)
             out = det.feed_log(kept)  # what `feed` calls for a log event
         else:
             if type(r) is ProverEvent:
@@ -352,7 +387,7 @@ def detect_records(
                 continue
             if watch is not None:
                 if said := watch.feed(r):
-                    prover_events += said
+                    side.say(said)
             health_side.add(r)
             if type(r) is ProverStatus:
                 side.status(r)
@@ -370,12 +405,14 @@ def detect_records(
                  if t.last_sample_wall_s is not None), default=None)
     if end_of_data is not None:
         end_s = end_of_data(end_s)
+    if side.said_from_s is not None:
+        side.said_until_s = end_s  # the words said past the data's end are past the span
     # A line the recording held too is inside it, wherever it falls.
     rest = (e for e in chain((head,) if head is not None else (), extra)
             if once.paired(e[0]) or span.after_end(e[0], end_s))
     take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])
     if watch is not None:
-        prover_events += watch.finish()
+        side.say(watch.finish())
     take(det.finish())
     states.sort(key=_state_order)
     return Detected(
@@ -388,7 +425,7 @@ def detect_records(
         log_notes=span.notes(end_s, once.locks_kept), log_recorded_notes=once.notes(),
         log_already_recorded=once.count,
         **health_side.fields(),
-        prover_events=prover_events, most_gaps_held=published.most_held,
+        prover_events=side.prover_events, most_gaps_held=published.most_held,
         last_host_wall_s=det.last_host_wall_s,
     )  # fmt: skip
 
@@ -418,7 +455,7 @@ def _feed_extra(det: GapDetector, side: _Side, head: Bounded | None,
         side.log(event)
         if watch is not None:
             if said := watch.feed(kept):
-                side.prover_events += said
+                side.say(said)
         head = next(rest, None)
     return head, out
 

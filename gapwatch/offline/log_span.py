@@ -38,6 +38,17 @@ _STARTUP = frozenset(STARTUP_FIELDS) | {"CUDA pinned memory pool initialized",
                                         "pipeline GPU worker started"}
 
 
+def log_read_from(span: LogSpan | None, since_s: float | None) -> float | None:
+    """Where the log events a report feeds begin, the daemon's startup lines aside: a `--log`
+    file's `MARGIN_S` before the span's start (`LogSpan.kept`), else a window's recorded ones
+    at its start (`since_s`); None: from the start of what was recorded (a whole recording
+    with its log inside, or none). What the partition timeline is told
+    (`TimelineBuilder(read_from_s=)`): a run begun before it has first waves it cannot tell."""
+    if span is not None and span.files and span.start_s > 0:
+        return span.start_s - MARGIN_S
+    return since_s
+
+
 def is_startup(ev: LogEvent) -> bool:
     """A line cuzk logs once as it starts (its settings, its workers, deprecation warnings):
     it describes the run after it, however long before a window it was."""

@@ -16,6 +16,7 @@ import msgspec
 
 from gapwatch.core import fmt
 from gapwatch.core.models import ProofTiming, ProverEvent
+from gapwatch.core.prover_watch import ProofTroubles, Trouble
 
 #: Rows of each list shown in text (--json has every one kept).
 MAX_ROWS = 40
@@ -129,6 +130,8 @@ class ProverEvents(Sequence[ProverEvent]):
         self.counts: dict[str, int] = {}
         self.not_kept: dict[str, int] = {}
         self._proofs = _ProofRows()
+        #: The proofs that went wrong, by cause, over every event (the advice's first lines).
+        self._troubles = ProofTroubles()
         #: Job ids whose latest word kept is a running proof's.
         self._kept_running: set[str | None] = set()
         self.extend(events)
@@ -138,6 +141,7 @@ class ProverEvents(Sequence[ProverEvent]):
         self.counts[e.kind] = seen + 1
         proof = e.kind == "proof" and e.proof is not None
         self._proofs.add(e)
+        self._troubles.add(e)
         # A later word of a proof kept while running is kept past the bound too (a few: the
         # proofs in flight), so that no row kept reads "running" of a proof that ended.
         if seen < MAX_KEPT or (proof and e.job_id in self._kept_running):
@@ -161,6 +165,10 @@ class ProverEvents(Sequence[ProverEvent]):
     def proofs(self) -> ProofCounts:
         """The PoSt rows' counts over every proof event."""
         return self._proofs.counts()
+
+    def troubles(self) -> list[Trouble]:
+        """The proofs that failed, were lost, late or at risk, by cause, over every event."""
+        return self._troubles.troubles()
 
     def in_time_order(self, kinds: tuple[str, ...]) -> list[ProverEvent]:
         """The kept events of `kinds`, by their time (equal times as derived): the lists of
@@ -220,7 +228,37 @@ def _more(listed: int, total: int, kind_not_kept: int) -> str:
     return f"    ... {total - listed} more ({where})"
 
 
-def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
+#: A proof's phases, in order, as its table names them (`_unread_line`).
+_PHASES = (("queue", "queue_s"), ("synthesis", "synth_s"), ("GPU wait", "gpu_wait_s"),
+           ("GPU", "gpu_s"), ("finalize", "finalize_s"))
+
+
+def _unread_line(e: ProverEvent, since_s: float | None) -> str | None:
+    """What a done proof's row does not show: the phases its log did not read (their lines
+    before a window, or before the log's first line), as the rest of its total (the phases
+    follow one another from its arrival to its completion: the total less those read), and
+    where they lie; None where every phase was read, or its total is not known. A late
+    WinningPoSt of 35.0 s begun before a window read "queue - synth - GPU wait 0.2" under
+    "waited for a GPU worker behind: ...", as if 0.2 s of GPU wait were why; its 33.1 s of
+    synthesis (an SRS load) were before the window."""
+    p = e.proof
+    if p is None or not p.done or p.one_step or p.total_s is None:
+        return None
+    unread = [name for name, attr in _PHASES if getattr(p, attr) is None]
+    if not unread:
+        return None
+    rest = p.total_s - sum(getattr(p, attr) or 0.0 for _name, attr in _PHASES)
+    began_s = e.t_wall_s - p.total_s
+    where = (f": it began before the window, at {fmt.clock(began_s, millis=True)} (by its "
+             "total); --since earlier reads them" if since_s is not None and began_s < since_s
+             else "")
+    names = " and ".join([", ".join(unread[:-1]), unread[-1]] if len(unread) > 1 else unread)
+    return (f"      not read: its {names} ({max(0.0, rest):.1f} s of its "
+            f"{p.total_s:.1f} s){where}")
+
+
+def proof_lines(events: Sequence[ProverEvent], since_s: float | None = None) -> list[str]:
+    """The PoSt table; `since_s`: a window's start (a proof begun before it says so)."""
     log = prover_events_of(events)
     proofs = _proofs(log)
     if not proofs:
@@ -251,6 +289,8 @@ def proof_lines(events: Sequence[ProverEvent]) -> list[str]:
                    f"{_s(p.finalize_s):>8} {_s(p.deadline_s):>8} {verdict}")
         if p.error is not None:  # why it failed, whole: the row's verdict says only "failed"
             out.append(f"      error: {fmt.visible(p.error)}")
+        if (unread := _unread_line(e, since_s)) is not None:
+            out.append(unread)
         if p.verdict != "ok" and p.waited_behind and p.worker_wait_s:
             out.append(f"      waited for a GPU worker behind: {p.behind_words()}")
         if p.setting:
@@ -281,13 +321,15 @@ def _listed(log: ProverEvents, title: str, kinds: tuple[str, ...]) -> list[str]:
                           sum(log.not_kept.get(k, 0) for k in kinds))
 
 
-def prover_event_lines(events: Sequence[ProverEvent]) -> list[str]:
-    """The report's text section ([] when the prover said nothing of the kind)."""
+def prover_event_lines(events: Sequence[ProverEvent], since_s: float | None = None
+                       ) -> list[str]:
+    """The report's text section ([] when the prover said nothing of the kind); `since_s`: a
+    window's start."""
     log = prover_events_of(events)
     if not log:
         return []
     lines = [summary_line(log)]
-    lines += proof_lines(log)
+    lines += proof_lines(log, since_s)
     lines += _listed(log, "Restarts (and the GPU time each cost, as one stretch)",
                      ("restart", "restart_cost"))
     lines += _listed(log, "Errors", ("error",))

@@ -35,7 +35,7 @@ import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
@@ -71,6 +71,7 @@ from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
+from gapwatch.cuzk.post_advice import proof_advice
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
@@ -87,7 +88,7 @@ from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
 from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
-from gapwatch.sources.recording import Reading
+from gapwatch.sources.recording import Reading, StillWritten
 from gapwatch.sources.time_window import TimeWindow
 
 REPORT_SCHEMA_VERSION = 1
@@ -235,8 +236,8 @@ def build_report(
             found, paths = detect_either(path, config, logs, n, parsed, PathsSeen,
                                          progress=progress, window=window)
             tell(progress, "summing up")
-            report = summarise(path, found, logs, config.detector.window_s, paths.result())
-            report.window = window
+            report = summarise(path, found, logs, config.detector.window_s, paths.result(),
+                               window)
             return report
 
 
@@ -420,7 +421,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
                                max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
                                listener=listener, watch=watch,
                                copies=CopySums(keep_h2d=keep_h2d),
-                               span=copy.deepcopy(logs.span))
+                               span=copy.deepcopy(logs.span),
+                               since_s=window.since_s if window is not None else None)
     finally:
         if own:
             logs.close()
@@ -428,21 +430,31 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     found.counters = counters
     _count_logs(found, logs)
-    found.problems = list(rec.problems)
+    # Said once: the report's warning carries the reader's line and why (`_still_written`).
+    still = found.still_written = rec.still_written
+    found.problems = [p for p in rec.problems if still is None or p != still.said]
     return found
 
 
 def summarise(path: str | Path, found: Detected, log_paths: list[str],
               window_s: float = DetectorConfig().window_s,
-              paths: PathFacts | None = None) -> ReportData:
+              paths: PathFacts | None = None, window: TimeWindow | None = None
+              ) -> ReportData:
     """Closed gaps in start order, breakdown periods, per-partition timeline and payoff;
-    the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`)."""
+    the advice on the paths the prover's log shows (`paths`, `gapwatch.cuzk.paths`).
+    `window`: the part of the recording read (None: the whole)."""
     facts = paths or PathFacts()
     totals = found.totals
     sums = _GapSums(found.gaps, found.copies, found.pipeline)
     tally = found.gap_tally
-    partitions = _partitions(found.timeline)
+    partitions = _partitions(found.timeline, report_span(found, window))
     said = said_of_input(path, found)
+    gap_advice = advise_stalls(sums.stalls, found.pipeline,
+                           lambda these: gap_payoff(totals, these),
+                           rules=lambda stall, these: path_rule(stall, these, facts),
+                           notes=path_notes(facts))
+    # The PoSt that failed or were late first, over every proof of the run.
+    advice = replace(gap_advice, proofs=proof_advice(found.prover_events.troubles()))
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),
@@ -454,10 +466,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         copies=found.copies.table(sums.copy_gaps) if found.copies else None,
         warnings=said.warnings, notes=said.notes,
         blind_spots=list(found.blind_spots), byes=list(found.byes),
-        advice=advise_stalls(sums.stalls, found.pipeline,
-                             lambda these: gap_payoff(totals, these),
-                             rules=lambda stall, these: path_rule(stall, these, facts),
-                             notes=path_notes(facts)),
+        advice=advice,
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
         hw_errors=found.hw_errors,
         chaining=found.chaining, chaining_worst=found.chaining_worst,
@@ -465,7 +474,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         prover_events=found.prover_events,
         prover_causes=sums.causes,
         prover_lacks=list(found.prover_lacks),
-        longest_gaps=sums.longest(),
+        longest_gaps=sums.longest(), window=window,
     )  # fmt: skip
 
 
@@ -534,20 +543,24 @@ def said_of_input(path: str | Path, found: Detected) -> InputSaid:
     `--log` file's lines the recording held too are each counted once, the report the same
     as without them (it was under WARNING, a data problem it is not)."""
     warnings = [*found.log_notes, *log_warnings(found.counters),
-                *_still_written(path, found.counters),
+                *_still_written(path, found.counters, found.still_written),
                 *data_warnings(found.detector_counters, found.totals,
                                [g.index for g in found.header.gpus], found.last_host_wall_s)]
     return InputSaid(warnings, list(found.log_recorded_notes))
 
 
-def _still_written(path: str | Path, counters: dict[str, int]) -> list[str]:
+def _still_written(path: str | Path, counters: dict[str, int],
+                   still: StillWritten | None) -> list[str]:
     """A recording another process is writing (its writer's lock held: the reader counts it
-    `still_written`, its words with the line it read to are in the report's problems)."""
+    `still_written`), said once: with the line the reader read to and why more may come
+    (`StillWritten`, whose own problem line the report leaves out of its problems; before,
+    the text and --json said it twice)."""
     if not counters.get("still_written"):
         return []
+    stood = (f"up to line {still.line_no}, where it stood when read ({still.why})"
+             if still is not None else "up to where it stood when read")
     return [f"{path} is still being written by another process: this report reads it only "
-            "up to where it stood when read (its last part is not in it; report it again for "
-            "more)"]
+            f"{stood}; its last part is not in it: report it again for more"]
 
 
 def log_warnings(counters: dict[str, int]) -> list[str]:
@@ -625,13 +638,37 @@ def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
             for i in sorted(set(named) - sampled)]
 
 
-def _partitions(timeline: TimelineBuilder | None) -> RunTimeline | None:
+def _partitions(timeline: TimelineBuilder | None,
+                span: tuple[float | None, float | None]) -> RunTimeline | None:
     """The partition table: the timeline the detection loop fed (None: no log event it reads,
-    no `/status` snapshot); None without partitions."""
+    no `/status` snapshot), its rows those whose work overlaps `span` (`report_span`); None
+    without partitions."""
     if timeline is None:
         return None
-    run = timeline.finish()
+    run = timeline.finish(span)
     return run if run.partitions else None
+
+
+def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | None, float | None]:
+    """The span the report covers, as the partition table keeps its rows by (a partition is
+    the report's when its GPU work overlaps it, `PartitionTiming.works_within`): from the
+    window's start (or the recording's, if later; none known for a trace CSV) to the end of
+    the data read (the latest sample's wall time: a window's last sample, the cut
+    recording's). The `--log` lines read around it (5 minutes each side, for the gaps'
+    evidence) no longer fill the table with partitions of before or after it, nor a window's
+    `/status` polls with its jobs' partitions done before it. Across a wall clock stepped
+    back, wall times place nothing (as `throughput` says): the window's own bounds only, or
+    none."""
+    if clock_stepped_back_s(found.states):
+        return (window.since_s, window.until_s) if window is not None else (None, None)
+    start_s: float | None = found.header.started_wall_s
+    if start_s is not None and start_s <= 0:
+        start_s = None  # a trace CSV: no start known
+    if window is not None and window.since_s is not None:
+        start_s = window.since_s if start_s is None else max(start_s, window.since_s)
+    end_s = max((t.last_sample_wall_s for t in found.totals
+                 if t.last_sample_wall_s is not None), default=None)
+    return start_s, end_s
 
 
 def _breakdowns(states: list[StateChange], totals: list[GpuTotals],
@@ -805,6 +842,7 @@ def _partitions_json(run: RunTimeline | None, items: bool = True) -> dict[str, A
         "merged_efficiency": run.merged_efficiency,
         "kernel_utilisation": run.kernel_utilisation,
         "unpinned": run.unpinned,
+        "pinning_unknown": run.pinning_unknown,
         "unit": run.rate_unit,
         "partition_rows": run.partition_rows,
         "batch_jobs": run.batch_jobs,

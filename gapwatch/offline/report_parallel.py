@@ -370,7 +370,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
             wake_at=wake, end_of_data=end_of_data, copies=copies,
             gap_spool=GapSpool(run_file=gap_file) if gap_file is not None else None,
-            on_gpu_clock=lambda: _gpu_clock(rec))
+            on_gpu_clock=lambda: _gpu_clock(rec),
+            since_s=job.window.since_s if job.window is not None else None)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))

@@ -15,6 +15,7 @@ from gapwatch.core.config import DetectorConfig
 from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.payoff import PAYOFF_METHOD
+from gapwatch.core.track import GpuTotals
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines
 from gapwatch.cuzk.partitions import RunTimeline
@@ -53,7 +54,8 @@ def format_text(r: ReportData, all_rows: bool = False,
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
     if r.prover_events:
-        out += ["", *prover_event_lines(r.prover_events)]
+        out += ["", *prover_event_lines(
+            r.prover_events, r.window.since_s if r.window is not None else None)]
     if r.partitions is not None:
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]
@@ -137,7 +139,29 @@ def _gpu_lines(r: ReportData) -> list[str]:
             # The cause is from /status snapshots, or from the log where only it can say
             # (a pinned-pool fallback, SRS loading, a restart): name both.
             out.append(f"         where the prover said it waited (its /status or log): {said}")
+        tail = _idle_at_window_end(r, t)
+        if tail is not None:
+            out.append(tail)
     return out
+
+
+def _idle_at_window_end(r: ReportData, t: GpuTotals) -> str | None:
+    """In a window, the line for a GPU idle at the window's end (its final state IDLE: the
+    detector's open gap there retracted at the end of the data, as at a recording's end, no
+    busy reading bounding it in the window): the time from its last busy reading to the
+    window's last reading; else None. A window that ended
+    10 s into a restart's idle said "busy 100 %, no gaps" and nothing more: the busy share is
+    of the working span (first to last busy reading) and the gap is not the window's, but the
+    idle is."""
+    if r.window is None or t.final_state != "IDLE" or t.last_busy_s is None:
+        return None
+    idle_s = t.last_wall_s - t.last_busy_s
+    if not idle_s > 0:
+        return None
+    # "No busy reading", not "idle": a hole in the data may lie in it (not counted as idle).
+    return (f"         no busy reading in the window's last {idle_s:.1f} s (after "
+            f"{_clock(t.last_busy_s)}): an idle stretch its end cuts is no gap of it, as at a "
+            "recording's end; --until later reads it")
 
 
 def _gap_lines(r: ReportData, all_rows: bool) -> list[str]:
@@ -234,7 +258,11 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     # never a partition (its pinned cell and the count of unpinned rows are one rule's).
     head = (f"Partitions ({origin}): {len(parts)}" if unit == "partitions" else
             f"GPU jobs ({origin}): {run.units_words()}")
-    lines = [f"{head}, {run.unpinned} synthesised unpinned; "
+    # Unpinned among those whose pinning was read: "0 unpinned" of rows it was not read of
+    # would say they were pinned. Not known: no `is_pinned=` line nor pool warning read of it.
+    unknown = (f", {run.pinning_unknown} pinning not known (no is_pinned line read)"
+               if run.pinning_unknown else "")
+    lines = [f"{head}, {run.unpinned} synthesised unpinned{unknown}; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
     negative = run.negative_note()

@@ -7,11 +7,13 @@ what a proof kind or an event kind is comes from the events.
 Families (every kind/level and every verdict start at 0 so that `increase()` works from the
 first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them):
 - `gapwatch_prover_events_total{kind,level}`: restarts (`kind="restart"`), what they cost
-  (`restart_cost`), errors (failure lines, panics), lost GPU jobs (`lost_job`), warnings of
-  failures to come (`warning`: cuzk's pinned pool churning), and watched
-  proofs (`proof`: `level="error"` is a late one, said once when it passed its deadline still
-  running and once more when it ended, one lost in a restart, or a failed one; `warning` at
-  risk or not timed; `info` on time);
+  (`restart_cost`), errors (failure lines, panics: one incident once, a panic and cuzk's
+  `... task panicked` line for it one event, `gapwatch.cuzk.errors.Incidents`), lost GPU jobs
+  (`lost_job`), warnings of failures to come (`warning`: cuzk's pinned pool churning), and
+  watched proofs (`proof`: each proof once, at the level of its first word, `ProofOnce`:
+  `level="error"` is a late one, counted when it passed its deadline still running or, said
+  first at its end, then, one lost in a restart, or a failed one; `warning` at risk or not
+  timed; `info` on time);
 - `gapwatch_proofs_total{proof_kind,verdict}`: watched proofs (PoSt) that ended, by verdict
   (`ok`, `at_risk`, `late`, `unknown`: one whose begin was not read, so not timed; `failed`:
   the prover said it failed, counted when its failure line is read: the alert rule
@@ -44,7 +46,7 @@ from prometheus_client.core import (
 )
 
 from gapwatch.core.models import PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
-from gapwatch.core.prover_watch import LateOnce
+from gapwatch.core.prover_watch import LateOnce, ProofOnce
 
 #: Proof latency buckets (s): WinningPoSt's 30 s epoch and WindowPoSt's 30 min both fall on one.
 PROOF_BUCKETS_S: tuple[float, ...] = (
@@ -87,10 +89,12 @@ class ProverEventCounts:
     #: Proofs that went late, each once (`went_late`, `LateOnce`), per proof kind.
     late: dict[str, int] = field(default_factory=dict)
     _late_once: LateOnce = field(default_factory=LateOnce)
+    _proof_once: ProofOnce = field(default_factory=ProofOnce)
 
     def count(self, ev: ProverEvent) -> None:
-        key = (ev.kind, ev.level)
-        self.events[key] = self.events.get(key, 0) + 1
+        if self._proof_once.first(ev):  # a proof's later word (its end after it went late)
+            key = (ev.kind, ev.level)  # is the same proof: counted once
+            self.events[key] = self.events.get(key, 0) + 1
         cost = ev.cost_s  # the new run's wait for its first job is no work, not the restart
         if ev.kind == "restart_cost" and cost is not None:
             self.restart_cost_s += cost
@@ -128,8 +132,9 @@ def _buckets(h: _Histogram) -> list[tuple[str, float]]:
 def families(c: ProverEventCounts) -> Iterator[Metric]:
     events = CounterMetricFamily(
         "gapwatch_prover_events", "Prover events (restart, restart_cost, error, lost_job, "
-        "warning, proof), by level (a proof at level error is late, lost in a restart, or "
-        "failed).", labels=["kind", "level"])
+        "warning, proof), by level; each proof once, at its first word (at level error: late, "
+        "lost in a restart, or failed), each incident once (a panic and its task panicked "
+        "line: one error).", labels=["kind", "level"])
     for kind in PROVER_EVENT_KINDS:
         for level in LEVELS:
             events.add_metric([kind, level], c.events.get((kind, level), 0))

@@ -26,6 +26,7 @@ import shutil
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from gapwatch.base.no_replace import rename_no_replace
@@ -36,9 +37,11 @@ from gapwatch.core.health import GPU_ERROR_KINDS, event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.payoff import IfClosed, if_closed
+from gapwatch.core.prover_watch import ProofTroubles
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, advise, open_gap_words
+from gapwatch.cuzk.post_advice import proof_advice
 from gapwatch.cuzk.prover import view_of
 from gapwatch.sinks.recorder import write_recording
 
@@ -203,7 +206,9 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     def payoff(these: Sequence[Gap]) -> IfClosed:
         return if_closed(None, span, sum(g.duration_s for g in these))
 
-    report = advise(gaps, view_of(snap.pipeline), payoff)
+    # The PoSt that failed or were late, of the events the snapshot holds, first.
+    report = replace(advise(gaps, view_of(snap.pipeline), payoff),
+                     proofs=proof_advice(ProofTroubles(snap.prover_events).troubles()))
     still_open = [f"- gap {g.gap_id} on GPU{g.gpu} ({g.kind}), from "
                   f"{fmt.clock(g.start_s, millis=True)}, {open_gap_words(g)}"
                   for g in gaps if g.is_open and not g.retracted]

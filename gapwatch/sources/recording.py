@@ -215,6 +215,17 @@ class Reading:
 WHOLE: Final = Reading()
 
 
+@dataclass(frozen=True, slots=True)
+class StillWritten:
+    """A recording read to its end while another process held its writer's lock: the line
+    read to, why more may come, and the problem's words as kept among `Recording.problems`
+    (a report says it once, as its warning, with these facts: `said_of_input`)."""
+
+    line_no: int
+    why: str
+    said: str
+
+
 @dataclass
 class Recording:
     """A recording being read: the header, a lazy record iterator, and what went wrong."""
@@ -240,6 +251,8 @@ class Recording:
     files: list[Path] = field(default_factory=list)
     #: Runs of gapwatch joined (segments of one run share a header; a restart is a new run).
     runs: int = 1
+    #: The file (of a set: its last) was still being written when read to its end; None: not.
+    still_written: StillWritten | None = None
 
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
         # A message may quote the bad input (a CSV cell): a screen of it is enough.
@@ -427,9 +440,11 @@ def _records(
 
 
 def _still_written(recording: Recording, line_no: int, why: str) -> None:
-    recording.problem(
-        "still_written", f"{recording.path}: still being written by another process (its "
-        f"writer's lock is held); read up to line {line_no}, as it stood: {why}", END_LINE)
+    said = cut_text(f"{recording.path}: still being written by another process (its writer's "
+                    f"lock is held); read up to line {line_no}, as it stood: {why}",
+                    PROBLEM_CHARS)
+    recording.problem("still_written", said, END_LINE)
+    recording.still_written = StillWritten(line_no, why, said)
 
 
 def _unended(too_long: bool, line: bytes, recording: Recording, line_no: int) -> None:

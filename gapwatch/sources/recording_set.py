@@ -557,5 +557,7 @@ def _records(rec: Recording, plan: list[tuple[Path, int]], reading: Reading
                 rec.counters[counter] = rec.counters.get(counter, 0) + n
             room = MAX_PROBLEMS - len(rec.problems)
             rec.problems += part.problems[:max(0, room)]
+            if part.still_written is not None:
+                rec.still_written = part.still_written
         if window is not None and _after(file, window):
             return  # the window ended in this segment: the later ones are not opened

@@ -927,6 +927,8 @@ class SimProver:
         pipeline = self._gpus[0].scenario.pipeline
         srs_bytes = SIM_SRS_BYTES if pipeline else 0
         used = min(total, in_flight * POREP_PARTITION_FULL_BYTES + srs_bytes)
+        if self.post_script is not None and now < self.post_script.budget_short_until_s:
+            used = total  # its script's full budget, which evicts a PoSt SRS (sim_post)
         return {
             "uptime_secs": round(now - self._epoch, 3),
             "memory": {"total_bytes": total, "used_bytes": used,

@@ -13,8 +13,18 @@ load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded s
 - `ON_TIME_AT_S`: a WinningPoSt arrives while both GPU workers hold partitions (synthesis
   2.2 s, with its SRS's 2 s first load in it in a run's first, then it waits for the first
   worker to come free, 1.3 s on the GPU);
-- `LATE_AT_S`: a WinningPoSt whose SRS (`winning-32g`) was evicted: loaded from disk for 31 s
-  inside its synthesis step, after its synthesis and before SYNTH_END, as cuzk does
+- `LATE_AT_S`: a WinningPoSt whose SRS (`winning-32g`) its own budget acquire evicts: cuzk
+  evicts an SRS only from its budget's evictor, when an acquire is short, and only one idle at
+  least `[memory] eviction_min_idle` (engine.rs:1257-1320). The simulated cuzk runs with
+  `eviction_min_idle = "10s"` (`EVICTION_MIN_IDLE_S`, below the 20 s between its
+  WinningPoSts), and its budget is full when this one arrives (`BUDGET_SHORT_S`: PoRep
+  partitions dispatched ahead hold it, cuzk-upstream-paths.md 2.4; its /status says so), so
+  the PoSt's working-set acquire (engine.rs:2649) runs the evictor and it evicts `winning-32g`,
+  idle since the one before used it (its `ensure_loaded`, engine.rs:2717-2721): `SRS evicted
+  circuit_id freed_gib budget_available_gib` (srs_manager.rs:282, whole GiB: the 184 MiB file
+  is `freed_gib=0`), then `evicted for memory pressure entry=srs:winning-32g freed_gib`
+  (engine.rs:1317). Idle less than that, it is not evicted. Its SRS is then loaded from disk
+  for 31 s inside its synthesis step, after its synthesis and before SYNTH_END, as cuzk does
   (engine.rs:2717-2721), so it misses its 30 s epoch (said late while still running, then when
   it ends);
 - `PANIC_AT_S`: the next partition to finish on GPU 0 panics in supraseal-c2 with a CUDA
@@ -105,6 +115,12 @@ DOWN_S = 10.0
 #: NVML answers nothing this long after the kill, while the driver frees the killed run's
 #: pinned host memory: 1.9 s for a 24 GiB pool on the H200 (docs/sampling.md, "Blind spots").
 FREE_POOL_BLIND_S = 1.9
+#: The simulated cuzk's `[memory] eviction_min_idle` (config.rs:70-74; its default is 5m): an
+#: SRS idle at least this long is an eviction candidate when an acquire is short.
+EVICTION_MIN_IDLE_S = 10.0
+#: How long its budget stays full from the late WinningPoSt's arrival (its /status says it):
+#: the next partition's GPU end releases 14 GiB within about a second.
+BUDGET_SHORT_S = 1.0
 #: The WinningPoSt SRS loaded on demand inside its synthesis step (the late one), and the
 #: PoRep SRS each run loads for its first PoRep, before any synthesis.
 POST_SRS_LOAD_S = 31.0
@@ -185,6 +201,12 @@ class PostScript:
         #: at a start, cuzk loads each at its first use (engine.rs:1249, "no preload"); a
         #: process that dies loses them, so a new run loads each again.
         self.srs_in_memory: set[str] = set()
+        #: Each SRS's last use (`last_used`, srs_manager.rs:211-215, refreshed by each
+        #: `ensure_loaded`), the ones evicted since (their next load a reload), and until when
+        #: the budget is full (`BUDGET_SHORT_S`; the simulator's /status reads it).
+        self.srs_used_s: dict[str, float] = {}
+        self.srs_evicted: set[str] = set()
+        self.budget_short_until_s = float("-inf")
 
     def schedule(self, start: float = 0.0) -> None:
         """One cycle of the script from `start` (simulated seconds); the next one after it."""
@@ -214,27 +236,40 @@ class PostScript:
         if fails:
             self.failing.add(job)
         enqueued(sim, job, "winning-post", "Critical")
+        if reload_s:
+            self._acquire_short()
         sim._at(sim._now, Kept(partial(self._synth, job, reload_s, synth_s, gpu_s)))
+
+    def _acquire_short(self) -> None:
+        """Its working-set acquire (engine.rs:2649) finds the budget full: the evictor
+        (engine.rs:1257-1320) frees no pinned buffer (every one is checked out) and evicts
+        `winning-32g` where it has been idle at least `EVICTION_MIN_IDLE_S`."""
+        sim = self.sim
+        self.budget_short_until_s = sim._now + BUDGET_SHORT_S
+        used = self.srs_used_s.get(WINNING_SRS)
+        if (WINNING_SRS not in self.srs_in_memory or used is None
+                or sim._now - used < EVICTION_MIN_IDLE_S):
+            return
+        self.srs_in_memory.discard(WINNING_SRS)
+        self.srs_evicted.add(WINNING_SRS)
+        del self.srs_used_s[WINNING_SRS]
+        sim._trace(sim._now, f"SRS evicted circuit_id={WINNING_SRS} freed_gib=0 "
+                   "budget_available_gib=0", target="cuzk_core::srs_manager")
+        sim._trace(sim._now, f"evicted for memory pressure entry=srs:{WINNING_SRS} freed_gib=0",
+                   target="cuzk_core::engine")
 
     def _synth(self, job: str, reload_s: float, synth_s: float, gpu_s: float) -> None:
         """Its synthesis step (engine.rs:2665-2745): SYNTH_START, the synthesis, then its SRS
         loaded from disk when it is not in memory (engine.rs:2717-2721: `ensure_loaded` after
-        the synthesis), then SYNTH_END."""
+        the synthesis; `reload_s` long after an eviction, else a first load's), then
+        SYNTH_END."""
         sim = self.sim
         sim._timeline(sim._now, "SYNTH_START", job, "kind=winning-post")
         then: Callable[[], None] = partial(self._queued, job, synth_s, gpu_s)
         if WINNING_SRS not in self.srs_in_memory:
-            then = partial(self._load_srs, FIRST_POST_SRS_LOAD_S, then)
-        elif reload_s:
-            then = partial(self._evict_and_load_srs, reload_s, then)
+            load_s = reload_s if WINNING_SRS in self.srs_evicted else FIRST_POST_SRS_LOAD_S
+            then = partial(self._load_srs, load_s, then)
         sim._at(sim._now + synth_s, Kept(then))
-
-    def _evict_and_load_srs(self, srs_s: float, then: Callable[[], None]) -> None:
-        """Its SRS evicted while idle (srs_manager.rs:282), so its load is a reload."""
-        self.srs_in_memory.discard(WINNING_SRS)
-        self.sim._trace(self.sim._now, f"SRS evicted circuit_id={WINNING_SRS} freed_gib=0.4 "
-                        "budget_available_gib=463", target="cuzk_core::srs_manager")
-        self._load_srs(srs_s, then)
 
     def _load_srs(self, srs_s: float, then: Callable[[], None]) -> None:
         """Its own SRS loaded from disk for `srs_s` (srs_manager.rs:203, 224), then `then`."""
@@ -245,6 +280,7 @@ class PostScript:
 
         def loaded() -> None:
             self.srs_in_memory.add(WINNING_SRS)
+            self.srs_evicted.discard(WINNING_SRS)
             sim._trace(sim._now, f"SRS loaded successfully circuit_id={WINNING_SRS} "
                        f"elapsed_ms={int(srs_s * 1000)} budget_used_gib=48 "
                        "budget_available_gib=464", target="cuzk_core::srs_manager")
@@ -253,6 +289,7 @@ class PostScript:
 
     def _queued(self, job: str, synth_s: float, gpu_s: float) -> None:
         sim = self.sim
+        self.srs_used_s[WINNING_SRS] = sim._now  # its `ensure_loaded` (engine.rs:2717-2721)
         # synth_ms is the synthesis alone, without the SRS load (engine.rs:2745).
         sim._timeline(sim._now, "SYNTH_END", job, f"synth_ms={int(synth_s * 1000)}")
         sim._timeline(sim._now, "GPU_QUEUE", job, "monolithic")
@@ -339,6 +376,8 @@ class PostScript:
         sim.process_gone()
         sim.nvml_blind_for(FREE_POOL_BLIND_S)
         self.srs_in_memory.clear()
+        self.srs_evicted.clear()
+        self.srs_used_s.clear()
         sim._events = [e for e in sim._events if getattr(e[2], "keep", False)]
         heapq.heapify(sim._events)
         now = sim._now

@@ -21,8 +21,9 @@ counted.
 The times are wall times (Unix seconds, as recorded). A moment is written as
 - an ISO 8601 date and time (`2026-11-30T14:05`, `2026-11-30 14:05:30+02:00`; without a zone:
   UTC, as gapwatch prints times),
-- a time of day (`14:05`, `14:05:30`, UTC): the first such time at or after the recording's
-  start,
+- a time of day (`14:05`, `14:05:30`, UTC): its first occurrence at or after the recording's
+  start when that lies within the recording, else the occurrence nearest the recording
+  (`_time_of_day`: `--since 14:00` of a recording begun at 14:00:05 is that day's 14:00),
 - `+DURATION` after the recording's start, `-DURATION` before its data's end (`-1h`: the last
   hour; durations as `gapwatch.core.units.parse_duration` reads them).
 """
@@ -132,7 +133,8 @@ def resolve(since: Moment | None, until: Moment | None, start_s: float,
         if part)
     window = TimeWindow(since_s, until_s, said)
     if _holds_none(window, start_s, end_s):
-        raise WindowError(f"the window holds none of the recording, which runs "
+        # The window's own dates said: a time of day's date is gapwatch's choice.
+        raise WindowError(f"the {window.describe()} holds none of the recording, which runs "
                           f"{_span(start_s, end_s)}")
     return window
 
@@ -183,17 +185,31 @@ def _wall(m: Moment, start_s: float, end_s: float | None) -> float:
                              "read from the file's end (a trace CSV, a gzip file gapwatch did "
                              "not write): give a date and time instead")
         return end_s - m.seconds
-    # A time of day: the first at or after the start (a recording begun at 23:50 and a
-    # `--since 00:10` mean the next day's).
+    return _time_of_day(m, start_s, end_s)
+
+
+def _time_of_day(m: Moment, start_s: float, end_s: float | None) -> float:
+    """The wall time a time of day (`14:00`, UTC) names in a recording from `start_s` to
+    `end_s`: its first occurrence at or after the start when that lies within the recording
+    (at or before its end; or the end is not known): a recording begun at 23:50 and
+    `--since 00:10` mean the next day's. Otherwise the occurrence nearest the recording: its
+    latest before the start (a recording begun at 14:00:05 and `--since 14:00` mean that day's
+    14:00, whose window then starts at the recording's start, as an earlier `--since` does),
+    unless the first after the recording is nearer its end (`--until 16:21` of a recording
+    that ends at 16:20:06 is that day's, not the day before's: that one named a window
+    before the recording, and `--since 16:21` the whole recording)."""
     try:
         midnight = datetime.fromtimestamp(start_s, UTC).replace(hour=0, minute=0, second=0,
                                                                 microsecond=0)
     except (OverflowError, OSError, ValueError):
         raise WindowError(f"{m.text!r}: the recording's start ({start_s!r}) is no date") from None
-    at = midnight + timedelta(seconds=m.seconds)
-    if at.timestamp() < start_s:
-        at += timedelta(days=1)
-    return at.timestamp()
+    after = midnight + timedelta(seconds=m.seconds)
+    if after.timestamp() < start_s:
+        after += timedelta(days=1)
+    if end_s is None or after.timestamp() <= end_s:
+        return after.timestamp()
+    before = (after - timedelta(days=1)).timestamp()
+    return before if start_s - before < after.timestamp() - end_s else after.timestamp()
 
 
 def within(records: Iterator[Record], window: TimeWindow,

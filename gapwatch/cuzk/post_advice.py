@@ -1,0 +1,150 @@
+"""What to change for the PoSt that failed, were lost, late or at risk: one line a cause, said
+first in the report's "What to change" section (and its `--json`, and summary.md), before any
+gap's advice. A late or failed WinningPoSt loses a block: the operator's first question, and the
+section said "nothing to change: no gap" beside five failed ones.
+
+Who calls it: `gapwatch.offline.report` (over every proof of the run: `ProverEvents.troubles`)
+and `gapwatch.sinks.snapshot` (over the events the snapshot holds); `gapwatch.cuzk.advice`
+says the lines (`AdviceReport.proofs`). Pure. The proofs come grouped by
+`gapwatch.core.prover_watch.ProofTroubles` (kind, how it went wrong, its typed cause
+`ProofTiming.cause`, a failed one's error); the words are cuzk's, from upstream (curio
+e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.2, 4.3, 4.5):
+
+- failed: how many, cuzk's error, and what upstream says of the line that said it (`_FAILED`,
+  by its message); no cuzk setting makes a failed proof succeed, and that is said;
+- lost in a restart: in flight when cuzk started again; no setting: restart cuzk only when
+  needed, well before a proving window;
+- late or at risk: how many, the longest against its deadline, and the setting its longest phase
+  names (`gapwatch.cuzk.post._with_setting`, the latest such proof's words, with its own
+  figures), or "no cuzk setting" where the words say none (`none: ...`), or, where no phase's
+  setting is claimed, which phase was longest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gapwatch.core import fmt
+from gapwatch.core.prover_watch import Trouble
+from gapwatch.cuzk.post import POST_NAMES
+
+#: The setting each late cause names (`ProofTiming.cause`, set by `gapwatch.cuzk.post`).
+CAUSE_SETTINGS: dict[str, str] = {
+    "srs_evicted": "[memory] eviction_min_idle",
+    "synthesis_queue": "[pipeline] synthesis_concurrency",
+    "pipeline_off": "[pipeline] enabled",
+}
+#: The order troubles are said in: a proof that never came first.
+_ORDER = {"failed": 0, "lost": 1, "late": 2, "at_risk": 3}
+_PANIC = ("a panic in cuzk's task: supraseal-c2 turns every CUDA error into one (src/lib.rs:155, "
+          "316, 331, 383), and the panic's own text beside cuzk's line in the Errors list says "
+          "which; a CUDA out of memory may be sppark 0.1.14's GPU memory leak "
+          "(filecoin-project/lotus#13634, fixed in sppark v0.1.15): watch the process's GPU "
+          "memory over days")
+#: What upstream says of each failure line a PoSt fails by (its message -> (source, words)).
+_FAILED: dict[str, tuple[str, str]] = {
+    "GPU prove start failed": (
+        "engine.rs:3282",
+        "cuzk's gpu_prove_start (pipeline.rs:1380-1405) returns an error only where "
+        "bellperson's prove_start does, with no SupraSeal SRS (MalformedSrs, "
+        "extern/bellperson/src/groth16/prover/supraseal.rs:199-202), which the "
+        "SuprasealParameters cuzk passes always has (supraseal_params.rs:70-72): curio "
+        "e0294b0f does not write this line, so this cuzk is another build: report it upstream "
+        "(curio) with the log; a CUDA error there is a panic instead ('GPU prove start task "
+        "panicked', engine.rs:3302)"),
+    "GPU prove start task panicked": ("engine.rs:3302", _PANIC),
+    "GPU proving task panicked": ("engine.rs:998", _PANIC),
+    "proof task panicked": ("engine.rs:3475", _PANIC),
+    "synthesis task panicked": ("engine.rs:2870", _PANIC),
+    "GPU proving failed": (
+        "engine.rs:977",
+        "its GPU proof's finish (gpu_prove_finish, the b_g2 MSM and the proof's assembly) "
+        "returned the error after its GPU start; cuzk's words are all the log says of it"),
+    "synthesis failed": (
+        "engine.rs:2855",
+        "its synthesis returned the error (synthesize_winning_post / synthesize_window_post, "
+        "pipeline.rs:2900, 3091, from its request's vanilla proofs): the error names what "
+        "failed, on Curio's side of the request (its sectors' vanilla proofs) more often than "
+        "cuzk's"),
+    "proof failed": (
+        "engine.rs:3471",
+        "cuzk's monolithic prove (the pipeline off) returned the error; cuzk's words are all "
+        "the log says of it"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProofAdvice:
+    """One cause's line: its proofs, and the setting it names (None: no cuzk setting)."""
+
+    proof_kind: str
+    #: "failed", "lost", "late", "at_risk".
+    verdict: str
+    count: int
+    cause: str | None
+    error: str | None
+    setting: str | None
+    words: str
+
+    def json(self) -> dict[str, Any]:
+        return {"proof_kind": self.proof_kind, "verdict": self.verdict, "count": self.count,
+                "cause": self.cause, "error": self.error, "setting": self.setting,
+                "words": self.words}
+
+
+def proof_advice(troubles: list[Trouble]) -> list[ProofAdvice]:
+    """A line a trouble, failed first, then lost, late, at risk; more proofs first."""
+    ordered = sorted(troubles, key=lambda t: (_ORDER.get(t.key.verdict, 9), -t.count))
+    return [_advice(t) for t in ordered]
+
+
+def _advice(t: Trouble) -> ProofAdvice:
+    k = t.key
+    name = POST_NAMES.get(k.proof_kind, k.proof_kind)
+    if k.verdict == "failed":
+        words, setting = _failed_words(t, name), None
+    elif k.verdict == "lost":
+        words, setting = (
+            f"{t.count} {name} lost in a restart of cuzk (in flight when it started again: "
+            "Curio waits for it until its ProveTimeout, a WinningPoSt's block lost): no cuzk "
+            "setting: restart cuzk only when needed, well before a proving window (the "
+            "Restarts list says how each came)"), None
+    else:
+        words, setting = _late_words(t, name)
+    return ProofAdvice(k.proof_kind, k.verdict, t.count, k.cause, k.error, setting,
+                       fmt.visible(words))
+
+
+def _failed_words(t: Trouble, name: str) -> str:
+    k = t.key
+    said = f"cuzk said '{k.error}'" if k.error else "cuzk said it failed (its error not kept)"
+    source, upstream = _FAILED.get(k.cause or "", (
+        "", "no upstream words for this failure line; cuzk's error is what the log says"))
+    where = f" ({source})" if source else ""
+    return (f"{t.count} {name} failed (no proof came of it: a WinningPoSt's block lost as a late "
+            f"one's): {said}{where}: no cuzk setting: {upstream}")
+
+
+def _late_words(t: Trouble, name: str) -> tuple[str, str | None]:
+    k, p = t.key, t.latest
+    how = "late" if k.verdict == "late" else "at risk"
+    deadline = f" of its {p.deadline_s:g} s deadline" if p.deadline_s is not None else ""
+    longest = f", the longest {t.longest_s:.1f} s{deadline}" if t.longest_s is not None else ""
+    head = f"{t.count} {name} {how}{longest}: "
+    latest = " (the latest's words)" if t.count > 1 else ""
+    setting = CAUSE_SETTINGS.get(k.cause or "")
+    words = p.setting
+    if words is None:
+        phase = k.cause or "not known"
+        return (head + f"no setting claimed: its longest phase was {phase}, which no cuzk "
+                "setting is known to shorten (docs/post.md)"), None
+    for none in ("none in cuzk: ", "none: "):
+        if words.startswith(none):
+            return head + f"no cuzk setting{latest}: " + words[len(none):], None
+    return head + f"setting{latest}: " + words, setting
+
+
+def proof_advice_lines(proofs: list[ProofAdvice], indent: str = "  ") -> list[str]:
+    """The lines, one a cause (`gapwatch.cuzk.advice.advice_lines` says them first)."""
+    return [f"{indent}PoSt: {a.words}" for a in proofs]

@@ -238,12 +238,6 @@ _IN_LOCK_KEYS = ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms
                  "gpu_total_ms")
 
 
-#: The warnings of a partition whose pinned-pool checkout failed (`warning_of`): cuzk writes
-#: them with its `job_id` and `partition` and synthesises it into pageable memory
-#: (pipeline.rs:1632), as `is_pinned=false` says at INFO (the partition table's `pinned` cell).
-POOL_FALLBACK_WARNINGS = frozenset(("pinned_pool_fallback", "cuda_host_alloc_failed"))
-
-
 def warning_of(text: str) -> str | None:
     """The gap-explaining warning a line carries, if any (cheap substring tests)."""
     if "is_pinned=false" in text:

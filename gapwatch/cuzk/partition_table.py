@@ -96,7 +96,7 @@ class PartitionTiming:
     h2d_in_ntt_ms: int | None = None
     barrier_wait_ms: int | None = None
     #: What the log said of its a/b/c's pinning: False where a line said `is_pinned=false` of
-    #: it or a pinned-pool fallback warning named it (`log_lines.POOL_FALLBACK_WARNINGS`: the
+    #: it or a pinned-pool fallback warning named it (`models.POOL_FALLBACK_WARNINGS`: the
     #: checkout failed, it fell back to pageable memory, pipeline.rs:1632), True where one said
     #: `is_pinned=true` (and none of those), None where no line said either (a log kept at
     #: WARN drops the INFO `is_pinned` lines, but keeps the fallback warnings).

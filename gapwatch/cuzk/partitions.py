@@ -42,7 +42,7 @@ from typing import Final, TypeVar
 
 from msgspec.structs import replace
 
-from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.models import POOL_FALLBACK_WARNINGS, FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import count_field, int_field, is_bad_count
 from gapwatch.cuzk.daemons import Daemons
@@ -52,7 +52,6 @@ from gapwatch.cuzk.log_lines import (
     DAEMON_STARTING_MESSAGE,
     INIT_WORKERS_MESSAGE,
     PARTITION_KIND,
-    POOL_FALLBACK_WARNINGS,
     PROVE_START_MESSAGE,
     SYNTH_SENT_MESSAGE,
     UNPLACED_FIELD,

@@ -375,7 +375,7 @@ def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_kno
     assert "yes" not in pinned and "-" in pinned
     assert count == len(rows) > 5  # the head line counts the rows shown
     # and says how many it does not know: "0 synthesised unpinned" alone read as all pinned
-    assert f", {pinned.count('-')} pinning not known (synthesis end not read)" in text
+    assert f", {pinned.count('-')} pinning not known (no is_pinned line read)" in text
     items = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
                                  "+45s"))["partitions"]["items"]
     assert False not in {p["unpinned"] for p in items} and None in {p["unpinned"] for p in items}

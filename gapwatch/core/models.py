@@ -140,6 +140,11 @@ FieldValue = str | int | float | bool | None
 #: A field value as read from a recording: integers bounded to 64 bits (the parser keeps larger
 #: ones as text, see `gapwatch.core.bounds`).
 _RecordedField = str | I64 | float | bool | None
+#: The `LogEvent.warning`s of a failed pinned-pool checkout: its fallback to pageable memory,
+#: or the `cudaHostAlloc` failure behind it (cuzk writes them with the partition's `job_id`
+#: and `partition`: it synthesises that partition into pageable memory, as `is_pinned=false`
+#: says at INFO). The one home of the pair (the hints, the evidence, the partition table).
+POOL_FALLBACK_WARNINGS = frozenset(("pinned_pool_fallback", "cuda_host_alloc_failed"))
 
 
 class LogEvent(Struct, frozen=True, gc=False, tag_field="type", tag="log"):

@@ -71,11 +71,13 @@ from gapwatch.cuzk.knobs import (
 from gapwatch.cuzk.pin_need import pin_need
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
+    BATCH_KINDS,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
     NO_FACTS,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
+    POST_KINDS,
     OverBudget,
     PipelineView,
 )
@@ -205,9 +207,6 @@ class AdviceReport:
 #: (settings, guess, guess_why, evidence), or why none applies.
 Found = tuple[list[Setting], bool, str, list[str]]
 
-#: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
-#: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
-BATCH_KINDS = ("porep-c2", "snap-update")
 #: Each batch kind as the words name it.
 _BATCH_NAMES = {"porep-c2": "PoRep", "snap-update": "SnapDeals"}
 
@@ -246,8 +245,6 @@ def batch_setting(kinds: Iterable[str] = ()) -> Setting:
         "memory.rs:41, 53", set_to("1"), lowers("[scheduler] max_batch_size"))
 
 
-#: PoSt job kinds, as TIMELINE and a monolithic worker's `proof_kind` name them.
-POST_KINDS = ("winning-post", "window-post")
 #: The monolithic job kinds the advice tells apart (`StallGaps.kinds`).
 _KNOWN_KINDS = frozenset((*BATCH_KINDS, *POST_KINDS))
 

@@ -124,11 +124,11 @@ from gapwatch.cuzk.log_lines import (
     UNNAMED_FAILED_MESSAGES,
     says_when_written,
 )
-from gapwatch.cuzk.pipeline import error_words
+from gapwatch.cuzk.pipeline import POST_KINDS, error_words
 from gapwatch.cuzk.unnamed_failure import RunStream
 
-#: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
-POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
+#: Each PoSt proof kind (`pipeline.POST_KINDS`, TIMELINE's `kind=`) -> the name people use.
+POST_NAMES: dict[str, str] = dict(zip(POST_KINDS, ("WinningPoSt", "WindowPoSt"), strict=True))
 #: A late or at-risk proof's cause where no phase ranks first (`ProofTiming.longest_phase`):
 #: the phases its lines were not read for took longer than any read (a window, or a log
 #: begun mid-proof), so no phase, nor its setting, is named.
@@ -709,7 +709,7 @@ class PostTracker:
         return [ProverEvent(
             t_wall_s=ev.t_wall_s, kind="proof", level=_LEVEL["unknown"],
             message=fmt.visible(
-                f"{POST_KINDS.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
+                f"{POST_NAMES.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
                 f"characters ({job_id[:48]}...): gapwatch keeps no more of an id, so "
                 "two such jobs cannot be told apart; their lines are passed over, none of "
                 "them timed or judged against its deadline (Curio's ids are tens of "
@@ -1325,7 +1325,7 @@ class PostTracker:
         """The PoSt in flight at data time `now_s` (those whose GPU work ended and whose
         completion line has not come are in their finalize), the most of their deadline used
         first: what the dashboard says of them while they run."""
-        out = [RunningProof(job.job, POST_KINDS.get(job.kind, job.kind),
+        out = [RunningProof(job.job, POST_NAMES.get(job.kind, job.kind),
                             self.timing(job, self._on_clock(job, now_s), done=False),
                             _phase_of(job))
                for job in (*self._jobs.values(), *self._awaiting) if job.since_s() is not None]
@@ -1430,7 +1430,7 @@ class PostTracker:
         """Its last word, without its end: lost in a restart (an error: it will not complete),
         or given up to keep memory bounded (a warning at least: its end is not known)."""
         timing = msgspec.structs.replace(self.timing(job, t, done=False), given_up=why)
-        name = POST_KINDS.get(job.kind, job.kind)
+        name = POST_NAMES.get(job.kind, job.kind)
         if why == "restart":
             level: NoticeLevel = "error"
             words = ("was in flight when the prover restarted: it will not complete (Curio "
@@ -1607,7 +1607,7 @@ def _eviction_words(load: _SrsLoad, evicted: _SrsEviction | None,
     eviction_min_idle is at most 16 s, whatever the default (5m, config.rs:92-94), so the
     default is never said as if it were in effect. Raised above the time between PoSts of its
     kind, their SRS stays in memory from one to the next."""
-    name = POST_KINDS.get(kind, kind)
+    name = POST_NAMES.get(kind, kind)
     between = (f"~{since_previous_s:.0f} s here, from the one before it to it"
                if since_previous_s is not None else "not read here: the one before it was not")
     words = (f"[memory] eviction_min_idle: raise it above the time between {name}s ({between}): "
@@ -1671,7 +1671,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
     by its TIMELINE offsets, read without their anchor); failed, its error first: `WinningPoSt
     winpost-1000-1a2b3c4d: GPU prove start failed: <error> (after 3.1 s of its 30 s deadline;
     queue ...); FAILED`."""
-    name = POST_KINDS.get(t.proof_kind, t.proof_kind)
+    name = POST_NAMES.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
     since = ""

@@ -35,7 +35,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.models import PHASE_WORDS, ProofTiming
 from gapwatch.core.prover_watch import MAX_TROUBLES, Trouble
-from gapwatch.cuzk.post import PHASES_NOT_READ, POST_KINDS
+from gapwatch.cuzk.post import PHASES_NOT_READ, POST_NAMES
 
 #: The setting each late cause names (`ProofTiming.cause`, set by `gapwatch.cuzk.post`).
 CAUSE_SETTINGS: dict[str, str] = {
@@ -127,7 +127,7 @@ def _missed(kind: str, failed: bool) -> str:
 
 def _advice(t: Trouble) -> ProofAdvice:
     k = t.key
-    name = POST_KINDS.get(k.proof_kind, k.proof_kind)
+    name = POST_NAMES.get(k.proof_kind, k.proof_kind)
     if k.others:
         words, setting = _others_words(t, name), None
     elif k.verdict == "failed":

@@ -13,13 +13,20 @@ from typing import Any
 import pytest
 from sim_recordings import record_sim, report_of
 
+from evaluation.simulate import simulate
 from gapwatch.sources.sim_monolithic import (
     ARRIVES_BEFORE_END_S,
     FAIL_AFTER_S,
     PROVE_ERROR,
     WINNING_PROVE_S,
 )
-from gapwatch.sources.sim_post import FAILED_AT_S, PROVE_START_ERROR
+from gapwatch.sources.sim_post import (
+    FAILED_AT_S,
+    PROVE_START_ERROR,
+    PROVE_START_FAILED_WORDS,
+    PROVE_START_PANIC_LINE,
+    PROVE_START_PANIC_MESSAGE,
+)
 
 
 def _ended(report_json: str) -> list[dict[str, Any]]:
@@ -30,28 +37,61 @@ def _ended(report_json: str) -> list[dict[str, Any]]:
     return proofs
 
 
-def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_error(
+def test_a_winningpost_whose_gpu_prove_start_panics_is_said_failed_with_cuzks_error(
         tmp_path: Path) -> None:
-    """`post-failed`: its `GPU prove start failed` (engine.rs:3282) in its GPU worker's span
+    """`post-failed`: its prove start panics (a CUDA error, supraseal-c2/src/lib.rs:316) and
+    its GPU worker writes `GPU prove start task panicked` (engine.rs:3302) in its span, which
     fails it at once: FAILED on record's stderr, `--on-event` run as `post_failed`, and the
     report of the recording says it failed with cuzk's error, never late, nor a phase after
-    its failure "not read"."""
+    its failure "not read". It wrote `GPU prove start failed: Unsatisfiable`, a line curio
+    e0294b0f cannot write (`gpu_prove_start` fails only with `MalformedSrs`, which cuzk's
+    SupraSeal SRS never gives)."""
     hook_out = tmp_path / "hook.jsonl"
     recording, err = record_sim(tmp_path, "post-failed", FAILED_AT_S + 5, hook_out=hook_out)
-    assert f"{PROVE_START_ERROR} (after" in err and "FAILED" in err
+    assert f"{PROVE_START_FAILED_WORDS} (after" in err and "FAILED" in err
+    assert "Unsatisfiable" not in err
     calls = [json.loads(x) for x in hook_out.read_text().splitlines()]
     [failed] = [c for c in calls if c["GAPWATCH_EVENT"] == "post_failed"]
     assert failed["GAPWATCH_STATE"] == "failed"
     assert PROVE_START_ERROR in failed["GAPWATCH_CAUSE_WORDS"]
     text = report_of(recording)
     assert "Prover events: 2 PoSt proof(s) (1 failed, 0 late, 0 at risk)" in text
-    assert f"error: {PROVE_START_ERROR}" in text
+    assert f"error: {PROVE_START_FAILED_WORDS}" in text
     # It failed on the GPU: its finalize never ran, so it is not said "not read" (it was:
     # "not read: its finalize (0.0 s of its 2.9 s)").
     assert "not read" not in text
     verdicts = [(p["verdict"], p["error"])
                 for p in _ended(report_of(recording, "--json"))]
-    assert verdicts == [("ok", None), ("failed", PROVE_START_ERROR)]
+    assert verdicts == [("ok", None), ("failed", PROVE_START_FAILED_WORDS)]
+
+
+def test_the_failed_winningposts_lines_are_cuzks_in_the_order_cuzk_writes_them() -> None:
+    """The simulated cuzk's lines of each failed WinningPoSt after its GPU_START: the panic on
+    stderr (the hook's note after the run's first panic only), then in its GPU worker's span
+    `GPU_TIMING prove_start returned` (engine.rs:3148) and `GPU prove start task panicked`
+    (3302), as curio e0294b0f writes them; no `GPU prove start failed` (3282, unreachable
+    there)."""
+    lines = simulate("post-failed", seed=1, duration_s=60 + FAILED_AT_S + 5).log_lines
+    texts = [text for _stream, text in lines]
+    assert not any("GPU prove start failed" in t for t in texts)
+    starts = [i for i, (stream, text) in enumerate(lines) if text == PROVE_START_PANIC_LINE]
+    assert len(starts) == 2 and all(lines[i][0] == "stderr" for i in starts)
+    first, second = ([text for _stream, text in lines[i:i + 5]] for i in starts)
+    job = "winpost-1000-1a2b3c02"
+    [pickup] = [t for t in texts if t.startswith("TIMELINE,") and f"GPU_START,{job}," in t]
+    worker = pickup.rsplit("worker=", 1)[1]
+    span = (f"gpu_worker{{worker_id={worker} gpu=0 job_id={job} proof_kind=winning-post "
+            "batch_size=1 partition=None}: cuzk_core::engine: ")
+    assert first[1] == PROVE_START_PANIC_MESSAGE and first[2].startswith("note: run with `")
+    assert first[3].endswith(f"  INFO {span}GPU_TIMING prove_start returned worker_id={worker} "
+                             "partition=None total_pre_prove_ms=300 "
+                             "spawn_blocking_wall_ms=300")
+    assert first[4].endswith(f" ERROR {span}GPU prove start task panicked "
+                             f"error={PROVE_START_ERROR}")
+    assert second[1] == PROVE_START_PANIC_MESSAGE and "GPU_TIMING" in second[2]
+    timeline = [t for t in texts if t.startswith("TIMELINE,") and job in t]
+    assert [t.split(",")[2] for t in timeline] == [
+        "SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START"]
 
 
 def _what_to_change(text: str) -> list[str]:
@@ -61,21 +101,23 @@ def _what_to_change(text: str) -> list[str]:
 
 def test_failed_winningposts_lead_what_to_change_with_their_error_never_nothing_to_change(
         tmp_path: Path) -> None:
-    """`post-failed` over three cycles: 3 WinningPoSt failed with `GPU prove start failed`. The
-    section said only "nothing to change: no gap" beside them. Now its first line says how many
-    of which kind failed, cuzk's error and what upstream says of that line (no cuzk setting:
-    gpu_prove_start cannot return it with cuzk's SupraSeal SRS, so this is another build), in
-    text and in `--json` (`proof_advice`)."""
+    """`post-failed` over three cycles: 3 WinningPoSt failed with `GPU prove start task
+    panicked`. The section said only "nothing to change: no gap" beside them. Now its first
+    line says how many of which kind failed, cuzk's error and what upstream says of that line
+    (no cuzk setting: a CUDA error supraseal-c2 turned into a panic; a CUDA out of memory may
+    be sppark's leak), in text and in `--json` (`proof_advice`)."""
     recording, _err = record_sim(tmp_path, "post-failed", 2 * 60 + FAILED_AT_S + 5)
     lines = _what_to_change(report_of(recording))
     assert lines[0].startswith("  PoSt: 3 WinningPoSt failed (no proof came of it")
-    assert f"cuzk said '{PROVE_START_ERROR}' (engine.rs:3282): no cuzk setting: " in lines[0]
-    assert "MalformedSrs" in lines[0] and "report it upstream" in lines[0]
+    assert (f"cuzk said '{PROVE_START_FAILED_WORDS}' (engine.rs:3302): no cuzk setting: a panic "
+            "in cuzk's task: supraseal-c2 turns every CUDA error into one") in lines[0]
+    assert "lotus#13634" in lines[0]
     assert "nothing to change" not in "\n".join(lines)
     [advice] = json.loads(report_of(recording, "--json"))["proof_advice"]
     assert (advice["proof_kind"], advice["verdict"], advice["count"], advice["error"],
             advice["cause"], advice["setting"]) == (
-        "winning-post", "failed", 3, PROVE_START_ERROR, "GPU prove start failed", None)
+        "winning-post", "failed", 3, PROVE_START_FAILED_WORDS, "GPU prove start task panicked",
+        None)
 
 
 def test_late_winningposts_lead_what_to_change_with_the_setting_and_the_logs_figures(

@@ -40,9 +40,16 @@ load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded s
   its synthesis step, as the first run's first did.
 
 `post-failed`'s, every `FAILED_CYCLE_S`: the on-time WinningPoSt at `ON_TIME_AT_S`, then at
-`FAILED_AT_S` one whose GPU prove start fails (`GPU prove start failed`, ERROR, in its GPU
-worker's span, which names it: engine.rs:3005-3012, 3282), `PROVE_START_FAIL_S` after its
-GPU_START, before any kernel: no GPU_END, no completion line; its worker is free again.
+`FAILED_AT_S` one whose GPU prove start panics, `PROVE_START_FAIL_S` after its GPU_START:
+supraseal-c2 turns the CUDA error of its NTT into a panic (supraseal-c2/src/lib.rs:315-316)
+inside the `spawn_blocking` of `gpu_prove_start` (engine.rs:3134-3147), Rust's default hook
+writes it on stderr, then its GPU worker writes `GPU_TIMING prove_start returned` (3148-3154)
+and `GPU prove start task panicked` (ERROR, 3302), both in its span, which names it
+(3005-3012): no GPU_END, no completion line; its worker is free again. Not `GPU prove start
+failed` (3282): at curio e0294b0f it cannot be written, `gpu_prove_start` (pipeline.rs:1386-
+1405) failing only where bellperson's `prove_start` returns `MalformedSrs`
+(extern/bellperson/src/groth16/prover/supraseal.rs:199-202), which the `SuprasealParameters`
+cuzk passes never gives (supraseal_params.rs:70-72).
 
 Every line is one of cuzk's own formats (tests/data/cuzk-upstream/make_data.py builds the same
 scenarios from them, with the upstream file:line of each). Who calls it: `SimProver` (it builds
@@ -140,14 +147,27 @@ PANIC_LINES = (
 
 
 #: `post-failed`: its cycle, its failing WinningPoSt's arrival, and how long after its GPU_START
-#: its GPU prove start fails (the error comes back from `gpu_prove_start` before any kernel,
-#: engine.rs:3279-3282: the GPU does no work for it).
+#: its GPU prove start panics (its NTT's CUDA error: the simulated GPU does no work for it).
 FAILED_CYCLE_S = 60.0
 FAILED_AT_S = 35.0
 PROVE_START_FAIL_S = 0.3
-#: Its error, as `error = %e` writes the anyhow error `gpu_prove_start` makes (pipeline.rs:1405,
-#: `GPU prove start failed: {:?}` of bellperson's `SynthesisError`).
-PROVE_START_ERROR = "GPU prove start failed: Unsatisfiable"
+#: The panic, as Rust 1.86's default hook writes it (cuzk's rust-toolchain.toml) on stderr: the
+#: `spawn_blocking` thread tokio names `tokio-runtime-worker` (cuzk-daemon's `#[tokio::main]`,
+#: main.rs:33, names none), supraseal-c2's `panic!("{}", String::from(err))` (src/lib.rs:316)
+#: of the CUDA error lotus#13634 quotes; the hook's `note: run with RUST_BACKTRACE` follows a
+#: process's first panic only.
+PROVE_START_PANIC_MESSAGE = PANIC_LINES[1]
+PROVE_START_PANIC_LINE = ("thread 'tokio-runtime-worker' panicked at /root/.cargo/git/checkouts/"
+                          "curio/extern/supraseal-c2/src/lib.rs:316:9:")
+#: Its error in `GPU prove start task panicked` (curio e0294b0f, extern/cuzk/cuzk-core/src/
+#: engine.rs:3302, `error = %e`): tokio 1.49's (cuzk's Cargo.lock) `JoinError` of a panic with
+#: a message, `task {id} panicked with message {msg:?}` (tokio/src/runtime/task/error.rs:
+#: 135-150; Rust's `{:?}` of a str escapes its backslashes and quotes; the id is illustrative).
+PROVE_START_ERROR = ('task 41 panicked with message "'
+                     + PROVE_START_PANIC_MESSAGE.replace("\\", "\\\\").replace('"', '\\"') + '"')
+#: What gapwatch says of that failure: the line's message, then its error
+#: (`gapwatch.cuzk.pipeline.error_words`).
+PROVE_START_FAILED_WORDS = f"GPU prove start task panicked: {PROVE_START_ERROR}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,8 +210,12 @@ class PostScript:
     def __init__(self, sim: SimProver, cycle: Cycle = CYCLES["post"]) -> None:
         self.sim = sim
         self.cycle = cycle
-        #: The WinningPoSt whose GPU prove start will fail.
+        #: The WinningPoSt whose GPU prove start will panic, each one's GPU_START once there
+        #: (simulated seconds), and whether this run of cuzk has panicked yet (Rust's hook
+        #: writes its `note: run with RUST_BACKTRACE` after a process's first panic only).
         self.failing: set[str] = set()
+        self.gpu_started_s: dict[str, float] = {}
+        self.panicked_this_run = False
         self.post_queue: list[tuple[str, float]] = []  # (job, GPU seconds), GPU 0
         self.panic_armed = False
         self.winpost = 0
@@ -228,7 +252,7 @@ class PostScript:
     def _post(self, reload_s: float, synth_s: float, gpu_s: float, fails: bool = False) -> None:
         """A WinningPoSt arrives; `reload_s`: its SRS was evicted and is loaded again for
         that long (0: kept in memory, unless this run never loaded it); `fails`: its GPU
-        prove start fails."""
+        prove start panics."""
         sim = self.sim
         self.winpost += 1
         job = f"winpost-1000-{0x1a2b3c00 + self.winpost:08x}"
@@ -311,6 +335,7 @@ class PostScript:
         sim._timeline(sim._now, "GPU_PICKUP", job, f"worker={w.wid}")
         sim._timeline(sim._now, "GPU_START", job, f"worker={w.wid}")
         if job in self.failing:
+            self.gpu_started_s[job] = sim._now
             sim._at(sim._now + PROVE_START_FAIL_S, partial(self._prove_start_failed, g, w, job))
             return
         lock_at = max(sim._now, g.lock_free_at)
@@ -331,16 +356,29 @@ class PostScript:
         sim._at(lock_at + gpu_s, done)
 
     def _prove_start_failed(self, g: _Gpu, w: _Worker, job: str) -> None:
-        """`GPU prove start failed` (engine.rs:3282, `error = %e`) inside the GPU worker's
-        span (3005-3012: a PoSt's `partition` is `None`); the job fails, its worker takes the
-        next item (3280: `gpu_done_for_worker.notify_one()`)."""
+        """Its prove start panics, in the order cuzk writes it (curio e0294b0f): the panic on
+        stderr (supraseal-c2/src/lib.rs:316), then, inside the GPU worker's span (engine.rs:
+        3005-3012: a PoSt's `partition` is `None`), `GPU_TIMING prove_start returned`
+        (3148-3154, written whatever `spawn_blocking` returned) and `GPU prove start task
+        panicked` (3302, `error = %e` of the `JoinError`); the job fails, its worker takes the
+        next item (3300: `gpu_done_for_worker.notify_one()`)."""
         sim = self.sim
         self.failing.discard(job)
+        started_s = self.gpu_started_s.pop(job, sim._now)
         self.arrived.pop(job, None)
+        sim._raw(PROVE_START_PANIC_LINE)
+        sim._raw(PROVE_START_PANIC_MESSAGE)
+        if not self.panicked_this_run:
+            sim._raw(PANIC_LINES[2])
+        self.panicked_this_run = True
         span = (f"gpu_worker{{worker_id={w.wid} gpu={g.index} job_id={job} "
                 "proof_kind=winning-post batch_size=1 partition=None}: ")
-        sim._trace(sim._now, f"GPU prove start failed error={PROVE_START_ERROR}", span=span,
-                   level="ERROR")
+        wall_ms = round((sim._now - started_s) * 1000)
+        sim._trace(sim._now, f"GPU_TIMING prove_start returned worker_id={w.wid} "
+                   f"partition=None total_pre_prove_ms={wall_ms} "
+                   f"spawn_blocking_wall_ms={wall_ms}", span=span)
+        sim._trace(sim._now, f"GPU prove start task panicked error={PROVE_START_ERROR}",
+                   span=span, level="ERROR")
         w.busy, w.job = False, None
         sim._dispatch(g)
 
@@ -394,6 +432,8 @@ class PostScript:
         self.post_queue.clear()
         self.arrived.clear()
         self.failing.clear()
+        self.gpu_started_s.clear()
+        self.panicked_this_run = False
         sim._jobs.clear()
         sim.synth_active_counter = 0
         sim._at(now + DOWN_S, Kept(self._start_again))

@@ -390,8 +390,8 @@ def test_a_post_proved_with_the_pipeline_off_reaches_the_metrics_and_the_report(
 
 
 def test_a_failed_post_is_said_at_once_on_the_footer_metrics_report_and_on_event() -> None:
-    """post-failed.log: a WinningPoSt whose `GPU prove start failed` names it (engine.rs:3282,
-    in its GPU worker's span). From that line on it leads the footer's alert line (FAILED, its
+    """post-failed.log: a WinningPoSt whose `GPU prove start task panicked` names it
+    (engine.rs:3302, in its GPU worker's span, after supraseal-c2's CUDA error panic). From that line on it leads the footer's alert line (FAILED, its
     error), is gone from the proofs running, counts in `gapwatch_proofs_total{verdict="failed"}`
     (the alert GapwatchPoStFailed) and not as a late proof (GapwatchPoStLate reads
     `gapwatch_proofs_late_total`) nor in the latency histograms, the report says it with its
@@ -401,13 +401,16 @@ def test_a_failed_post_is_said_at_once_on_the_footer_metrics_report_and_on_event
     from gapwatch.engine.events import event_of
 
     job = "winpost-1000-3c4d5e6f"
+    error = ('GPU prove start task panicked: task 41 panicked with message "cudaGetLastError()@'
+             '/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/gs_mixed_radix_wide.cu:220 '
+             'failed: \\"out of memory\\""')
     logs = events_of("post-failed.log")
     metrics, recorder = MetricsSink(), KeptRecords()
     session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[recorder, metrics],
                       watch=CuzkWatch())
     heard: list[Gap | StateChange | Notice] = []
     session.subscribe(heard.append)
-    upto = next(i for i, e in enumerate(logs) if e.name == "GPU prove start failed")
+    upto = next(i for i, e in enumerate(logs) if e.name == "GPU prove start task panicked")
     for e in logs[:upto + 1]:
         session.on_log_event(e)
     found = session.store.prover_alert(300.0)
@@ -415,13 +418,14 @@ def test_a_failed_post_is_said_at_once_on_the_footer_metrics_report_and_on_event
     alert, others = found
     assert others == 1  # its failure line's error event, said just before it
     assert alert_line(alert).startswith(
-        f"prover proof FAILED at 21:00:12: WinningPoSt {job}: GPU prove start failed: ")
+        f"prover proof FAILED at 21:00:12: WinningPoSt {job}: GPU prove start task panicked: "
+        "task 41 panicked with message ")
     assert job not in [r.job_id for r in session.store.running_proofs()]
     [said] = [n for n in heard if isinstance(n, Notice) and n.message.startswith("prover proof")]
-    assert said.level == "error" and "GPU prove start failed: Unsatisfiable" in said.message
+    assert said.level == "error" and f"{error} (after 2.5 s" in said.message
     hook = event_of(alert)
     assert hook is not None and (hook.kind, hook.state) == ("post_failed", "failed")
-    assert hook.cause_words == "GPU prove start failed: Unsatisfiable"
+    assert hook.cause_words == error
     for e in logs[upto + 1:]:
         session.on_log_event(e)
     session.finish()
@@ -444,9 +448,9 @@ def test_a_failed_post_is_said_at_once_on_the_footer_metrics_report_and_on_event
     report = summarise("rec.jsonl", found_offline, ["x.log"])
     text = format_text(report)
     assert "Prover events: 2 PoSt proof(s) (2 failed, 0 late, 0 at risk)" in text
-    assert "      error: GPU prove start failed: Unsatisfiable" in text
+    assert f"      error: {error}" in text
     [doc] = [p["proof"] for p in to_json(report)["prover_events"]["proof"] if p["job_id"] == job]
-    assert doc["verdict"] == "failed" and doc["error"].startswith("GPU prove start failed")
+    assert doc["verdict"] == "failed" and doc["error"] == error
 
 
 def test_a_recording_from_before_failed_proofs_reads_as_it_did() -> None:

@@ -1130,8 +1130,13 @@ WIN_SYNTH_FAILED = "winpost-1000-4d5e6f70"
 FAILED_OFF = "post-failed-pipeline-off.log"
 WIN_FAILED_OFF = "winpost-1000-6f708192"
 WIN_AFTER_OFF = "winpost-1000-708192a3"
-#: When its `GPU prove start failed` line was written (post-failed.log: 21:00:12.5).
-FAILED_AT_S = 1778619612.5
+#: When its `GPU prove start task panicked` line was written (post-failed.log: 21:00:12.5002),
+#: and what gapwatch says of it: the line's message, then cuzk's error (tokio's `JoinError` of
+#: supraseal-c2's CUDA error panic, engine.rs:3302).
+FAILED_AT_S = 1778619612.5002
+WIN_FAILED_ERROR = ('GPU prove start task panicked: task 41 panicked with message '
+                    '"cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
+                    'gs_mixed_radix_wide.cu:220 failed: \\"out of memory\\""')
 
 
 def _proof_events(events: list[ProverEvent], job: str) -> list[ProverEvent]:
@@ -1140,8 +1145,8 @@ def _proof_events(events: list[ProverEvent], job: str) -> list[ProverEvent]:
 
 def test_a_winning_post_that_fails_is_said_failed_at_once_with_its_error_not_late_later(
 ) -> None:
-    """`GPU prove start failed` inside `gpu_worker{job_id=winpost-...}`: the WinningPoSt lost
-    its block then. It was an error event only, and the PoSt stayed in flight until its 30 s
+    """`GPU prove start task panicked` inside `gpu_worker{job_id=winpost-...}` (engine.rs:
+    3302, after supraseal-c2's CUDA error panic on stderr): the WinningPoSt lost its block then. It was an error event only, and the PoSt stayed in flight until its 30 s
     passed, then was said LATE (a slow proof, not a failed one), with a setting for its
     phases. It is said failed at the failure line's time, with cuzk's error, its last word:
     the log goes on 40 s past its deadline and nothing more is said of it."""
@@ -1153,24 +1158,24 @@ def test_a_winning_post_that_fails_is_said_failed_at_once_with_its_error_not_lat
     assert p is not None and p.verdict == "failed" and p.done and p.given_up is None
     assert failed.t_wall_s == pytest.approx(FAILED_AT_S)
     assert failed.level == "error" and failed.gpu == 0
-    # cuzk's error repeats the line's message (pipeline.rs:1405): said once.
-    assert p.error == "GPU prove start failed: Unsatisfiable"
+    assert p.error == WIN_FAILED_ERROR
     assert p.setting is None  # no phase's setting makes a proof of a failed one
     # Its phases up to the failure: the GPU one it failed in counted to the failure line.
     assert p.total_s == pytest.approx(2.5, abs=0.01)
     assert p.synth_s == pytest.approx(2.1, abs=0.01)
     assert p.gpu_s == pytest.approx(0.3, abs=0.01)
     assert failed.message.startswith(
-        f"WinningPoSt {WIN_FAILED}: GPU prove start failed: Unsatisfiable (after 2.5 s of its "
+        f"WinningPoSt {WIN_FAILED}: {WIN_FAILED_ERROR} (after 2.5 s of its "
         "30 s deadline; queue 0.0 s, synthesis 2.1 s")
     assert failed.message.endswith("; FAILED")
     # The footer's alert leads with its verdict, then why (test_ui_glance: at 80 columns).
     assert alert_line(failed).startswith(
-        f"prover proof FAILED at 21:00:12: WinningPoSt {WIN_FAILED}: GPU prove start failed: "
-        "Unsatisfiable (after 2.5 s")
+        f"prover proof FAILED at 21:00:12: WinningPoSt {WIN_FAILED}: GPU prove start task "
+        "panicked: task 41 panicked")
     # Its failure line is an error event of its own, said just before it.
     i = events.index(failed)
-    assert events[i - 1].kind == "error" and "GPU prove start failed" in events[i - 1].message
+    assert events[i - 1].kind == "error"
+    assert "GPU prove start task panicked" in events[i - 1].message
 
 
 def test_a_synthesis_failure_naming_no_job_fails_the_one_post_in_synthesis() -> None:
@@ -1329,7 +1334,7 @@ def test_gapwatch_parse_says_a_failed_post_with_its_error(
              and x.startswith("    ")]
     # total, queue, synth, GPU wait, GPU, finalize, deadline, verdict
     assert row.split()[3:] == ["2.5", "0.0", "2.1", "0.1", "0.3", "-", "30.0", "failed"]
-    assert "      error: GPU prove start failed: Unsatisfiable" in out
+    assert f"      error: {WIN_FAILED_ERROR}" in out
 
 
 def test_a_failed_posts_error_and_the_failures_remembered_stay_bounded() -> None:

@@ -89,6 +89,20 @@ def test_one_error_said_by_every_proof_of_a_cause_is_said_once_without_a_first_o
     assert "the first of" not in a.words
 
 
+def test_gpu_prove_start_failed_is_read_and_said_unwritable_by_curio_e0294b0f() -> None:
+    """`GPU prove start failed` (engine.rs:3282) is still read, a later build may write it, but
+    at curio e0294b0f `gpu_prove_start` fails only with bellperson's `MalformedSrs`, which
+    cuzk's SupraSeal SRS never gives: the words say so and to report it upstream. (The
+    simulator's `post-failed` pinned these words while it wrote that line; it writes the
+    prove start's panic now, as e0294b0f does.)"""
+    [a] = _advice(ProofTiming("winning-post", total_s=2.5, deadline_s=30.0, verdict="failed",
+                              error="GPU prove start failed: MalformedSrs",
+                              cause="GPU prove start failed"))
+    assert "(engine.rs:3282): no cuzk setting: " in a.words
+    assert "MalformedSrs" in a.words and "curio e0294b0f does not write this line" in a.words
+    assert "report it upstream" in a.words
+
+
 def test_causes_past_those_kept_apart_are_counted_together_never_said_an_unknown_failure(
         ) -> None:
     """A recording's own causes, more than gapwatch keeps apart: the rest are one line of their

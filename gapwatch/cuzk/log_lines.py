@@ -92,7 +92,9 @@ MONOLITHIC_JOB_MESSAGES = (MONOLITHIC_PROCESSING_MESSAGE, *MONOLITHIC_END_MESSAG
 GPU_WORKER_SPAN = "gpu_worker"
 #: The ERROR lines (`error = %e`) by which a pipelined job's GPU step failed, written inside
 #: that span, so naming the job: `GPU prove start failed` / `GPU prove start task panicked`
-#: (engine.rs:3282, 3302, after its GPU_START, 3131; the worker is free again); `GPU proving
+#: (engine.rs:3282, 3302, after its GPU_START, 3131; the worker is free again: curio e0294b0f
+#: writes only the panic, a CUDA error being one in supraseal-c2, and never 3282, which needs
+#: bellperson's `MalformedSrs`, read for another build; gapwatch.cuzk.post_advice); `GPU proving
 #: failed` / `GPU proving task panicked` (engine.rs:977, 998) only where
 #: `process_monolithic_result` runs inside the span (engine.rs:3111 with
 #: CUZK_DISABLE_SPLIT_PROVE=1, 3349 without cuda-supraseal). From the split prove's finalizer,

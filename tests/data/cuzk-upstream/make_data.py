@@ -538,6 +538,18 @@ PANIC_LINES = [
 ]
 
 
+#: A WinningPoSt's prove start panicking (`post_failed`): Rust 1.86's hook (cuzk's
+#: rust-toolchain.toml) names the `spawn_blocking` thread as tokio does, `tokio-runtime-worker`
+#: (cuzk-daemon's `#[tokio::main]`, main.rs:33, names none); the note is the run's first
+#: panic's. Its error as `error = %e` writes tokio 1.49's `JoinError` (cuzk's Cargo.lock;
+#: tokio/src/runtime/task/error.rs:135-150, `task {id} panicked with message {msg:?}`; the id
+#: illustrative).
+PROVE_START_PANIC_LINE = ("thread 'tokio-runtime-worker' panicked at /root/.cargo/git/checkouts/"
+                          "curio/extern/supraseal-c2/src/lib.rs:316:9:")
+PROVE_START_PANIC_ERROR = ('task 41 panicked with message "'
+                           + PANIC_LINES[1].replace("\\", "\\\\").replace('"', '\\"') + '"')
+
+
 def panic() -> list[str]:
     """A CUDA error on the GPU: the panic on stderr (untimestamped), then cuzk's own line for
     it (`partition GPU proving task panicked`, engine.rs:679) and the GPU idle after it."""
@@ -712,10 +724,15 @@ def gpu_worker_span(job: str, kind: str, worker: int, gpu: int) -> str:
 
 def post_failed() -> list[str]:
     """Two WinningPoSt that fail with the pipeline on. The first fails on the GPU: its lines
-    through GPU_START (engine.rs:2665, 2745, 2848, 3023, 3131), then `GPU prove start failed`
-    inside its GPU worker's span, which names it (engine.rs:3282; `error = %e`, the anyhow
-    error `gpu_prove_start` makes, pipeline.rs:1405, with bellperson's `SynthesisError` by
-    Debug); its worker is free again. The second fails in synthesis: `synthesis failed`
+    through GPU_START (engine.rs:2665, 2745, 2848, 3023, 3131), then its prove start panics
+    (supraseal-c2's CUDA error, src/lib.rs:316, inside the `spawn_blocking` of
+    `gpu_prove_start`, engine.rs:3134-3147): the panic on stderr, then inside its GPU worker's
+    span, which names it, `GPU_TIMING prove_start returned` (3148-3154) and `GPU prove start
+    task panicked` (3302, `error = %e` of tokio's `JoinError`); its worker is free again. It
+    was `GPU prove start failed: Unsatisfiable` (3282), which curio e0294b0f cannot write:
+    `gpu_prove_start` (pipeline.rs:1386-1405) fails only where bellperson's `prove_start`
+    returns `MalformedSrs` (supraseal.rs:199-202), never with the `SuprasealParameters` cuzk
+    passes (supraseal_params.rs:70-72). The second fails in synthesis: `synthesis failed`
     (engine.rs:2855) inside `synth_single{proof_kind}` (2099), a kind and no job, after its
     SYNTH_START: the one WinningPoSt in synthesis then. A PoRep partition goes on after, past
     the second's 30 s (said late there while a line naming no job failed no PoSt)."""
@@ -732,10 +749,16 @@ def post_failed() -> list[str]:
               (arrive + 2.1, tl(epoch, arrive + 2.1, "GPU_QUEUE", first, "monolithic")),
               (arrive + 2.2, tl(epoch, arrive + 2.2, "GPU_PICKUP", first, "worker=0")),
               (arrive + 2.2, tl(epoch, arrive + 2.2, "GPU_START", first, "worker=0")),
-              (arrive + 2.5, trace(arrive + 2.5, "error", "cuzk_core::engine",
-                                   "GPU prove start failed",
-                                   span=gpu_worker_span(first, "winning-post", 0, 0),
-                                   error="GPU prove start failed: Unsatisfiable"))]
+              (arrive + 2.5, PROVE_START_PANIC_LINE)]
+    lines += [(arrive + 2.5 + (i + 1) * 1e-6, x) for i, x in enumerate(PANIC_LINES[1:])]
+    span = gpu_worker_span(first, "winning-post", 0, 0)
+    lines += [(arrive + 2.5001, trace(arrive + 2.5001, "info", "cuzk_core::engine",
+                                      "GPU_TIMING prove_start returned", span=span,
+                                      worker_id=0, partition="None", total_pre_prove_ms=300,
+                                      spawn_blocking_wall_ms=300)),
+              (arrive + 2.5002, trace(arrive + 2.5002, "error", "cuzk_core::engine",
+                                      "GPU prove start task panicked", span=span,
+                                      error=PROVE_START_PANIC_ERROR))]
     arrive2 = t0 + 20.0
     lines += [(arrive2, trace(arrive2, "info", "cuzk_core::scheduler", "job enqueued",
                               job_id=second, proof_kind="winning-post", priority="Critical",
@@ -860,8 +883,11 @@ format strings, field names and serde structs only, no upstream code.
   `pool-churn.log` (the evictor unpinning a partition's idle a/b/c buffers and the next one
   pinning new ones, four times 30 s apart, the fourth `cudaHostAlloc` failing: pinned_pool.rs:61,
   187, 202, 212, 240, pipeline.rs:302; cuzk-upstream-paths.md 2.4),
-  `post-failed.log` (a WinningPoSt whose `GPU prove start failed`, engine.rs:3282, inside its
-  GPU worker's span `gpu_worker{{job_id ...}}`, 3005-3012, which names it; another whose
+  `post-failed.log` (a WinningPoSt whose prove start panics: supraseal-c2's CUDA error on
+  stderr, src/lib.rs:316, then `GPU_TIMING prove_start returned` and `GPU prove start task
+  panicked`, engine.rs:3148, 3302, inside its GPU worker's span `gpu_worker{{job_id ...}}`,
+  3005-3012, which names it; not `GPU prove start failed`, 3282, which this commit cannot
+  write: `gpu_prove_start` fails only with bellperson's `MalformedSrs`; another whose
   `synthesis failed`, 2855, inside `synth_single{{proof_kind}}`, 2099, which names no job: the
   one WinningPoSt in synthesis then),
   `post-failed-pipeline-off.log` (a WinningPoSt the monolithic worker fails, `proof failed`,

@@ -1188,12 +1188,15 @@ def test_a_synthesis_failure_naming_no_job_fails_the_one_post_in_synthesis() -> 
     [failed] = _proof_events(events, WIN_SYNTH_FAILED)
     p = failed.proof
     assert p is not None and p.verdict == "failed" and p.done and failed.level == "error"
-    assert p.error == "synthesis failed: invalid vanilla proof for sector 7"
+    # Its error as curio e0294b0f makes it (pipeline.rs:2923-2925, bincode 1.3.3's words).
+    assert p.error == ("synthesis failed: failed to deserialize WinningPoSt vanilla proof: "
+                       "io error: unexpected end of file")
     # Its synthesis, the phase it failed in, counted to the failure line (21:00:21).
     assert p.synth_s == pytest.approx(1.0, abs=0.01) and p.total_s == pytest.approx(1.0, abs=0.01)
     assert p.gpu_wait_s is None and p.gpu_s is None
-    assert failed.message.startswith(f"WinningPoSt {WIN_SYNTH_FAILED}: synthesis failed: invalid "
-                                     "vanilla proof for sector 7 (after 1.0 s of its 30 s")
+    assert failed.message.startswith(f"WinningPoSt {WIN_SYNTH_FAILED}: synthesis failed: failed "
+                                     "to deserialize WinningPoSt vanilla proof: io error: "
+                                     "unexpected end of file (after 1.0 s of its 30 s")
     # Its line is an error event of its own, as before.
     assert any(e.kind == "error" and "synthesis failed" in e.message for e in events)
 

@@ -722,6 +722,15 @@ def gpu_worker_span(job: str, kind: str, worker: int, gpu: int) -> str:
             "batch_size=1 partition=None}")
 
 
+#: A WinningPoSt's synthesis failing on a vanilla proof cuzk cannot read (one cut short):
+#: `synthesize_winning_post`'s `failed to deserialize WinningPoSt vanilla proof: {}`
+#: (pipeline.rs:2923-2925) of bincode 1.3.3's error (cuzk's Cargo.lock: a slice read past its
+#: end is `io::ErrorKind::UnexpectedEof`, src/de/read.rs:75, said `io error: {}`,
+#: src/error.rs:85), as `synthesis failed` writes it (engine.rs:2855, `error = %e`).
+VANILLA_UNREADABLE = ("failed to deserialize WinningPoSt vanilla proof: io error: unexpected end "
+                      "of file")
+
+
 def post_failed() -> list[str]:
     """Two WinningPoSt that fail with the pipeline on. The first fails on the GPU: its lines
     through GPU_START (engine.rs:2665, 2745, 2848, 3023, 3131), then its prove start panics
@@ -732,10 +741,11 @@ def post_failed() -> list[str]:
     was `GPU prove start failed: Unsatisfiable` (3282), which curio e0294b0f cannot write:
     `gpu_prove_start` (pipeline.rs:1386-1405) fails only where bellperson's `prove_start`
     returns `MalformedSrs` (supraseal.rs:199-202), never with the `SuprasealParameters` cuzk
-    passes (supraseal_params.rs:70-72). The second fails in synthesis: `synthesis failed`
-    (engine.rs:2855) inside `synth_single{proof_kind}` (2099), a kind and no job, after its
-    SYNTH_START: the one WinningPoSt in synthesis then. A PoRep partition goes on after, past
-    the second's 30 s (said late there while a line naming no job failed no PoSt)."""
+    passes (supraseal_params.rs:70-72). The second fails in synthesis, its vanilla proof cut
+    short (`VANILLA_UNREADABLE`): `synthesis failed` (engine.rs:2855) inside
+    `synth_single{proof_kind}` (2099), a kind and no job, after its SYNTH_START: the one
+    WinningPoSt in synthesis then. A PoRep partition goes on after, past the second's 30 s
+    (said late there while a line naming no job failed no PoSt)."""
     t0 = T0 + 25200
     lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
     epoch = t0 + 0.030
@@ -766,7 +776,7 @@ def post_failed() -> list[str]:
               (arrive2, tl(epoch, arrive2, "SYNTH_START", second, "kind=winning-post")),
               (arrive2 + 1.0, trace(arrive2 + 1.0, "error", "cuzk_core::engine",
                                     "synthesis failed", span="synth_single{proof_kind=winning-post}",
-                                    error="invalid vanilla proof for sector 7"))]
+                                    error=VANILLA_UNREADABLE))]
     lines += partition_on_gpu(epoch, "porep-1000-13", 0, 1, t0 + 40.0, t0 + 55.0)
     return _sorted(lines)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
@@ -107,8 +108,15 @@ def _window(path: Path, since: str, until: str) -> TimeWindow:
 
 
 def test_a_window_is_the_report_of_the_recording_cut_there(
-    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A window's report is the cut recording's, but for the margin a whole report keeps
+    of its log each side of its span (its PoSt, restarts and partitions: none here, as a
+    window keeps none)."""
+    from gapwatch.offline import detect, report
+    for module in (detect, report):
+        monkeypatch.setattr(module, "MARGIN_S", 0.0)
     path, log = sim_with_log
     w, cut = _window_and_cut(path, tmp_path, "+60s", "+180s")
     assert w.since_s is not None and w.until_s is not None
@@ -118,8 +126,9 @@ def test_a_window_is_the_report_of_the_recording_cut_there(
     # purpose, and says nothing of it.
     mine, theirs = _doc(windowed), _doc(whole_cut)
     assert mine.pop("problems") == []
+    problems = theirs.pop("problems")
     assert [p.split(" line(s) before it")[0].rsplit(" ", 1)[1].isdigit()
-            for p in theirs.pop("problems")] == [True]
+            for p in problems if "left out of the prover events" not in p] == [True]
     assert mine == theirs
     assert len(windowed.gaps) > 100
     assert all(w.since_s <= g.start_s < w.until_s for g in windowed.gaps)
@@ -1017,3 +1026,83 @@ def test_a_windowed_replay_feeds_the_log_near_the_window_and_the_daemons_start()
             assert fed == ["starting cuzk engine", "GPU_TIMING y", "GPU_TIMING z"]
     finally:
         logs.close()
+
+
+def _begun_after_its_log(path: Path, folder: Path, after_s: float, keep_log: bool) -> Path:
+    """`path` as if `record` began `after_s` into it: its header started then and its samples
+    from then; its log records all kept (`record --log --from-start`) or none (`keep_log`
+    False: the log given as `--log`)."""
+    header, *body = path.read_bytes().splitlines(keepends=True)
+    head = msgspec.json.decode(header)
+    head["started_wall_s"] += after_s
+    def kept(r: dict[str, Any]) -> bool:
+        if r.get("type") == "log":
+            return keep_log
+        return bool(r.get("t_wall_s", math.inf) >= head["started_wall_s"])
+
+    kept_lines = [line for line in body if kept(msgspec.json.decode(line))]
+    out = folder / f"begun-{keep_log}.jsonl"
+    out.write_bytes(msgspec.json.encode(head) + b"\n" + b"".join(kept_lines))
+    return out
+
+
+def _post_and_table(doc: dict[str, Any]) -> tuple[set[str], int]:
+    proofs = {e["job_id"] for e in doc["prover_events"]["proof"]}
+    return proofs, len(doc["partitions"]["items"])
+
+
+def test_a_whole_report_keeps_the_log_from_a_minute_before_record_in_its_post_list_and_table(
+    tmp_path: Path
+) -> None:
+    """A recording whose log begins before its samples (`record --log --from-start`, or a
+    `--log` from a minute before `record`): its PoSt list held the first WinningPoSt and its
+    partition table not its partitions (203 of 304 partitions, 3 PoSt jobs of 5), or (with
+    `--log`) both lost them, nothing said. A whole report keeps what the log gives within
+    5 minutes of the recording's span in both, either way the log is given."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = _post_and_table(json.loads(report_of(path, "--json")))
+    assert "winpost-1000-1a2b3c01" in whole[0]
+    held = _begun_after_its_log(path, tmp_path, 40.0, keep_log=True)
+    given = _begun_after_its_log(path, tmp_path, 40.0, keep_log=False)
+    assert _post_and_table(json.loads(report_of(held, "--json"))) == whole
+    assert _post_and_table(json.loads(report_of(given, "--json", "--log", str(log)))) == whole
+
+
+def test_a_restarts_cost_is_listed_only_where_its_restart_is(tmp_path: Path) -> None:
+    """A window (or a whole report's span) begun between a restart and its new run's first
+    work: the count said no restart, the Restarts list opened with the cost of the one left
+    out (`the restart cost the GPU 17.8 s, 16:22:32 to 16:22:50`). The cost goes where its
+    restart goes."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json", "--log", str(log)))["prover_events"]
+    start = header_of(path).started_wall_s
+    (restart,), (cost,) = whole["restart"], whole["restart_cost"]
+    assert restart["t_wall_s"] < cost["t_wall_s"]
+    between = f"+{(restart['t_wall_s'] + cost['t_wall_s']) / 2 - start:.1f}s"
+    doc = json.loads(report_of(path, "--json", "--log", str(log), "--since", between))
+    assert (doc["prover_events"]["restart"], doc["prover_events"]["restart_cost"]) == ([], [])
+
+
+def test_a_whole_report_says_what_it_leaves_out_of_a_log_recorded_from_long_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log a recording holds from more than the margin before its samples (`record
+    --from-start` of a long log; the margin scaled to 10 s here): its PoSt list and its table
+    both leave those lines' proofs and partitions out, and one line counts them."""
+    from gapwatch.offline import detect, report
+    for module in (log_span, detect, report):
+        monkeypatch.setattr(module, "MARGIN_S", 10.0)
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    held = _begun_after_its_log(path, tmp_path, 40.0, keep_log=True)
+    doc = json.loads(report_of(held, "--json"))
+    proofs, _rows = _post_and_table(doc)
+    assert "winpost-1000-1a2b3c01" not in proofs
+    assert "winpost-1000-1a2b3c01" not in {p["job_id"] for p in doc["partitions"]["items"]}
+    (note,) = [w for w in doc["problems"] if "outside the recording's span: left out" in w]
+    assert "1 proof" in note and "partition(s)" in note

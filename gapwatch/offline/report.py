@@ -78,7 +78,7 @@ from gapwatch.logs.not_a_log import not_a_log_notes
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
-from gapwatch.offline.log_span import LogSpan, Repeats
+from gapwatch.offline.log_span import MARGIN_S, LogSpan, Repeats
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_payoff
@@ -422,7 +422,8 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
                                listener=listener, watch=watch,
                                copies=CopySums(keep_h2d=keep_h2d),
                                span=copy.deepcopy(logs.span),
-                               since_s=window.since_s if window is not None else None)
+                               since_s=window.since_s if window is not None else None,
+                               windowed=window is not None)
     finally:
         if own:
             logs.close()
@@ -449,6 +450,9 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     tally = found.gap_tally
     partitions = _partitions(found.timeline, report_span(found, window))
     said = said_of_input(path, found)
+    if window is None:
+        said = replace(said, warnings=[*said.warnings, *left_out_note(
+            found.said_left_out, _rows_left_out(found.timeline))])
     gap_advice = advise_stalls(sums.stalls, found.pipeline,
                            lambda these: gap_payoff(totals, these),
                            rules=lambda stall, these: path_rule(stall, these, facts),
@@ -638,6 +642,10 @@ def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
             for i in sorted(set(named) - sampled)]
 
 
+def _rows_left_out(timeline: TimelineBuilder | None) -> int:
+    return timeline.rows_left_out if timeline is not None else 0
+
+
 def _partitions(timeline: TimelineBuilder | None,
                 span: tuple[float | None, float | None]) -> RunTimeline | None:
     """The partition table: the timeline the detection loop fed (None: no log event it reads,
@@ -651,14 +659,17 @@ def _partitions(timeline: TimelineBuilder | None,
 
 def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | None, float | None]:
     """The span the report covers, as the partition table keeps its rows by (a partition is
-    the report's when its GPU work overlaps it, `PartitionTiming.works_within`): from the
-    window's start (or the recording's, if later; none known for a trace CSV) to the end of
-    the data read (the latest sample's wall time: a window's last sample, the cut
-    recording's). The `--log` lines read around it (5 minutes each side, for the gaps'
-    evidence) no longer fill the table with partitions of before or after it, nor a window's
-    `/status` polls with its jobs' partitions done before it. Across a wall clock stepped
-    back, wall times place nothing (as `throughput` says): the window's own bounds only, or
-    none."""
+    the report's when its GPU work overlaps it, `PartitionTiming.works_within`). A window's:
+    from its start (or the recording's, if later; none known for a trace CSV) to the end of
+    the data read (the latest sample's wall time), the `--log` lines read around it (5
+    minutes each side, for the gaps' evidence) adding no partitions of before or after it,
+    nor its `/status` polls its jobs' partitions done before it. A whole report's: the
+    recording's, `MARGIN_S` either side, as its PoSt list and prover events
+    (`detect._Side.keep_within`) and the `--log` lines fed (`LogSpan.kept`): a recording
+    whose log begins before its samples (`record --log --from-start`, or a `--log` from a
+    minute before `record`) listed its first PoSt and restarts, its table not their
+    partitions (203 of 304, 3 PoSt jobs of 5). Across a wall clock stepped back, wall times
+    place nothing (as `throughput` says): the window's own bounds only, or none."""
     if clock_stepped_back_s(found.states):
         return (window.since_s, window.until_s) if window is not None else (None, None)
     start_s: float | None = found.header.started_wall_s
@@ -668,7 +679,23 @@ def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | Non
         start_s = window.since_s if start_s is None else max(start_s, window.since_s)
     end_s = max((t.last_sample_wall_s for t in found.totals
                  if t.last_sample_wall_s is not None), default=None)
+    if window is None:
+        return (None if start_s is None else start_s - MARGIN_S,
+                None if end_s is None else end_s + MARGIN_S)
     return start_s, end_s
+
+
+def left_out_note(said: dict[str, int], rows: int) -> list[str]:
+    """The one line of what a whole report leaves out of its prover events and partition
+    table: said or worked more than `MARGIN_S` outside the recording's span (its own log
+    recorded from long before it, `record --from-start`); [] where nothing was."""
+    if not any(said.values()) and not rows:
+        return []
+    kinds = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(said.items()) if n)
+    parts = [*([f"{sum(said.values())} prover event(s) ({kinds})"] if kinds else []),
+             *([f"{rows} partition(s)"] if rows else [])]
+    return [f"{' and '.join(parts)} of the log more than {fmt.far(MARGIN_S)} outside the "
+            "recording's span: left out of the prover events and the partition table alike"]
 
 
 def _breakdowns(states: list[StateChange], totals: list[GpuTotals],

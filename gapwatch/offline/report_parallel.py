@@ -371,7 +371,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             wake_at=wake, end_of_data=end_of_data, copies=copies,
             gap_spool=GapSpool(run_file=gap_file) if gap_file is not None else None,
             on_gpu_clock=lambda: _gpu_clock(rec),
-            since_s=job.window.since_s if job.window is not None else None)
+            since_s=job.window.since_s if job.window is not None else None,
+            windowed=job.window is not None)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))
@@ -670,6 +671,7 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         log_recorded_notes=side.log_recorded_notes if side is not None else [],
         log_already_recorded=side.log_already_recorded if side is not None else 0,
         prover_events=side.prover_events if side is not None else ProverEvents(),
+        said_left_out=side.said_left_out if side is not None else {},
         # This process's copies (and the copies of no watched GPU); the others' are taken in.
         copies=side.copies if side is not None else CopySums(),
         counters=counters,

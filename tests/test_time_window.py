@@ -1106,3 +1106,29 @@ def test_a_whole_report_says_what_it_leaves_out_of_a_log_recorded_from_long_befo
     assert "winpost-1000-1a2b3c01" not in {p["job_id"] for p in doc["partitions"]["items"]}
     (note,) = [w for w in doc["problems"] if "outside the recording's span: left out" in w]
     assert "1 proof" in note and "partition(s)" in note
+
+
+def test_a_window_to_the_recordings_end_says_no_later_until_reads_its_idle_end(
+    tmp_path: Path
+) -> None:
+    """A recording ending in cuzk's restart (the GPU idle its last seconds): a window to its
+    end said "--until later reads it", where nothing comes later; a window ending before the
+    data does still says it."""
+    path, _err = record_sim(tmp_path, "post", 115.0)
+    assert "no busy reading in the window" not in report_of(path, "--since", "+60s")
+    assert "--until later reads it" in report_of(path, "--since", "+60s", "--until", "+113s")
+
+
+def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(tmp_path: Path) -> None:
+    """The stretch a window's end cuts is said from the detector's min gap on (the report's
+    `min_gap_s`, `[detector] min_gap_ms`): one of about a sample (0.3 s of a fast sampler) is
+    no idle stretch. A window ending 12 s into cuzk's restart says it; held to a min gap of
+    20 s, the same window does not."""
+    from dataclasses import replace
+
+    from gapwatch.offline.report_text import format_text
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    r = build_report(path, Config(), [], workers=1, window=_window(path, "+60s", "+112s"))
+    assert (r.min_gap_s, r.data_after) == (Config().detector.min_gap_ms / 1000, True)
+    assert "no busy reading in the window" in format_text(r)
+    assert "no busy reading in the window" not in format_text(replace(r, min_gap_s=20.0))

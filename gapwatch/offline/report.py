@@ -87,7 +87,7 @@ from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import recorded_startup
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
-from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
+from gapwatch.sources.files import data_end, data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.recording import Reading, StillWritten
 from gapwatch.sources.time_window import TimeWindow
 
@@ -173,6 +173,12 @@ class ReportData:
     prover_lacks: list[str] = field(default_factory=list)
     #: The part of the recording read (`--since`/`--until`), or None: the whole of it.
     window: TimeWindow | None = None
+    #: The detector's min gap (`[detector] min_gap_ms`, in s): the shortest idle it calls a
+    #: gap, and the shortest the text says a window's end cuts (`report_text`).
+    min_gap_s: float = DetectorConfig().min_gap_ms / 1000
+    #: Whether the recording's data goes on past the window's end (or its end is not known):
+    #: a later `--until` reads more of it (`_data_after`).
+    data_after: bool = False
     #: The `TABLE_ROWS` longest closed gaps, in start order (the text's gap table, where there
     #: are more: a day's first rows are its first minute; `_GapSums`).
     longest_gaps: list[Gap] = field(default_factory=list)
@@ -238,6 +244,8 @@ def build_report(
             tell(progress, "summing up")
             report = summarise(path, found, logs, config.detector.window_s, paths.result(),
                                window)
+            report.min_gap_s = config.detector.min_gap_ms / 1000
+            report.data_after = _data_after(path, window)
             return report
 
 
@@ -640,6 +648,16 @@ def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
     return [f"GPU {i}: named in the recording's header, but no sample of it was read: "
             "neither busy nor idle, left out of every figure"
             for i in sorted(set(named) - sampled)]
+
+
+def _data_after(path: str | Path, window: TimeWindow | None) -> bool:
+    """Whether the recording goes on past `window`'s end: its data's end read from the file's
+    end (`data_end`, a bounded read), True where that is not known; False without a window
+    or `--until`."""
+    if window is None or window.until_s is None:
+        return False
+    end_s = data_end(path)
+    return end_s is None or window.until_s < end_s
 
 
 def _rows_left_out(timeline: TimelineBuilder | None) -> int:

@@ -1132,3 +1132,24 @@ def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(tmp_path: Path)
     assert (r.min_gap_s, r.data_after) == (Config().detector.min_gap_ms / 1000, True)
     assert "no busy reading in the window" in format_text(r)
     assert "no busy reading in the window" not in format_text(replace(r, min_gap_s=20.0))
+
+
+def test_a_time_of_day_on_a_trace_csv_is_resolved_by_its_end_as_a_recordings_is(
+    tmp_path: Path
+) -> None:
+    """A trace CSV begun at 16:18:36 and `--since 16:18`: its end was not read, so the time of
+    day was the next day's and the report an empty window, exit 0. Its last row's time is
+    read from its end: 16:18 is that day's (the window from the CSV's start), and a time of
+    day after its end is refused (exit 2) as for a recording."""
+    start = datetime(2026, 12, 5, 16, 18, 36, tzinfo=UTC).timestamp()
+    rows = ["timestamp_s,gpu,sm_active_pct,gpu_util_pct"]
+    rows += [f"{start + i * 0.1!r},0,{0.0 if i % 50 < 5 else 95.0},100.0" for i in range(900)]
+    trace = tmp_path / "p.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    rc, out, _ = _run("report", str(trace), "--json", "--since", "16:18")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["window"]["since_s"] == start - 36
+    assert doc["gaps"]
+    rc, _, err = _run("report", str(trace), "--since", "16:21")
+    assert rc == 2 and "holds none of the recording" in err

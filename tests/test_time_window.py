@@ -220,8 +220,9 @@ def test_a_gzip_recording_and_a_folder_of_segments_give_the_plain_file_s_window(
     plain = _doc(build_report(path, Config(), workers=1, window=w))
     assert _doc(build_report(gz, Config(), workers=1, window=w)) == plain
     assert _doc(build_report(folder, Config(), workers=1, window=w)) == plain
-    # 40 s of 4 minutes in six segments: those wholly before or after it are not opened.
-    assert 1 <= len(opened) <= 3 and "gw.000001.jsonl" not in opened
+    # 40 s of 4 minutes in six segments: those wholly before or after it are not opened (the
+    # recording's log read around the window opens the window's own again).
+    assert 1 <= len(set(opened)) <= 3 and "gw.000001.jsonl" not in opened
     assert "gw.000006.jsonl" not in opened
 
 
@@ -251,8 +252,10 @@ def test_a_gzip_window_passes_over_the_pieces_before_it_and_keeps_every_line_num
     gz.write_bytes(_gzip(plain.read_bytes()))
     w = _window(plain, "+150s", "+230s")
     from_gz = build_report(gz, Config(), workers=1, window=w)
-    assert len(small_pieces) == 1 and small_pieces[0] > len(lines) // 3  # passed over
-    assert small_pieces[0] < at  # not past the bad line, which lies inside the window
+    # Passed over, twice: the recording's log read around the window (from the margin before
+    # it, `startup_lines.recorded_around`) and the window.
+    assert len(small_pieces) == 2 and min(small_pieces) > len(lines) // 3
+    assert max(small_pieces) < at  # not past the bad line, which lies inside the window
     from_plain = build_report(plain, Config(), workers=1, window=w)
     assert from_gz.problems == [p.replace(str(plain), str(gz)) for p in from_plain.problems]
     assert from_gz.problems[0].startswith(f"{gz}:{at + 1}: bad record")
@@ -371,11 +374,12 @@ def _gpu_moments(item: dict[str, Any]) -> list[float]:
 
 
 def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_known(
-    pageable_recorded: Path
+    pageable_recorded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every partition of the recording was synthesised unpinned ("no" in the whole report).
-    A window's partition whose synthesis ended before the window said "yes" (no
-    `is_pinned=false` line in the window): the window did not read its pinning, "-"."""
+    A window's partition whose synthesis ended before the log read around it (the margin
+    scaled to 1 s here) said "yes" (no `is_pinned=false` line read): its pinning, "-"."""
+    monkeypatch.setattr(log_span, "MARGIN_S", 1.0)
     _count, whole = _table(report_of(pageable_recorded, "--all"))
     assert {row.split()[-1] for row in whole} <= {"no", "wave)"}  # "no (first wave)"
     text = report_of(pageable_recorded, "--since", "+25s", "--until", "+45s")
@@ -426,12 +430,14 @@ def _samples(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
-    tmp_path: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The simulated PoSt prover's second WinningPoSt is late (35.0 s: 33.1 s of synthesis,
-    its SRS loaded from disk). A window from after its synthesis began showed `queue -
-    synth - GPU wait 0.2` and only `waited for a GPU worker behind: ...` under it, as if
-    0.2 s of GPU wait were why; its row now says what it did not read, and where."""
+    its SRS loaded from disk). A window from after its synthesis began (and after the log
+    read around it: the margin scaled to 1 s here) showed `queue - synth - GPU wait 0.2` and
+    only `waited for a GPU worker behind: ...` under it, as if 0.2 s of GPU wait were why;
+    its row now says what it did not read, and where."""
+    monkeypatch.setattr(log_span, "MARGIN_S", 1.0)
     path, _err = record_sim(tmp_path, "post", 100.0)
     whole = report_of(path)
     row = next(line for line in whole.splitlines() if "winpost-1000-1a2b3c02" in line)
@@ -1153,3 +1159,29 @@ def test_a_time_of_day_on_a_trace_csv_is_resolved_by_its_end_as_a_recordings_is(
     assert doc["gaps"]
     rc, _, err = _run("report", str(trace), "--since", "16:21")
     assert rc == 2 and "holds none of the recording" in err
+
+
+def test_a_window_of_a_recording_holding_its_log_says_the_post_that_went_late_in_it(
+    tmp_path: Path
+) -> None:
+    """A WinningPoSt begun before a window and past its 30 s deadline inside it: the window
+    of the recording holding its log listed no PoSt ("nothing to change"), its begin not
+    read, while the same window with the same log as `--log` (read 5 minutes around it)
+    listed it late. The recording's own log is read around the window as a `--log` is: both
+    list it, alike."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json"))["prover_events"]["proof"]
+    late = [e for e in whole if e["proof"]["verdict"] == "late" and e["proof"]["done"]][0]
+    began_s = late["t_wall_s"] - late["proof"]["total_s"]
+    start = header_of(path).started_wall_s
+    window = ("--since", f"+{began_s + 5 - start:.1f}s", "--until", f"+{began_s + 31 - start:.1f}s")
+    recorded = json.loads(report_of(path, "--json", *window))["prover_events"]["proof"]
+    given = json.loads(report_of(path, "--json", "--log", str(log), *window))
+    assert [(e["job_id"], e["proof"]["verdict"]) for e in recorded][-1:] == [
+        (late["job_id"], "late")]
+    assert ([(e["job_id"], e["proof"]["verdict"], e["proof"]["done"]) for e in recorded]
+            == [(e["job_id"], e["proof"]["verdict"], e["proof"]["done"])
+                for e in given["prover_events"]["proof"]])

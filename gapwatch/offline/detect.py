@@ -226,19 +226,27 @@ class _Side:
         #: Whether the last restart said was left out: its cost is then left out with it.
         self._restart_left_out = False
 
-    def keep_within(self, span: LogSpan, windowed: bool) -> None:
+    def keep_within(self, span: LogSpan, windowed: bool, since_s: float | None,
+                    until_s: float | None = None) -> None:
         """The one rule for which of the prover's words are the report's. A window's: those
-        said inside it, where a `--log` file was read around it (`span.files`; a window of a
-        recording holds only its own records). A whole report's: those said within
-        `MARGIN_S` of the recording's span, as the `--log` lines fed to the detector
+        said inside it (`since_s` to `until_s`, then the data's end), its log read around it
+        either way (a `--log` file, `log_window`; the recording's own,
+        `startup_lines.recorded_lead_in` and `recorded_trail`). A whole report's: those said
+        within `MARGIN_S` of the recording's span, as the `--log` lines fed to the detector
         (`LogSpan.kept`) and the partition table (`report.report_span`): a PoSt logged a
         minute before `record` began is listed, as its partitions are, by a recording holding
         its log or by `--log` alike; the rest are counted (`left_out`). No start known (a
         trace CSV): every word."""
-        if span.start_s <= 0 or (windowed and not span.files):
+        if windowed:
+            # Its own start, or the recording's where later (a `--log`'s span starts there).
+            start_s = span.start_s if since_s is None else max(since_s, span.start_s)
+            if start_s > 0:
+                self.said_from_s = start_s
+                self.said_until_s = until_s  # the data's end, once read, where earlier
             return
-        self.margin_s = 0.0 if windowed else MARGIN_S
-        self.said_from_s = span.start_s - self.margin_s
+        if span.start_s > 0:
+            self.margin_s = MARGIN_S
+            self.said_from_s = span.start_s - MARGIN_S
 
     def say(self, said: list[ProverEvent]) -> None:
         """The watcher's words, those inside the span kept (`_inside`), the others counted.
@@ -313,6 +321,7 @@ def detect_records(
     end_of_data: Callable[[float | None], float | None] | None = None,
     on_gpu_clock: Callable[[], None] | None = None,
     since_s: float | None = None,
+    until_s: float | None = None,
     windowed: bool = False,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
@@ -343,6 +352,8 @@ def detect_records(
         on_gpu_clock: `GapDetector.on_gpu_clock` (a split report's worker gives up there).
         since_s: a window's start (`--since`): its records were read from there (where the
             log events begin: `log_span.log_read_from`).
+        until_s: a window's end (`--until`): its words said after it are past the span
+            (the recording's log past it may be fed, `startup_lines.recorded_trail`).
         windowed: a window's report (`--since`/`--until`): the prover's events kept are those
             said inside the window; a whole report's, those said within `MARGIN_S` of the
             recording's span (`_Side.keep_within`).
@@ -375,7 +386,7 @@ def detect_records(
         for ev in extra_logs:
             span.observe(ev)
     side.log_from_s = log_read_from(span, since_s)  # before the first event makes the builder
-    side.keep_within(span, windowed or since_s is not None)
+    side.keep_within(span, windowed or since_s is not None, since_s, until_s)
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
     once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
                      look=may_hold_log_lines(header), since_s=span.start_s)

@@ -9,6 +9,7 @@ from typing import Protocol, TypeVar
 
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.files import log_file_events
 from gapwatch.logs.parse import LogParser
@@ -55,3 +56,21 @@ def watched_events(events: Iterable[LogEvent]) -> list[ProverEvent]:
     for e in events:
         out += watch.feed(e)
     return out + watch.finish()
+
+
+def offline_events(lines: Iterable[str]) -> list[LogEvent]:
+    """The events of `lines`, all of one stream, as a report's offline parser reads a file (the
+    line's number its arrival), with the panic still being read at the end."""
+    parser = LogParser(offline=True)
+    out: list[LogEvent] = []
+    for i, text in enumerate(lines):
+        out += parser.parse_line(text, "stdout", i, 0.0)
+    return out + parser.flush()
+
+
+def offline_facts(lines: Iterable[str]) -> PipelineFacts:
+    """A `PipelineFacts` fed `offline_events(lines)`."""
+    facts = PipelineFacts()
+    for e in offline_events(lines):
+        facts.feed(e)
+    return facts

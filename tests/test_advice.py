@@ -318,7 +318,7 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
     closed = [g for g in snap.gaps if g.end_s is not None]
     lines = advice_lines(advise(closed, view_of(snap.pipeline)))
     text = HelpScreen(advice=lines).text()
-    assert "what to change (cuzk's settings, for the gaps so far)" in text
+    assert "what to change (cuzk's settings, for the PoSt and gaps so far)" in text
     assert "[memory] safety_margin" in text
 
 

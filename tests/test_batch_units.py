@@ -53,11 +53,13 @@ def _batches(kind: str = "porep-c2", sectors: int = 2, n: int = 3) -> list[LogEv
 
 
 def _partition(t: float, job: str, index: int, unpinned: bool = False) -> list[LogEvent]:
+    """A partition on a GPU, its synthesis's line saying `is_pinned=false` or `=true`."""
     start = _timeline(t, "GPU_START", job, worker=1, partition=index)
     end = _timeline(t + 1, "GPU_END", job, worker=1, partition=index, gpu_ms=1000)
     synth = LogEvent(t_wall_s=T0 + t - 1, time_source="line", kind="tracing",
                      name="partition synthesis complete", raw="", job_id=job,
-                     partition=index, warning="unpinned" if unpinned else None)
+                     partition=index, fields={"is_pinned": not unpinned},
+                     warning="unpinned" if unpinned else None)
     return [synth, start, end]
 
 
@@ -168,3 +170,16 @@ def test_the_snapdeals_batch_advice_says_only_its_first_request_is_synthesised()
     assert "2706-2713" in snap.source
     porep = batch_setting(["porep-c2"])
     assert "reqs[0]" not in porep.why and "2706-2713" not in porep.source
+
+
+def test_the_batch_and_post_kinds_have_one_home_read_by_every_module() -> None:
+    """The proof kinds were written out in four modules (the partition table's a frozenset of
+    its own beside the advice's tuple): a kind added to one was missed by the others."""
+    from gapwatch.cuzk import advice, partitions, paths, pipeline, post
+    from gapwatch.offline import compare
+
+    assert pipeline.BATCH_KINDS == ("porep-c2", "snap-update")
+    assert all(m.BATCH_KINDS is pipeline.BATCH_KINDS for m in (advice, partitions, paths))
+    assert all(m.POST_KINDS is pipeline.POST_KINDS
+               for m in (advice, partitions, paths, compare, post))
+    assert tuple(post.POST_NAMES) == pipeline.POST_KINDS

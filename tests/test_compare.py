@@ -262,6 +262,42 @@ def test_a_batched_run_against_a_partitioned_one_claims_no_gain_from_counting_jo
     assert _figure(_compare(batched, batched), "partitions/h").test.verdict != "not comparable"
 
 
+def _counting(label: str, unit: str) -> Side:
+    """A side whose partition table's rows (of `unit`) end every 2 s for an hour."""
+    side = _side(label, [])
+    side.partition_ends = [(0, float(t)) for t in range(1, 3600, 2)]
+    side.rate_unit = unit
+    return side
+
+
+def test_the_rate_is_labelled_with_the_reports_unit_and_unlike_units_are_not_comparable() -> None:
+    """A PoSt run's report counts "3534 GPU jobs per hour" (304 partitions and 5 PoSt jobs);
+    compare called it "partitions/h 3192 -> 3534 x1.11 better" against a run of partitions."""
+    c = compare(_counting("BEFORE", "partitions"), _counting("AFTER", "GPU jobs"), window_s=60.0)
+    [row] = [x for x in format_text(c).splitlines() if x.strip().startswith("partitions/h")]
+    assert row.strip().startswith("partitions/h → GPU jobs/h")
+    assert row.rstrip().endswith("not comparable")
+    assert _figure(c, "partitions/h").test.verdict == "not comparable"
+    assert any(n.startswith("the rate counts partitions on BEFORE and GPU jobs on AFTER")
+               for n in c.notes)
+    assert c.rate_label == "partitions/h → GPU jobs/h"
+    assert "| partitions/h → GPU jobs/h |" in format_markdown(c)
+    sides = to_json(c)["sides"]
+    assert (sides["BEFORE"]["rate_unit"], sides["AFTER"]["rate_unit"]) == (
+        "partitions", "GPU jobs")
+    assert "partitions_per_hour" in sides["AFTER"]
+    assert to_json(c)["payoff"]["achieved"]["basis"] == "busy share"
+    # One unit on both sides: a rate of that unit, judged.
+    same = compare(_counting("BEFORE", "GPU jobs"), _counting("AFTER", "GPU jobs"),
+                   window_s=60.0)
+    assert same.rate_label == "GPU jobs/h"
+    assert _figure(same, "partitions/h").test.verdict != "not comparable"
+    assert any(x.strip().startswith("GPU jobs/h") for x in format_text(same).splitlines())
+    # A side with no partition table has no rate: nothing to call unlike.
+    bare = compare(_side("BEFORE", []), _counting("AFTER", "GPU jobs"), window_s=60.0)
+    assert not any(n.startswith("the rate counts") for n in bare.notes)
+
+
 def test_a_gain_above_the_upper_bound_says_why_it_can_be() -> None:
     """"closing every BEFORE gap: 1.58x (upper bound, work fixed)" then "achieved 1.63x (109 %
     of the predicted gain)" (the simulator's pageable run against its pinned one) read as a

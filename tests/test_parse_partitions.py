@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE, PARTITION_KIND
 from gapwatch.cuzk.partition_table import Intervals
 from gapwatch.cuzk.partitions import TimelineBuilder, derive_timeline
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline.report import _partition_json
 from gapwatch.offline.report_text import _partition_lines
 
 DATA = Path(__file__).parent / "data"
@@ -142,7 +144,7 @@ def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_o
 ) -> None:
     """A partition's SYNTH_END and `unpinned` warning reach its row whether they come before
     its GPU_START or after; a monolithic job's reach its row too. The same table either way,
-    each run its own rows."""
+    each run its own rows. A partition no line said pinned or unpinned of reads `-`."""
     def gpu(t: float, p: int | None, w: int, job: str = "job") -> list[LogEvent]:
         return [_ev(t, "timeline", "GPU_START", job, p, w),
                 _ev(t + 1, "timeline", "GPU_END", job, p, w, fields={"gpu_ms": 1000})]
@@ -169,7 +171,7 @@ def test_a_partitions_synthesis_time_and_unpinned_warning_reach_its_row_before_o
         (1, "job", 0): (500, True, "no"),
         (1, "job", 1): (700, True, "no"),
         (1, "post", None): (900, False, "no"),
-        (2, "job", 0): (600, False, "yes"),
+        (2, "job", 0): (600, False, "-"),
     }
 
 
@@ -178,8 +180,9 @@ def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_kn
     (`partition synthesis complete ... is_pinned=`, beside TIMELINE's SYNTH_END). A row whose
     synthesis end the log did not hold (a window's partition synthesised before the window)
     said "pinned: yes" for want of an `is_pinned=false` line; it is not known ("-", None).
-    The end read (TIMELINE, or the completion line alone: cuzk's stdout) with no warning is
-    "yes"; the warning is "no"; a monolithic job is never pinned."""
+    Nor is the end read alone (TIMELINE's SYNTH_END: a log kept at WARN holds it, not the
+    INFO `is_pinned` line) a word of pinning: "yes" is the completion line's `is_pinned=true`;
+    its `is_pinned=false` (the warning) is "no"; a monolithic job is never pinned."""
     def gpu(t: float, p: int | None, job: str = "job") -> list[LogEvent]:
         return [_ev(t, "timeline", "GPU_START", job, p, 0),
                 _ev(t + 1, "timeline", "GPU_END", job, p, 0, fields={"gpu_ms": 1000})]
@@ -188,7 +191,8 @@ def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_kn
         *gpu(1, 0),  # synthesised before the log's first line
         _ev(2, "timeline", "SYNTH_END", partition=1, fields={"synth_ms": 500}),
         *gpu(3, 1),
-        _ev(4, "tracing", "partition synthesis complete", partition=2),  # stdout: is_pinned=true
+        _ev(4, "tracing", "partition synthesis complete", partition=2,
+            fields={"is_pinned": True}),
         *gpu(5, 2),
         _ev(6, "tracing", "partition synthesis complete", partition=3, warning="unpinned"),
         *gpu(7, 3),
@@ -196,9 +200,9 @@ def test_a_partition_whose_synthesis_end_was_not_read_says_its_pinning_is_not_kn
     ]
     run = derive_timeline(events)
     assert {(p.job_id, p.partition): p.pinned_words for p in run.partitions} == {
-        ("job", 0): "-", ("job", 1): "yes", ("job", 2): "yes", ("job", 3): "no",
+        ("job", 0): "-", ("job", 1): "-", ("job", 2): "yes", ("job", 3): "no",
         ("post", None): "no"}
-    assert [p.synthesised_unpinned for p in run.partitions] == [None, False, False, True, True]
+    assert [p.synthesised_unpinned for p in run.partitions] == [None, None, False, True, True]
 
 
 def test_a_run_begun_before_the_log_read_marks_no_first_wave() -> None:
@@ -280,3 +284,65 @@ def test_negative_durations_are_counted_and_said_under_the_table() -> None:
             for ev in clean.parse_line(line, "pageable.log", i, 0.0)]
     assert derive_timeline(good).negative_durations == 0
     assert derive_timeline(good).negative_note() is None
+
+
+#: A log kept at WARN (`RUST_LOG=warn`): the INFO `is_pinned` lines are gone, the pinned pool's
+#: fallback warnings (with the partition's span) are kept; one pool warning names no partition.
+_WARN_LINES = (
+    '2026-12-05T16:20:50.179056Z  WARN synthesize_partition{job_id="porep-1000-0" partition=3}: '
+    "cuzk_core::pipeline: pinned pool checkout FAILED — falling back to unpinned "
+    "num_constraints=130278869 pool_free=0 pool_total_gib=0",
+    '2026-12-05T16:20:51.179056Z  WARN synthesize_partition{job_id="porep-1000-0" partition=4}: '
+    "cuzk_core::pinned_pool: cudaHostAlloc failed size_gib=3.882613 cuda_err=2",
+    "2026-12-05T16:20:52.179056Z  WARN cuzk_core::pinned_pool: cudaHostAlloc failed "
+    "size_gib=3.882613 cuda_err=2",
+)
+
+
+def _parsed(lines: Iterable[str]) -> list[LogEvent]:
+    parser = LogParser()
+    return [e for i, line in enumerate(lines) for e in parser.parse_line(line, "cuzk", i, 0.0)]
+
+
+def _on_gpu(job: str, partitions: Iterable[int]) -> list[LogEvent]:
+    """Each partition's GPU_START and GPU_END (no SYNTH_START: no first wave is inferred)."""
+    return [e for i, p in enumerate(partitions)
+            for e in (_ev(100 + 2 * i, "timeline", "GPU_START", job, p, 0),
+                      _ev(101 + 2 * i, "timeline", "GPU_END", job, p, 0,
+                          fields={"gpu_ms": 1000}))]
+
+
+def test_a_partition_a_pool_fallback_warning_names_reads_no_and_one_nothing_said_of_reads_dash(
+) -> None:
+    """In a log kept at WARN the table read `yes` for every partition with no word of pinning
+    said, and `yes` for the very partition whose `checkout FAILED — falling back to unpinned`
+    line named it: the fallback warnings say unpinned (in the cell, the count, the JSON and
+    `parse --timeline` alike), a partition nothing was said of is `-`, and a pool warning that
+    names no partition marks none."""
+    run = derive_timeline([*_parsed(_WARN_LINES), *_on_gpu("porep-1000-0", (3, 4, 5))])
+    assert [(p.partition, p.pinned_words) for p in run.partitions] == \
+        [(3, "no"), (4, "no"), (5, "-")]
+    assert run.unpinned == 2
+    assert [_partition_json(p)["unpinned"] for p in run.partitions] == [True, True, None]
+    assert "2 synthesised unpinned, 1 pinning not known (no is_pinned line read)" in \
+        _partition_lines(run)[0]
+    cells = [line.split()[8] for line in format_timeline(run).splitlines()[1:4]]
+    assert cells == ["no", "no", "-"]
+
+
+def test_a_partition_reads_yes_only_where_the_log_said_is_pinned_true() -> None:
+    """`yes` is the log's word (`is_pinned=true`), never the want of one; `is_pinned=false`
+    and a fallback warning are `no`, whichever comes first."""
+    job = "porep-1000-1"
+    lines = [
+        f'2026-12-05T16:20:50.1Z  INFO synthesize_partition{{job_id="{job}" partition=0}}: '
+        "cuzk_core::pipeline: partition synthesis complete partition=0 synth_ms=1849 "
+        "is_pinned=true",
+        f'2026-12-05T16:20:50.2Z  INFO synthesize_partition{{job_id="{job}" partition=1}}: '
+        "cuzk_core::pipeline: partition synthesis complete partition=1 synth_ms=1849 "
+        "is_pinned=false",
+    ]
+    run = derive_timeline([*_parsed(lines), *_on_gpu(job, (0, 1, 2))])
+    assert [(p.partition, p.pinned_said, p.pinned_words) for p in run.partitions] == \
+        [(0, True, "yes"), (1, False, "no"), (2, None, "-")]
+    assert run.unpinned == 1

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from parsed_logs import offline_events, offline_facts
+
 from gapwatch.core.evidence_types import EventEvidence, HostEvidence
 from gapwatch.core.models import Gap, LogEvent, ProverEvent
 from gapwatch.cuzk.advice import advice_lines, advise
@@ -22,7 +24,6 @@ from gapwatch.cuzk.pool_churn import (
 )
 from gapwatch.cuzk.prover import CuzkGap
 from gapwatch.cuzk.watch import CuzkWatch
-from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
 CHURN_LOG = (DATA / "pool-churn.log").read_text().splitlines()
@@ -30,27 +31,12 @@ STAMP = "2026-05-12T21:{}Z"
 POOL = " INFO cuzk_core::pinned_pool: "
 
 
-def parsed(lines: list[str]) -> list[LogEvent]:
-    parser = LogParser(offline=True)
-    out: list[LogEvent] = []
-    for i, line in enumerate(lines):
-        out += parser.parse_line(line, "stdout", i, 0.0)
-    return out + parser.flush()
-
-
 def watched(lines: list[str]) -> list[ProverEvent]:
     watch = CuzkWatch()
     out: list[ProverEvent] = []
-    for e in parsed(lines):
+    for e in offline_events(lines):
         out += watch.feed(e)
     return out + watch.finish()
-
-
-def facts_of(lines: list[str]) -> PipelineFacts:
-    facts = PipelineFacts()
-    for e in parsed(lines):
-        facts.feed(e)
-    return facts
 
 
 def at_warn(lines: list[str]) -> list[str]:
@@ -60,7 +46,7 @@ def at_warn(lines: list[str]) -> list[str]:
 
 
 def first_failure_s(lines: list[str]) -> float:
-    return min(e.t_wall_s for e in parsed(lines) if e.level == "WARN")
+    return min(e.t_wall_s for e in offline_events(lines) if e.level == "WARN")
 
 
 def starved_gap(facts: PipelineFacts, start_s: float) -> Gap:
@@ -96,7 +82,7 @@ def test_churn_is_not_inferred_from_a_log_kept_at_warn() -> None:
     upstream's reference names for cudaHostAlloc failures is a guess, saying why."""
     warn_only = at_warn(CHURN_LOG)
     assert len(warn_only) == 3 and not [e for e in watched(warn_only) if e.kind == "warning"]
-    facts = facts_of(warn_only)
+    facts = offline_facts(warn_only)
     evidence = facts.pool_evidence()
     assert not any("pinned pool churned" in e for e in evidence)
     [unknown] = [e for e in evidence if "churned before" in e]
@@ -108,7 +94,7 @@ def test_churn_is_not_inferred_from_a_log_kept_at_warn() -> None:
 
 
 def test_a_pinned_pool_gap_says_the_churn_that_preceded_its_failures() -> None:
-    facts = facts_of(CHURN_LOG)
+    facts = offline_facts(CHURN_LOG)
     gap = starved_gap(facts, first_failure_s(CHURN_LOG) + 5)
     assert gap.prover_cause == "pinned_pool"
     [churn] = [e for e in gap.prover_evidence if "churned" in e]
@@ -119,7 +105,7 @@ def test_a_pinned_pool_gap_says_the_churn_that_preceded_its_failures() -> None:
 
 def test_the_advice_names_max_gpu_queue_depth_as_a_guess_where_churn_preceded_the_failures(
         ) -> None:
-    facts = facts_of(CHURN_LOG)
+    facts = offline_facts(CHURN_LOG)
     report = advise([starved_gap(facts, first_failure_s(CHURN_LOG) + 5)], facts.view())
     settings = [(a.setting, a.guess) for a in report.advice]
     # The margin stays the setting to change (the verdict's first); the knob comes last.
@@ -138,7 +124,7 @@ def test_with_the_pacer_on_churn_names_no_queue_depth() -> None:
     pacer = ("2026-05-12T21:00:00.040000Z  INFO cuzk_core::engine: GPU queue target dispatch "
              "pacer enabled gpu_queue_target=8")
     lines = sorted([*CHURN_LOG, pacer])
-    facts = facts_of(lines)
+    facts = offline_facts(lines)
     report = advise([starved_gap(facts, first_failure_s(lines) + 5)], facts.view())
     assert "[pipeline] max_gpu_queue_depth" not in [a.setting for a in report.advice]
     assert any("the dispatch pacer is on (gpu_queue_target=8" in e
@@ -164,7 +150,7 @@ def test_one_off_evictions_and_a_pool_grown_back_after_a_lull_are_no_churn() -> 
               *cycle(29, 30, 5)]
     assert not [e for e in watched(lines) if e.kind == "warning"]
     churn = PoolChurn()
-    for e in parsed(lines):
+    for e in offline_events(lines):
         churn.feed(e)
     assert churn.cycles == 4 and not churn.spans
 
@@ -183,7 +169,7 @@ def test_churn_is_said_once_while_it_lasts_and_again_when_it_comes_back() -> Non
     warnings = [e for e in watched(lines) if e.kind == "warning"]
     assert len(warnings) == 2
     churn = PoolChurn()
-    for e in parsed(lines):
+    for e in offline_events(lines):
         churn.feed(e)
     first, second = churn.spans
     assert (first.cycles, second.cycles) == (10, 3)
@@ -229,7 +215,7 @@ def test_the_churn_warning_reaches_the_alert_line_metrics_and_the_report() -> No
     session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[metrics], watch=CuzkWatch())
     heard: list[object] = []
     session.subscribe(heard.append)
-    for e in parsed(CHURN_LOG):
+    for e in offline_events(CHURN_LOG):
         session.on_log_event(e)
     [notice] = [n for n in heard if isinstance(n, Notice)]
     assert notice.level == "warning"
@@ -242,7 +228,7 @@ def test_the_churn_warning_reaches_the_alert_line_metrics_and_the_report() -> No
     assert events[(("kind", "warning"), ("level", "error"))] == 0
 
     report = summarise("rec.jsonl", detect_records(HEADER, [], DetectorConfig(),
-                                                   parsed(CHURN_LOG), watch=CuzkWatch()),
+                                                   offline_events(CHURN_LOG), watch=CuzkWatch()),
                        ["pool-churn.log"])
     doc = to_json(report)["prover_events"]
     assert [w["kind"] for w in doc["warning"]] == ["warning"]

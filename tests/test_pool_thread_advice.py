@@ -11,6 +11,8 @@ the values the daemon's start logged, "if unset" where none was read (cuzk-upstr
 
 from __future__ import annotations
 
+from parsed_logs import offline_events, offline_facts
+
 from gapwatch.core.evidence_types import EventEvidence, HostEvidence, ProverState
 from gapwatch.core.models import Gap, LogEvent
 from gapwatch.cuzk.advice import Advice, AdviceReport, advise
@@ -62,25 +64,10 @@ def failure(second: float, pool_total_gib: str = "0", pool_free: int = 0) -> lis
     ]
 
 
-def parsed(lines: list[str]) -> list[LogEvent]:
-    parser = LogParser(offline=True)
-    out: list[LogEvent] = []
-    for i, text in enumerate(lines):
-        out += parser.parse_line(text, "stdout", i, 0.0)
-    return out + parser.flush()
-
-
-def facts_of(lines: list[str]) -> PipelineFacts:
-    facts = PipelineFacts()
-    for e in parsed(lines):
-        facts.feed(e)
-    return facts
-
-
 def starved_gap(facts: PipelineFacts, lines: list[str]) -> Gap:
     """A pcie_starved gap of GPU 0 just after the log's last line, with what cuzk's prover
     gives it."""
-    start_s = max(e.t_wall_s for e in parsed(lines)) + 1.0
+    start_s = max(e.t_wall_s for e in offline_events(lines)) + 1.0
     view = CuzkGap(0, start_s, facts).view(start_s + 2.0, start_s, "pcie_starved", start_s - 60.0)
     return Gap(gap_id=1, gpu=0, kind="pcie_starved", start_mono_ns=0, start_s=start_s,
                end_mono_ns=2 * 10**9, end_s=start_s + 2.0, duration_s=2.0,
@@ -92,7 +79,7 @@ def starved_gap(facts: PipelineFacts, lines: list[str]) -> Gap:
 
 
 def advise_pool(lines: list[str]) -> AdviceReport:
-    facts = facts_of(lines)
+    facts = offline_facts(lines)
     return advise([starved_gap(facts, lines)], facts.view())
 
 
@@ -348,15 +335,15 @@ def thread_advice(view: PipelineView) -> dict[str, Advice]:
 
 
 def test_the_pipeline_reads_the_thread_pools_from_the_daemons_start() -> None:
-    view = facts_of(START).view()
+    view = offline_facts(START).view()
     # No 'set CUZK_GPU_THREADS' line before the rayon line: gpu_threads = 0 (main.rs:85-91).
     assert (view.gpu_threads, view.rayon_threads) == (0, 96)
     gpu = line(36.005, "INFO", "cuzk_daemon",
                "set CUZK_GPU_THREADS for C++ groth16_pool gpu_threads=32")
-    view = facts_of([START[0], gpu, *START[1:]]).view()
+    view = offline_facts([START[0], gpu, *START[1:]]).view()
     assert (view.gpu_threads, view.rayon_threads) == (32, 96)
     # A log without the daemon's start says neither.
-    view = facts_of(failure(38.57)).view()
+    view = offline_facts(failure(38.57)).view()
     assert (view.gpu_threads, view.rayon_threads) == (None, None)
 
 

@@ -34,7 +34,8 @@ def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_err
         tmp_path: Path) -> None:
     """`post-failed`: its `GPU prove start failed` (engine.rs:3282) in its GPU worker's span
     fails it at once: FAILED on record's stderr, `--on-event` run as `post_failed`, and the
-    report of the recording says it failed with cuzk's error, never late."""
+    report of the recording says it failed with cuzk's error, never late, nor a phase after
+    its failure "not read"."""
     hook_out = tmp_path / "hook.jsonl"
     recording, err = record_sim(tmp_path, "post-failed", FAILED_AT_S + 5, hook_out=hook_out)
     assert f"{PROVE_START_ERROR} (after" in err and "FAILED" in err
@@ -45,6 +46,9 @@ def test_a_winningpost_whose_gpu_prove_start_fails_is_said_failed_with_cuzks_err
     text = report_of(recording)
     assert "Prover events: 2 PoSt proof(s) (1 failed, 0 late, 0 at risk)" in text
     assert f"error: {PROVE_START_ERROR}" in text
+    # It failed on the GPU: its finalize never ran, so it is not said "not read" (it was:
+    # "not read: its finalize (0.0 s of its 2.9 s)").
+    assert "not read" not in text
     verdicts = [(p["verdict"], p["error"])
                 for p in _ended(report_of(recording, "--json"))]
     assert verdicts == [("ok", None), ("failed", PROVE_START_ERROR)]

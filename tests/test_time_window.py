@@ -388,7 +388,7 @@ def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_kno
     assert "yes" not in pinned and "-" in pinned
     assert count == len(rows) > 5  # the head line counts the rows shown
     # and says how many it does not know: "0 synthesised unpinned" alone read as all pinned
-    assert f", {pinned.count('-')} pinning not known (synthesis end not read)" in text
+    assert f", {pinned.count('-')} pinning not known (no is_pinned line read)" in text
     items = json.loads(report_of(pageable_recorded, "--json", "--since", "+25s", "--until",
                                  "+45s"))["partitions"]["items"]
     assert False not in {p["unpinned"] for p in items} and None in {p["unpinned"] for p in items}
@@ -436,7 +436,10 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     its SRS loaded from disk). A window from after its synthesis began (and after the log
     read around it: the margin scaled to 1 s here) showed `queue - synth - GPU wait 0.2` and
     only `waited for a GPU worker behind: ...` under it, as if 0.2 s of GPU wait were why;
-    its row now says what it did not read, and where."""
+    its row now says what it did not read, and where. "What to change" said `no setting
+    claimed: its longest phase was gpu` (`"cause": "gpu"`): the longest of the phases read,
+    1.7 s beside 33.1 s not read. Now it names no phase: its cause is not known from the log
+    read, and --since earlier reads it."""
     monkeypatch.setattr(log_span, "MARGIN_S", 1.0)
     path, _err = record_sim(tmp_path, "post", 100.0)
     whole = report_of(path)
@@ -450,6 +453,15 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     assert lines[at + 1].startswith("      not read: its queue and synthesis (33.1 s of its "
                                     "35.0 s): it began before the window, at ")
     assert lines[at + 1].endswith("(by its total); --since earlier reads them")
+    advice = text.split("\nWhat to change", 1)[1]
+    assert ("  PoSt: 1 WinningPoSt late, the longest 35.0 s of its 30 s deadline: its cause not "
+            "known from the log read: its queue and synthesis not read (33.1 s of its 35.0 s, "
+            "longer than any phase read), so no phase, nor a setting, is named; a log read from "
+            "before it began (--since earlier, for a window) says them") in advice
+    assert "longest phase was" not in advice
+    [said] = json.loads(report_of(path, "--since", "+60s", "--until", "+95s",
+                                  "--json"))["proof_advice"]
+    assert (said["verdict"], said["cause"], said["setting"]) == ("late", "phases_not_read", None)
 
 
 def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(tmp_path: Path) -> None:

@@ -184,6 +184,41 @@ async def test_help_scrolls_and_fits_80_columns(tmp_path: Path) -> None:
             assert line.rstrip() in first + scrolled or line.strip() in first + scrolled
 
 
+async def test_help_says_a_failed_winningpost_first_in_what_to_change(tmp_path: Path) -> None:
+    """The help's "what to change" gave the gaps' advice alone (and nothing before a gap),
+    while the report and the snapshot said a failed WinningPoSt first: it is said here too,
+    with or without a gap, as the snapshot's summary.md says it."""
+    from gapwatch.core.models import ProofTiming, ProverEvent
+
+    failed = ProverEvent(WALL0_S + 50.0, "proof", "error", "failed",
+                         job_id="winpost-1000-3c4d5e6f",
+                         proof=ProofTiming("winning-post", queue_s=0.0, synth_s=2.1,
+                                           total_s=2.5, deadline_s=30.0, verdict="failed",
+                                           error="synthesis failed: invalid vanilla proof",
+                                           cause="synthesis failed"))
+    for with_gaps in (True, False):
+        rt = FakeRuntime(make_config(tmp_path))
+        if with_gaps:
+            fill_breakdown(rt.store)
+        rt.store.append(failed)
+        app = GapwatchApp(rt, wall_clock=fixed_wall)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.press("question_mark")
+            await pilot.pause()
+            assert isinstance(app.screen, HelpScreen)
+            text = app.screen.text()
+        said = text.split("what to change (cuzk's settings, for the PoSt and gaps so far)\n",
+                          1)[1].splitlines()
+        assert said[0] == (
+            "  PoSt: 1 WinningPoSt failed (no proof came of it: a WinningPoSt's block lost as a "
+            "late one's): cuzk said 'synthesis failed: invalid vanilla proof' (engine.rs:2855): "
+            "no cuzk setting: its synthesis returned the error (synthesize_winning_post / "
+            "synthesize_window_post, pipeline.rs:2900, 3091, from its request's vanilla "
+            "proofs): the error names what failed, on Curio's side of the request (its "
+            "sectors' vanilla proofs) more often than cuzk's")
+        assert any(" gap(s), " in line for line in said[1:]) == with_gaps
+
+
 async def test_d_at_80x24_draws_the_busy_plot_with_a_0_to_100_axis(tmp_path: Path) -> None:
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)

@@ -43,6 +43,7 @@ from gapwatch.core.evidence_types import (
 )
 from gapwatch.core.health import event_words
 from gapwatch.core.models import (
+    POOL_FALLBACK_WARNINGS,
     CopyRecord,
     Gap,
     HardwareEvent,
@@ -754,7 +755,7 @@ def inferred_memory_kind(kind: str, events: list[EventEvidence]) -> tuple[str | 
     warnings = {e.warning for e in events}
     if "unpinned" in warnings:
         return "pageable", "log: is_pinned=false (no copy trace)"
-    if warnings & {"pinned_pool_fallback", "cuda_host_alloc_failed"}:
+    if warnings & POOL_FALLBACK_WARNINGS:
         return "pageable", "log: pinned pool fallback (no copy trace)"
     if kind == "pcie_starved":
         return "pageable", "inferred from rate: no copy trace"

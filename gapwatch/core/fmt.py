@@ -282,3 +282,10 @@ def utc_stamp(t_wall_s: float) -> str:
 
 def window_label(seconds: float) -> str:
     return f"{seconds / 60:g} min" if seconds >= 120 else f"{seconds:g} s"
+
+
+def and_list(words: list[str]) -> str:
+    """`queue, synthesis and GPU wait`: a list said in words ("" for none)."""
+    if len(words) < 2:
+        return "".join(words)
+    return f"{', '.join(words[:-1])} and {words[-1]}"

@@ -41,6 +41,7 @@ from gapwatch.core.evidence_types import (
     ProcessEvidence,
     known,
 )
+from gapwatch.core.models import POOL_FALLBACK_WARNINGS
 from gapwatch.core.prover import UnpinnedByDesign
 
 # Host pressure thresholds above which the hint mentions the host (chosen to flag real pressure,
@@ -88,7 +89,7 @@ def _partitions(events: list[EventEvidence], warning: str,
 def _pool_failed(events: list[EventEvidence], since_s: float | None = None) -> bool:
     """Whether an event says the pinned pool failed (its fallback to pageable memory, or the
     `cudaHostAlloc` behind it); with `since_s`, only in the gap's own evidence window."""
-    return any(e.warning in ("pinned_pool_fallback", "cuda_host_alloc_failed")
+    return any(e.warning in POOL_FALLBACK_WARNINGS
                and (since_s is None or e.t_s >= since_s) for e in events)
 
 

@@ -140,6 +140,11 @@ FieldValue = str | int | float | bool | None
 #: A field value as read from a recording: integers bounded to 64 bits (the parser keeps larger
 #: ones as text, see `gapwatch.core.bounds`).
 _RecordedField = str | I64 | float | bool | None
+#: The `LogEvent.warning`s of a failed pinned-pool checkout: its fallback to pageable memory,
+#: or the `cudaHostAlloc` failure behind it (cuzk writes them with the partition's `job_id`
+#: and `partition`: it synthesises that partition into pageable memory, as `is_pinned=false`
+#: says at INFO). The one home of the pair (the hints, the evidence, the partition table).
+POOL_FALLBACK_WARNINGS = frozenset(("pinned_pool_fallback", "cuda_host_alloc_failed"))
 
 
 class LogEvent(Struct, frozen=True, gc=False, tag_field="type", tag="log"):
@@ -614,6 +619,20 @@ PROOF_VERDICTS: tuple[ProofVerdict, ...] = get_args(ProofVerdict)
 #: again while it was in flight: it will not complete), "too_many" (more proofs in flight at
 #: once than a watcher follows: the oldest is given up, its end never said).
 ProofGivenUp = Literal["restart", "too_many"]
+#: A watched proof's phases, in order: arrival to synthesis start, synthesis, queued for the
+#: GPU to picked up, on the GPU, GPU end to done; "prove": synthesis and GPU in one call (a
+#: proof proved in one step, `ProofTiming.one_step`). The one home of their names: the metric's
+#: `phase` label (`gapwatch.sinks.prover_event_metrics`), the phase a late proof's cause names
+#: (`gapwatch.cuzk.post`), the report's table (`gapwatch.offline.prover_events`).
+ProofPhase = Literal["queue", "synthesis", "gpu_wait", "gpu", "finalize", "prove"]
+PROOF_PHASES: tuple[ProofPhase, ...] = get_args(ProofPhase)
+#: How people read each phase ("GPU wait"): tables, a running proof's phase.
+PHASE_WORDS: dict[ProofPhase, str] = {
+    "queue": "queue", "synthesis": "synthesis", "gpu_wait": "GPU wait", "gpu": "GPU",
+    "finalize": "finalize", "prove": "prove"}
+#: Seconds under which a part of a proof's total is none (`ProofTiming.unread_s`): it is said
+#: to a tenth of a second, and "0.0 s not read" says nothing but noise.
+UNREAD_LEAST_S = 0.05
 #: Characters of a failed proof's error kept (`ProofTiming.error`): a prover's error is a line
 #: or two; a hostile line's 16 KiB is not copied into every output.
 MAX_ERROR_CHARS = 1024
@@ -681,6 +700,54 @@ class ProofTiming(Struct, frozen=True, gc=False):
     def judged_s(self) -> float | None:
         """What it is judged by: its total, else the least its total can be."""
         return self.total_s if self.total_s is not None else self.total_at_least_s
+
+    def phases(self) -> list[tuple[ProofPhase, float | None]]:
+        """Its phases as it was proved, in order, with their seconds (None: not read): proved
+        in one step its queue and prove, else queue, synthesis, GPU wait, GPU and finalize.
+        Those after the last one read never ran where it failed (a proof that failed in its
+        synthesis had no GPU wait) and have not begun where it still runs: not among them."""
+        seconds: dict[ProofPhase, float | None] = {
+            "queue": self.queue_s, "synthesis": self.synth_s, "gpu_wait": self.gpu_wait_s,
+            "gpu": self.gpu_s, "finalize": self.finalize_s, "prove": self.prove_s}
+        shape = ("queue", "prove") if self.one_step else PROOF_PHASES[:5]
+        out = [(phase, seconds[phase]) for phase in shape]
+        if self.verdict == "failed" or not self.done:
+            while out and out[-1][1] is None:
+                out.pop()
+        return out
+
+    def unread(self) -> tuple[list[ProofPhase], float | None]:
+        """The phases whose lines were not read (before a window, before the log's first line)
+        and the part of its total they took: its total less the phases read (they follow one
+        another from its arrival to its end). The part is None where its total is not known
+        (its begin not read: the phases before its first line read may be of any length);
+        none ([], 0.0) where every phase was read or the rest is under `UNREAD_LEAST_S` (a
+        phase whose lines were not read but took no time: its total counted from its
+        synthesis start, its arrival not read)."""
+        phases = self.phases()
+        unread = [phase for phase, s in phases if s is None]
+        if self.total_s is None:
+            return unread, None
+        rest = self.total_s - sum(s for _phase, s in phases if s is not None)
+        if not unread or rest < UNREAD_LEAST_S:
+            return [], 0.0
+        return unread, rest
+
+    def longest_phase(self) -> ProofPhase | None:
+        """The phase that took longest, where what was read ranks it: None where no phase was
+        read, where a phase was not read and its total is not known (the part not read may
+        be any length), or where the part of its total not read is longer than the longest
+        phase read (that part may be one phase: 33 s of synthesis before a window, beside
+        1.7 s of GPU read in it). A part not read no longer than the longest phase read holds
+        no phase longer than it: that phase ranks first."""
+        read = [(phase, s) for phase, s in self.phases() if s is not None]
+        if not read:
+            return None
+        phase, longest_s = max(read, key=lambda ps: ps[1])
+        unread, rest_s = self.unread()
+        if unread and (rest_s is None or rest_s > longest_s):
+            return None
+        return phase
 
     def behind_words(self) -> str:
         """"worker 1: porep-... partition 3, worker 2: ..." and how many more ("" for none)."""

@@ -10,6 +10,7 @@ an event into the notice the dashboard's alert line and `record`'s stderr say.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -143,39 +144,48 @@ class ProofOnce:
 
 class TroubleKey(NamedTuple):
     """What a proof that went wrong is grouped by: its kind, how it went wrong ("failed",
-    "lost": in flight when the prover restarted, "late", "at_risk"), its cause as the prover
-    typed it (`ProofTiming.cause`), and, failed, its error."""
+    "lost": in flight when the prover restarted, "late", "at_risk"), and its cause as the
+    prover typed it (`ProofTiming.cause`: a failed one's failure line, never its error's text:
+    40 WindowPoSt failing by `synthesis failed: sector N ...` are one cause, not 40).
+    `others`: the proofs of that kind and verdict whose causes came past the `MAX_TROUBLES`
+    kept apart, counted together (their cause None: not one)."""
 
     proof_kind: str
     verdict: str
     cause: str | None
-    error: str | None
+    others: bool = False
 
 
 @dataclass(slots=True)
 class Trouble:
     """The proofs of one `TroubleKey`: how many, the longest one's figure (its total, else the
-    least it can be), and the latest one's words (its setting, deadline)."""
+    least it can be), the latest one's words (its setting, deadline), and the first error
+    said of them (a failed one's, as an example: each proof's own is in its row), and whether
+    any other said another."""
 
     key: TroubleKey
     count: int
     longest_s: float | None
     latest: ProofTiming
+    first_error: str | None = None
+    errors_differ: bool = False
 
 
-#: Distinct troubles kept (`ProofTroubles`): a failure whose error names its sector is one a
-#: proof; past this, the rest of a kind and verdict are counted together, their cause not said.
-MAX_TROUBLES = 32
+#: Causes kept apart (`ProofTroubles`), of every kind and verdict together: a prover's causes
+#: are a few words of its own (cuzk: its failure lines, the settings a late proof names, its
+#: phases), far fewer; past this (a recording's own words), the rest of a kind and verdict are
+#: counted together.
+MAX_TROUBLES = 64
 
 
 def trouble_key(p: ProofTiming) -> TroubleKey | None:
     """The trouble a proof's last word says, or None (on time, not timed)."""
     if p.verdict == "failed":
-        return TroubleKey(p.proof_kind, "failed", p.cause, p.error)
+        return TroubleKey(p.proof_kind, "failed", p.cause)
     if p.given_up == "restart":
-        return TroubleKey(p.proof_kind, "lost", None, None)
+        return TroubleKey(p.proof_kind, "lost", None)
     if p.verdict in ("late", "at_risk"):
-        return TroubleKey(p.proof_kind, p.verdict, p.cause, None)
+        return TroubleKey(p.proof_kind, p.verdict, p.cause)
     return None
 
 
@@ -207,7 +217,7 @@ class ProofTroubles:
 
     def troubles(self) -> list[Trouble]:
         """Every trouble so far, those still running counted as their latest word says."""
-        out = {k: Trouble(t.key, t.count, t.longest_s, t.latest) for k, t in self._done.items()}
+        out = {k: dataclasses.replace(t) for k, t in self._done.items()}
         for p in self._running.values():
             _tally(out, p)
         return list(out.values())
@@ -218,14 +228,18 @@ def _tally(into: dict[TroubleKey, Trouble], p: ProofTiming) -> None:
     if key is None:
         return
     if key not in into and len(into) >= MAX_TROUBLES:
-        key = TroubleKey(key.proof_kind, key.verdict, None, None)  # counted, cause not kept
+        key = TroubleKey(key.proof_kind, key.verdict, None, others=True)  # counted together
     seen = into.get(key)
     figure = p.judged_s
     if seen is None:
-        into[key] = Trouble(key, 1, figure, p)
+        into[key] = Trouble(key, 1, figure, p, p.error)
         return
     seen.count += 1
     seen.latest = p
+    if seen.first_error is None:
+        seen.first_error = p.error
+    elif p.error is not None and p.error != seen.first_error:
+        seen.errors_differ = True
     if figure is not None and (seen.longest_s is None or figure > seen.longest_s):
         seen.longest_s = figure
 

@@ -45,13 +45,15 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverGapFacts, ProverState, known
 from gapwatch.core.models import Gap
 from gapwatch.core.payoff import IfClosed
+from gapwatch.core.prover_watch import ProofTroubles, Trouble
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.knobs import (
@@ -69,11 +71,13 @@ from gapwatch.cuzk.knobs import (
 from gapwatch.cuzk.pin_need import pin_need
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
+    BATCH_KINDS,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
     NO_FACTS,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
+    POST_KINDS,
     OverBudget,
     PipelineView,
 )
@@ -84,7 +88,8 @@ from gapwatch.cuzk.pool_churn import (
     hidden_why,
     unseen_words,
 )
-from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice_lines
+from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice, proof_advice_lines
+from gapwatch.cuzk.prover import view_of
 from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
@@ -202,9 +207,6 @@ class AdviceReport:
 #: (settings, guess, guess_why, evidence), or why none applies.
 Found = tuple[list[Setting], bool, str, list[str]]
 
-#: Monolithic job kinds that are batches of partitioned proofs (`[scheduler] max_batch_size >
-#: 1`), as TIMELINE's `SYNTH_START kind=` names them and a gap's evidence quotes them.
-BATCH_KINDS = ("porep-c2", "snap-update")
 #: Each batch kind as the words name it.
 _BATCH_NAMES = {"porep-c2": "PoRep", "snap-update": "SnapDeals"}
 
@@ -243,8 +245,6 @@ def batch_setting(kinds: Iterable[str] = ()) -> Setting:
         "memory.rs:41, 53", set_to("1"), lowers("[scheduler] max_batch_size"))
 
 
-#: PoSt job kinds, as TIMELINE and a monolithic worker's `proof_kind` name them.
-POST_KINDS = ("winning-post", "window-post")
 #: The monolithic job kinds the advice tells apart (`StallGaps.kinds`).
 _KNOWN_KINDS = frozenset((*BATCH_KINDS, *POST_KINDS))
 
@@ -595,6 +595,27 @@ def advise(gaps: Iterable[Gap], pipeline: PipelineView,
     by = {stall: _digest(stall, these) for stall, these in groups.items()}
     pay = None if payoff is None else (lambda these: payoff(groups[these.stall]))
     return advise_stalls(by, pipeline, pay, rules, notes)
+
+
+def with_proofs(gap_advice: AdviceReport, troubles: list[Trouble]) -> AdviceReport:
+    """What to change, whole: the gaps' advice with the PoSt that failed, were lost, late or at
+    risk said first (`proof_advice`, one line a cause). The one rule every "What to change"
+    goes through: the report (over every proof of the run), the snapshot's summary.md and the
+    dashboard's help screen (`session_advice`); the help said only the gaps' advice beside a
+    failed WinningPoSt. Not the verdict (`gapwatch.cuzk.why_now`): that is one GPU's state
+    and the stall that idled it, a label set Prometheus alerts read; a PoSt's troubles have
+    their own alerts (`gapwatch_proofs_total`, `gapwatch_proofs_late_total`)."""
+    return replace(gap_advice, proofs=proof_advice(troubles))
+
+
+def session_advice(snap: StoreSnapshot, gaps: Iterable[Gap],
+                   payoff: Callable[[Sequence[Gap]], IfClosed | None] | None = None
+                   ) -> AdviceReport:
+    """What to change over what a session holds (`with_proofs`): `gaps` (the caller's: the
+    help's every one, the snapshot's those of the span it holds), the one open now included,
+    and the troubles of the prover events the session holds (`ProofTroubles`)."""
+    return with_proofs(advise(gaps, view_of(snap.pipeline), payoff),
+                       ProofTroubles(snap.prover_events).troubles())
 
 
 def _digest(stall: str, gaps: Iterable[Gap]) -> StallGaps:

@@ -67,8 +67,8 @@ _END = struct.Struct("<d")
 
 # Operation codes.
 GPU_EDGE: Final = "G"  # (G, seq, is_start, t, worker, gpu, gpu_ms, mono_kind)
-SYNTH_END: Final = "Y"  # (Y, seq, t, ms)
-UNPINNED: Final = "U"  # (U, seq)
+SYNTH_MS: Final = "Y"  # (Y, seq, ms)
+UNPINNED: Final = "U"  # (U, seq): `is_pinned=false`, or a pool fallback warning naming it
 PINNED: Final = "P"  # (P, seq): the log said `is_pinned=true`
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
@@ -95,7 +95,12 @@ class PartitionTiming:
     #: CUZK_NTT_H ntt_kernels: H2D of a/b/c absorbed by the NTT enqueue (pageable memory).
     h2d_in_ntt_ms: int | None = None
     barrier_wait_ms: int | None = None
-    unpinned: bool = False
+    #: What the log said of its a/b/c's pinning: False where a line said `is_pinned=false` of
+    #: it or a pinned-pool fallback warning named it (`models.POOL_FALLBACK_WARNINGS`: the
+    #: checkout failed, it fell back to pageable memory, pipeline.rs:1632), True where one said
+    #: `is_pinned=true` (and none of those), None where no line said either (a log kept at
+    #: WARN drops the INFO `is_pinned` lines, but keeps the fallback warnings).
+    pinned_said: bool | None = None
     #: Synthesis time (TIMELINE SYNTH_END, else the prover's status).
     synth_ms: int | None = None
     #: "log", "status" (only the prover's /status snapshots knew it) or "log+status".
@@ -115,30 +120,30 @@ class PartitionTiming:
     #: Never where the log said `is_pinned=true` of it (pipeline.rs:2397-2402): pinned, it had
     #: a hint (pipeline.rs:273-275), and the log's word wins over the times' inference.
     first_wave: bool = False
-    #: When the log read its synthesis's end (TIMELINE SYNTH_END; Unix s), None where it did
-    #: not: a window's partition synthesised before the window, a row only `/status` knew. It
-    #: is where cuzk says whether its a/b/c were pinned (`partition synthesis complete ...
-    #: is_pinned=`, pipeline.rs:2397-2402): without it, the pinning is not known (`pinned`).
-    synth_end_s: float | None = None
 
     @property
     def monolithic(self) -> bool:
         return self.partition is None
 
     @property
+    def unpinned(self) -> bool:
+        """The log said it was synthesised unpinned (`pinned_said` False)."""
+        return self.pinned_said is False
+
+    @property
     def synthesised_unpinned(self) -> bool | None:
         """Whether its a/b/c were synthesised outside the pinned pool, the one rule of the
         table's `pinned` cell, its count of rows synthesised unpinned and their JSON: True for
         a monolithic job (PoSt, a batch, the pipeline off: no pool on any of their paths,
-        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned or one of a
-        first wave (no capacity hint yet); False where the log read its synthesis's end
-        (`synth_end_s`: TIMELINE's SYNTH_END or cuzk's `is_pinned=` line) and said neither;
-        None (not known) where it did not: a row only /status knew (it says no `is_pinned`),
-        a window's partition synthesised before the window (its `is_pinned=false` line, if
-        any, was not read: it said "yes")."""
+        pipeline.rs:1632, 3015, 3210, 3388), a partition the log said unpinned (`is_pinned=false`
+        or a pinned-pool fallback warning naming it) or one of a first wave (no capacity hint
+        yet); False only where the log said `is_pinned=true`; None where nothing was said (a
+        log kept at WARN, a partition only /status knew, a window's partition synthesised
+        before the window: its `is_pinned=false` line, if any, was not read): no line, no
+        "yes"."""
         if self.monolithic or self.unpinned or self.first_wave:
             return True
-        return False if self.synth_end_s is not None else None
+        return False if self.pinned_said else None
 
     @property
     def pinned_words(self) -> str:
@@ -222,8 +227,7 @@ class _Fold:
     """One key's operations applied as they come, in order (a hostile log's millions of
     operations on one key take no more memory than one)."""
 
-    __slots__ = ("rec", "first_seq", "synth_ms", "synth_end_s", "unpinned", "pinned",
-                 "first_wave", "locks")
+    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "pinned", "first_wave", "locks")
 
     def __init__(self, run: int, job: str | None, part: Part) -> None:
         partition = part if isinstance(part, int) else None
@@ -232,8 +236,6 @@ class _Fold:
         #: Its first GPU edge (a `/status` key: its first poll).
         self.first_seq: int | None = None
         self.synth_ms: int | None = None
-        #: Its last synthesis end read (Unix s).
-        self.synth_end_s: float | None = None
         self.unpinned = False
         self.pinned = False
         self.first_wave = False
@@ -246,10 +248,8 @@ class _Fold:
             self._edge(op)
         elif code == STATUS:
             self._poll(op)
-        elif code == SYNTH_END:
-            self.synth_end_s = op[2]
-            if op[3] is not None:
-                self.synth_ms = op[3]
+        elif code == SYNTH_MS:
+            self.synth_ms = op[2]
         elif code == UNPINNED:
             self.unpinned = True
         elif code == PINNED:
@@ -310,8 +310,9 @@ class _Fold:
         if values is not None:
             if values.synth_ms is not None:
                 rec.synth_ms = values.synth_ms
-            rec.synth_end_s = values.synth_end_s
-            rec.unpinned = values.unpinned
+            # The unpinned word wins: a partition that fell back has no pinned a/b/c.
+            rec.pinned_said = (False if values.unpinned else True if values.pinned
+                               else None)
             rec.first_wave = (values.first_wave and not values.pinned
                               and rec.partition is not None)
         locks.apply(rec)

@@ -42,11 +42,10 @@ from typing import Final, TypeVar
 
 from msgspec.structs import replace
 
-from gapwatch.core.models import FieldValue, LogEvent, ProverStatus
+from gapwatch.core.models import POOL_FALLBACK_WARNINGS, FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import count_field, int_field, is_bad_count
 from gapwatch.cuzk.daemons import Daemons
-from gapwatch.cuzk.first_wave import COMPLETIONS
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     CONFIGURATION_LOADED_MESSAGE,
@@ -67,7 +66,7 @@ from gapwatch.cuzk.partition_table import (
     PINNED,
     STATUS,
     STATUS_RUN,
-    SYNTH_END,
+    SYNTH_MS,
     UNPINNED,
     Intervals,
     Part,
@@ -77,7 +76,7 @@ from gapwatch.cuzk.partition_table import (
     add_row,
     rows_spool,
 )
-from gapwatch.cuzk.pipeline import BATCH_BYTES_BY_KIND
+from gapwatch.cuzk.pipeline import BATCH_KINDS, POST_KINDS
 
 __all__ = ["PartitionTiming", "RunTimeline", "TimelineBuilder", "derive_timeline",
            "timeline_event"]
@@ -184,10 +183,6 @@ class RunTimeline:
                 "region's *_ms; a garbled or hostile line): each read as no duration, '-'")
 
 
-#: The proof kinds whose monolithic row is a batch job (`PipelineFacts`' own: PoRep, SnapDeals).
-BATCH_KINDS: Final = frozenset(BATCH_BYTES_BY_KIND)
-#: PoSt kinds as TIMELINE `SYNTH_START kind=` names them.
-_POST_KINDS: Final = frozenset(("winning-post", "window-post"))
 #: Batch sizes kept at most (`RunTimeline.batch_sectors`): a hostile log's endless sizes.
 MAX_SIZES: Final = 16
 
@@ -219,12 +214,21 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
         return replace(e, raw="", job_id=job)
     if kind == "tracing" and e.name in DISPATCH_KINDS:  # its job's kind: its job id alone
         return replace(e, raw="", fields={}, job_id=job)
+    if _says_unpinned(e):
+        return replace(e, raw="", fields={}, job_id=job)
     if e.fields.get("is_pinned") is True:  # `is_pinned=true`: the table's `pinned` cell
         return replace(e, raw="", fields={"is_pinned": True}, job_id=job)
-    # A warning, or a synthesis's end (`partition synthesis complete`: its pinning read).
-    if e.warning == "unpinned" or (kind == "tracing" and e.name in COMPLETIONS):
-        return replace(e, raw="", fields={}, job_id=job)
     return None
+
+
+def _says_unpinned(e: LogEvent) -> bool:
+    """Whether `e` says its partition (or monolithic job) was synthesised unpinned: its
+    `is_pinned=false`, or a pinned-pool fallback warning naming a partition of a job (a log
+    kept at WARN has only these: without them its partitions read "yes" with no word said)."""
+    if e.warning == "unpinned":
+        return True
+    return (e.warning in POOL_FALLBACK_WARNINGS and e.job_id is not None
+            and e.partition is not None)
 
 
 def _order(r: PartitionTiming) -> float:
@@ -480,18 +484,12 @@ class TimelineBuilder:
             self._synth_end(e)
             ms = count_field(e.fields.get("synth_ms"))
             self._negative += _negatives(e.fields, ("synth_ms",))
-            # Its end, read: the moment cuzk says whether its a/b/c were pinned.
-            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_END, e.t_wall_s,
-                          ms)
-        elif e.warning == "unpinned":
+            if ms is not None:
+                self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
+        elif _says_unpinned(e):
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
         elif e.fields.get("is_pinned") is True and e.partition is not None:
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, PINNED)
-        if kind == "tracing" and name in COMPLETIONS and e.partition is not None:
-            # `partition synthesis complete ... is_pinned=`: its synthesis's end read, in a log
-            # of cuzk's stdout alone (no TIMELINE lines) too.
-            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_END, e.t_wall_s,
-                          None)
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins
@@ -591,7 +589,7 @@ class _Summary:
                 self.batch_kinds.add(kind)
             else:
                 self.other_jobs += 1
-                self.other_all_post = self.other_all_post and kind in _POST_KINDS
+                self.other_all_post = self.other_all_post and kind in POST_KINDS
         self.sources.add(p.source)
         self.runs.add(p.run)
         if p.gpu_start_s is not None and p.gpu_end_s is not None:

@@ -38,12 +38,10 @@ from dataclasses import dataclass
 
 from gapwatch.core.models import LogEvent, ProverStatus
 from gapwatch.cuzk.advice import (
-    BATCH_KINDS,
     BATCH_WAIT_SETTINGS,
     MAX_PENDING_SETTING,
     PIPELINE_OFF_STALLS,
     PIPELINE_SETTING,
-    POST_KINDS,
     SPLIT_PROVE_SETTING,
     Found,
     StallGaps,
@@ -69,7 +67,7 @@ from gapwatch.cuzk.log_lines import (
     PROCESSING_BATCH_MESSAGE,
     TIMEOUT_FLUSH_SPAN,
 )
-from gapwatch.cuzk.pipeline import PipelineMode, monolithic_worker_line
+from gapwatch.cuzk.pipeline import BATCH_KINDS, POST_KINDS, PipelineMode, monolithic_worker_line
 from gapwatch.cuzk.settings import (
     DEPRECATED,
     SPLIT_PROVE_TELL,

@@ -139,6 +139,15 @@ BATCH_BYTES_BY_KIND: dict[str, int] = {
     "porep-c2": POREP_BATCH_FULL_BYTES,
     "snap-update": PARTITION_BYTES_BY_KIND["snap-update"],
 }
+#: The proof kinds cuzk's batch collector holds (PoRep, SnapDeals; PoSt is never batched): a
+#: monolithic job of one of them (TIMELINE `SYNTH_START kind=`, no partition) is a batch of 2+
+#: requests (`[scheduler] max_batch_size` > 1), as a gap's evidence quotes it; PoRep first.
+#: The one home of the list (the advice, the partition table, the paths read it).
+BATCH_KINDS: tuple[str, ...] = tuple(BATCH_BYTES_BY_KIND)
+#: PoSt proof kinds, as TIMELINE `SYNTH_START kind=`, `/status` and a monolithic worker's
+#: `proof_kind` name them (types.rs `ProofKind` Display); their names for people:
+#: `gapwatch.cuzk.post.POST_NAMES`.
+POST_KINDS: tuple[str, ...] = ("winning-post", "window-post")
 #: engine.rs / config.rs: `[pipeline] max_parallel_synthesis`, 0 = this default.
 DEFAULT_MAX_PARALLEL_SYNTHESIS = 18
 #: engine.rs: never fewer synthesis workers than this.
@@ -193,8 +202,9 @@ _RUN_SETTINGS = frozenset((STARTING_PIPELINE, INIT_WORKERS, BUDGET_INITIALIZED, 
                            RAYON_THREADS_MESSAGE))
 #: The lines of a daemon's run that are its own whichever daemon it is (`DaemonRun`).
 _DAEMON_RUN_LINES = frozenset((ANCHOR_MESSAGE, DISPATCHER_MESSAGE, PACER_ENABLED))
-#: The proof kinds cuzk's batch collector holds (PoRep and SnapDeals; PoSt is never batched).
-_BATCHED_KINDS = frozenset(BATCH_BYTES_BY_KIND)
+#: `BATCH_KINDS` as a set (`PipelineFacts._tracing` asks of every enqueued job; a private name:
+#: the public names `_tracing` compares are messages, tests/test_cuzk_upstream.py).
+_BATCHED_KINDS = frozenset(BATCH_KINDS)
 #: A monolithic worker's lines that end its job (engine.rs:3455-3475): it is free again.
 _MONOLITHIC_ENDS = frozenset(MONOLITHIC_END_MESSAGES)
 #: A monolithic worker's lines `PipelineFacts._monolithic_worker` reads (in its span).

@@ -24,7 +24,9 @@ winning_post_deadline_s` / `window_post_deadline_s` (docs/post.md gives their so
 past `post_at_risk_share` of it is at risk, past it late, and a proof still running past its
 deadline is said late at once (`check`), not only when it ends. A proof whose begin was not read
 (a stray `GPU_END`: no total) is "unknown", a warning, never "ok". A late or at-risk proof names
-the setting for its longest phase (`_with_setting`); an SRS load is its own only when it is of
+the setting for its longest phase, where what was read ranks it (`_with_setting`,
+`ProofTiming.longest_phase`: 33 s of synthesis before a report's window outrank the 1.7 s of
+GPU read in it, so no phase is named then); an SRS load is its own only when it is of
 its own circuit and begins inside its synthesis phase (`_SrsLoad`).
 
 With `[pipeline] enabled = false` (the run's `starting cuzk engine pipeline_enabled=false`,
@@ -86,9 +88,11 @@ from gapwatch.core import fmt
 from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import (
     MAX_ERROR_CHARS,
+    PHASE_WORDS,
     LogEvent,
     NoticeLevel,
     ProofGivenUp,
+    ProofPhase,
     ProofTiming,
     ProofVerdict,
     ProverEvent,
@@ -120,11 +124,15 @@ from gapwatch.cuzk.log_lines import (
     UNNAMED_FAILED_MESSAGES,
     says_when_written,
 )
-from gapwatch.cuzk.pipeline import error_words
+from gapwatch.cuzk.pipeline import POST_KINDS, error_words
 from gapwatch.cuzk.unnamed_failure import RunStream
 
-#: TIMELINE's `kind=` for PoSt (types.rs ProofKind Display) -> the name people use.
-POST_KINDS: dict[str, str] = {"winning-post": "WinningPoSt", "window-post": "WindowPoSt"}
+#: Each PoSt proof kind (`pipeline.POST_KINDS`, TIMELINE's `kind=`) -> the name people use.
+POST_NAMES: dict[str, str] = dict(zip(POST_KINDS, ("WinningPoSt", "WindowPoSt"), strict=True))
+#: A late or at-risk proof's cause where no phase ranks first (`ProofTiming.longest_phase`):
+#: the phases its lines were not read for took longer than any read (a window, or a log
+#: begun mid-proof), so no phase, nor its setting, is named.
+PHASES_NOT_READ = "phases_not_read"
 #: Curio's request id prefixes (lib/ffi/cuzk_funcs.go:179, 220), for a job whose SYNTH_START
 #: was not read.
 _ID_PREFIXES: tuple[tuple[str, str], ...] = (("winpost-", "winning-post"),
@@ -701,7 +709,7 @@ class PostTracker:
         return [ProverEvent(
             t_wall_s=ev.t_wall_s, kind="proof", level=_LEVEL["unknown"],
             message=fmt.visible(
-                f"{POST_KINDS.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
+                f"{POST_NAMES.get(kind, kind)} job ids longer than {MAX_JOB_ID_CHARS} "
                 f"characters ({job_id[:48]}...): gapwatch keeps no more of an id, so "
                 "two such jobs cannot be told apart; their lines are passed over, none of "
                 "them timed or judged against its deadline (Curio's ids are tens of "
@@ -1317,7 +1325,7 @@ class PostTracker:
         """The PoSt in flight at data time `now_s` (those whose GPU work ended and whose
         completion line has not come are in their finalize), the most of their deadline used
         first: what the dashboard says of them while they run."""
-        out = [RunningProof(job.job, POST_KINDS.get(job.kind, job.kind),
+        out = [RunningProof(job.job, POST_NAMES.get(job.kind, job.kind),
                             self.timing(job, self._on_clock(job, now_s), done=False),
                             _phase_of(job))
                for job in (*self._jobs.values(), *self._awaiting) if job.since_s() is not None]
@@ -1422,7 +1430,7 @@ class PostTracker:
         """Its last word, without its end: lost in a restart (an error: it will not complete),
         or given up to keep memory bounded (a warning at least: its end is not known)."""
         timing = msgspec.structs.replace(self.timing(job, t, done=False), given_up=why)
-        name = POST_KINDS.get(job.kind, job.kind)
+        name = POST_NAMES.get(job.kind, job.kind)
         if why == "restart":
             level: NoticeLevel = "error"
             words = ("was in flight when the prover restarted: it will not complete (Curio "
@@ -1450,7 +1458,12 @@ def _placed(job: _Post, t: float, said_s: float | None = None) -> float:
 
 
 def _phase_of(job: _Post) -> str | None:
-    """The phase a proof in flight is in, by its latest line read."""
+    """The phase a proof in flight is in, by its latest line read, in its words."""
+    phase = _phase_key(job)
+    return None if phase is None else PHASE_WORDS[phase]
+
+
+def _phase_key(job: _Post) -> ProofPhase | None:
     if job.one_step:
         if job.prove_start_s is not None:
             return "prove"
@@ -1458,9 +1471,9 @@ def _phase_of(job: _Post) -> str | None:
     if job.end_s is not None:
         return "finalize"
     if job.gpu_start_s is not None:
-        return "GPU"
+        return "gpu"
     if job.gpu_queue_s is not None or job.pickup_s is not None or job.synth_end_s is not None:
-        return "GPU wait"
+        return "gpu_wait"
     if job.synth_start_s is not None:
         return "synthesis"
     if job.arrived_s is not None:
@@ -1502,17 +1515,11 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _dominant(t: ProofTiming) -> str | None:
-    phases = {"queue": t.queue_s, "synthesis": t.synth_s, "gpu_wait": t.gpu_wait_s,
-              "gpu": t.gpu_s, "finalize": t.finalize_s, "prove": t.prove_s}
-    known = {k: v for k, v in phases.items() if v is not None}
-    return max(known, key=lambda k: known[k]) if known else None
-
-
 def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoad | None,
                   evicted: _SrsEviction | None = None, since_previous_s: float | None = None
                   ) -> ProofTiming:
-    """The setting that would have freed the proof, for the phase that took longest, when one
+    """The setting that would have freed the proof, for the phase that took longest where what
+    was read ranks it (`ProofTiming.longest_phase`; else none, cause `PHASES_NOT_READ`), when one
     exists (sources in cuzk-upstream-paths.md 4.5), and its cause (`ProofTiming.cause`).
     `own_load`: its own SRS load, inside its synthesis phase; `queue_load`: another job's,
     while it queued (`_SrsLoad`); `evicted`: its SRS's eviction before its own load, as the log
@@ -1521,7 +1528,11 @@ def _with_setting(t: ProofTiming, own_load: _SrsLoad | None, queue_load: _SrsLoa
         # Unknown: not known to have waited too long. Failed: its failure is what is said (its
         # error); no setting of a phase would have made a proof of it.
         return t
-    phase = _dominant(t)
+    phase = t.longest_phase()
+    if phase is None:
+        # No phase ranks first: none was read, or those not read took longer than any read
+        # (a window or a log begun mid-proof): no phase is named, nor its setting.
+        return msgspec.structs.replace(t, cause=PHASES_NOT_READ if t.unread()[0] else None)
     setting: str | None = None
     cause: str | None = None
     if phase == "queue" and t.one_step:
@@ -1596,7 +1607,7 @@ def _eviction_words(load: _SrsLoad, evicted: _SrsEviction | None,
     eviction_min_idle is at most 16 s, whatever the default (5m, config.rs:92-94), so the
     default is never said as if it were in effect. Raised above the time between PoSts of its
     kind, their SRS stays in memory from one to the next."""
-    name = POST_KINDS.get(kind, kind)
+    name = POST_NAMES.get(kind, kind)
     between = (f"~{since_previous_s:.0f} s here, from the one before it to it"
                if since_previous_s is not None else "not read here: the one before it was not")
     words = (f"[memory] eviction_min_idle: raise it above the time between {name}s ({between}): "
@@ -1660,7 +1671,7 @@ def proof_words(job_id: str, t: ProofTiming, no_arrival: bool, by_offsets: bool 
     by its TIMELINE offsets, read without their anchor); failed, its error first: `WinningPoSt
     winpost-1000-1a2b3c4d: GPU prove start failed: <error> (after 3.1 s of its 30 s deadline;
     queue ...); FAILED`."""
-    name = POST_KINDS.get(t.proof_kind, t.proof_kind)
+    name = POST_NAMES.get(t.proof_kind, t.proof_kind)
     state = "" if t.done else " still running"
     limit = f" of its {t.deadline_s:g} s deadline" if t.deadline_s is not None else ""
     since = ""

@@ -1,23 +1,30 @@
 """What to change for the PoSt that failed, were lost, late or at risk: one line a cause, said
-first in the report's "What to change" section (and its `--json`, and summary.md), before any
-gap's advice. A late or failed WinningPoSt loses a block: the operator's first question, and the
-section said "nothing to change: no gap" beside five failed ones.
+first in the report's "What to change" section (and its `--json`, summary.md and the dashboard's
+help), before any gap's advice. A late or failed WinningPoSt loses a block, a WindowPoSt not
+proved within its deadline faults its partition's sectors: the operator's first question, and
+the section said "nothing to change: no gap" beside five failed ones.
 
-Who calls it: `gapwatch.offline.report` (over every proof of the run: `ProverEvents.troubles`)
-and `gapwatch.sinks.snapshot` (over the events the snapshot holds); `gapwatch.cuzk.advice`
-says the lines (`AdviceReport.proofs`). Pure. The proofs come grouped by
+Who calls it: `gapwatch.cuzk.advice.with_proofs`, the one rule every "What to change" goes
+through (the report over every proof of the run, `ProverEvents.troubles`; summary.md and the
+help screen over the events the session holds, `session_advice`); `gapwatch.cuzk.advice` says
+the lines (`AdviceReport.proofs`). Pure. The proofs come grouped by
 `gapwatch.core.prover_watch.ProofTroubles` (kind, how it went wrong, its typed cause
-`ProofTiming.cause`, a failed one's error); the words are cuzk's, from upstream (curio
-e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.2, 4.3, 4.5):
+`ProofTiming.cause`: a failed one's failure line, never its error's text); the words are
+cuzk's, from upstream (curio e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.2, 4.3,
+4.5), with what a missed PoSt of its kind costs (`_MISSED`, docs/post.md):
 
-- failed: how many, cuzk's error, and what upstream says of the line that said it (`_FAILED`,
-  by its message); no cuzk setting makes a failed proof succeed, and that is said;
+- failed: how many, cuzk's error (the first; said so where they differ), and what upstream says
+  of the line that said it (`_FAILED`, by its message); no cuzk setting makes a failed proof
+  succeed, and that is said;
 - lost in a restart: in flight when cuzk started again; no setting: restart cuzk only when
   needed, well before a proving window;
 - late or at risk: how many, the longest against its deadline, and the setting its longest phase
   names (`gapwatch.cuzk.post._with_setting`, the latest such proof's words, with its own
   figures), or "no cuzk setting" where the words say none (`none: ...`), or, where no phase's
-  setting is claimed, which phase was longest.
+  setting is claimed, which phase was longest; where no phase ranks first (`PHASES_NOT_READ`:
+  the phases not read took longer than any read), that its cause is not known from the log
+  read, and what reads it;
+- past the causes kept apart (`MAX_TROUBLES`), one line a kind and verdict that says so.
 """
 
 from __future__ import annotations
@@ -26,8 +33,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from gapwatch.core import fmt
-from gapwatch.core.prover_watch import Trouble
-from gapwatch.cuzk.post import POST_KINDS
+from gapwatch.core.models import PHASE_WORDS, ProofTiming
+from gapwatch.core.prover_watch import MAX_TROUBLES, Trouble
+from gapwatch.cuzk.post import PHASES_NOT_READ, POST_NAMES
 
 #: The setting each late cause names (`ProofTiming.cause`, set by `gapwatch.cuzk.post`).
 CAUSE_SETTINGS: dict[str, str] = {
@@ -99,31 +107,65 @@ def proof_advice(troubles: list[Trouble]) -> list[ProofAdvice]:
     return [_advice(t) for t in ordered]
 
 
+#: What a PoSt of each kind costs when no proof of it comes in time, failed or lost
+#: (docs/post.md): a WinningPoSt must be done within its epoch (cuzk's proving.proto:45), and
+#: a WindowPoSt's partition (its job id names it, lib/ffi/cuzk_funcs.go:179) not proved within
+#: its deadline has its sectors faulted (Filecoin's WindowPoSt).
+_MISSED: dict[str, str] = {
+    "winning-post": "a WinningPoSt's block lost",
+    "window-post": "a WindowPoSt not proved within its deadline faults its partition's sectors",
+}
+
+
+def _missed(kind: str, failed: bool) -> str:
+    """What a missed PoSt of `kind` costs ("" for a kind with no words here)."""
+    words = _MISSED.get(kind, "")
+    if words and failed and kind == "winning-post":
+        return words + " as a late one's"
+    return words
+
+
 def _advice(t: Trouble) -> ProofAdvice:
     k = t.key
-    name = POST_KINDS.get(k.proof_kind, k.proof_kind)
-    if k.verdict == "failed":
+    name = POST_NAMES.get(k.proof_kind, k.proof_kind)
+    if k.others:
+        words, setting = _others_words(t, name), None
+    elif k.verdict == "failed":
         words, setting = _failed_words(t, name), None
     elif k.verdict == "lost":
+        missed = _missed(k.proof_kind, failed=False)
         words, setting = (
             f"{t.count} {name} lost in a restart of cuzk (in flight when it started again: "
-            "Curio waits for it until its ProveTimeout, a WinningPoSt's block lost): no cuzk "
-            "setting: restart cuzk only when needed, well before a proving window (the "
+            f"Curio waits for it until its ProveTimeout{', ' + missed if missed else ''}): no "
+            "cuzk setting: restart cuzk only when needed, well before a proving window (the "
             "Restarts list says how each came)"), None
     else:
         words, setting = _late_words(t, name)
-    return ProofAdvice(k.proof_kind, k.verdict, t.count, k.cause, k.error, setting,
+    return ProofAdvice(k.proof_kind, k.verdict, t.count, k.cause, t.first_error, setting,
                        fmt.visible(words))
+
+
+def _others_words(t: Trouble, name: str) -> str:
+    """The proofs of a kind and verdict whose causes came past those kept apart: counted, their
+    causes not said (each proof's row says its own)."""
+    how = {"at_risk": "at risk"}.get(t.key.verdict, t.key.verdict)
+    return (f"{t.count} more {name} {how}, by causes past the {MAX_TROUBLES} gapwatch keeps "
+            "apart: their causes not kept here (each proof's row in the PoSt table, and "
+            "--json, says its own)")
 
 
 def _failed_words(t: Trouble, name: str) -> str:
     k = t.key
-    said = f"cuzk said '{k.error}'" if k.error else "cuzk said it failed (its error not kept)"
+    first = (f" (the first of {t.count}, whose errors differ: each proof's row says its own)"
+             if t.errors_differ else "")
+    said = (f"cuzk said '{t.first_error}'{first}" if t.first_error
+            else "cuzk said it failed (its error not kept)")
     source, upstream = _FAILED.get(k.cause or "", (
         "", "no upstream words for this failure line; cuzk's error is what the log says"))
     where = f" ({source})" if source else ""
-    return (f"{t.count} {name} failed (no proof came of it: a WinningPoSt's block lost as a late "
-            f"one's): {said}{where}: no cuzk setting: {upstream}")
+    missed = _missed(k.proof_kind, failed=True)
+    came = f"no proof came of it: {missed}" if missed else "no proof came of it"
+    return f"{t.count} {name} failed ({came}): {said}{where}: no cuzk setting: {upstream}"
 
 
 def _late_words(t: Trouble, name: str) -> tuple[str, str | None]:
@@ -134,6 +176,8 @@ def _late_words(t: Trouble, name: str) -> tuple[str, str | None]:
     head = f"{t.count} {name} {how}{longest}: "
     latest = " (the latest's words)" if t.count > 1 else ""
     setting = CAUSE_SETTINGS.get(k.cause or "")
+    if k.cause == PHASES_NOT_READ:
+        return head + _not_read_words(p, latest), None
     words = p.setting
     if words is None:
         phase = k.cause or "not known"
@@ -143,6 +187,20 @@ def _late_words(t: Trouble, name: str) -> tuple[str, str | None]:
         if words.startswith(none):
             return head + f"no cuzk setting{latest}: " + words[len(none):], None
     return head + f"setting{latest}: " + words, setting
+
+
+def _not_read_words(p: ProofTiming, latest: str) -> str:
+    """Why no phase is named: those not read took longer than any read, or, its begin not
+    read, may have (`ProofTiming.longest_phase`)."""
+    unread, rest_s = p.unread()
+    names = fmt.and_list([PHASE_WORDS[phase] for phase in unread])
+    if rest_s is not None and p.total_s is not None:
+        how_long = (f"{rest_s:.1f} s of its {p.total_s:.1f} s, longer than any phase read")
+    else:
+        how_long = "its begin not read, so how long they took is not known"
+    return (f"its cause not known from the log read{latest}: its {names} not read ({how_long}), "
+            "so no phase, nor a setting, is named; a log read from before it began (--since "
+            "earlier, for a window) says them")
 
 
 def proof_advice_lines(proofs: list[ProofAdvice], indent: str = "  ") -> list[str]:

@@ -12,7 +12,10 @@ is often entered on it), given to `cuzk.advice.advise`; the stall that idled the
 there is the cause, its first setting the one to change, and the payoff is closing those gaps
 over the window (`gapwatch.core.payoff.if_closed`: the throughput gain, work taken as fixed).
 Every value is one of a fixed set (stall names, cuzk's setting names), so it is safe as a
-Prometheus label; a stall no setting closes has setting "none".
+Prometheus label; a stall no setting closes has setting "none". The gaps' advice alone, without
+the PoSt lines every "What to change" says first (`gapwatch.cuzk.advice.with_proofs`): the
+verdict is one GPU's state and the stall that idled it; a failed or late PoSt has its own
+alerts and events (`gapwatch_proofs_total`, `gapwatch_proofs_late_total`, `post_failed`).
 """
 
 from __future__ import annotations

@@ -52,6 +52,7 @@ from gapwatch.core.models import Gap, GpuInfo, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
+from gapwatch.cuzk.pipeline import POST_KINDS
 from gapwatch.cuzk.settings import (
     ProverSettings,
     SettingChange,
@@ -108,7 +109,6 @@ BATCH_WAIT = "idle s/h, prover: batch_wait"
 EMPTY_PIPELINE = "idle s/h, prover: empty_pipeline"
 #: The settings whose change makes `batch_wait` idle the change's rather than the load's.
 BATCH_SETTINGS = ("[scheduler] max_batch_size", "[scheduler] max_batch_wait_ms")
-POST_KINDS = ("winning-post", "window-post")
 #: Lengths differing by more than this factor are said.
 LENGTH_RATIO_SAID = 1.25
 #: A side's GPU held down by heat or a hardware slowdown in at least this share of its health
@@ -151,6 +151,9 @@ class Side:
     busy_fraction: float | None
     partitions_per_hour: float | None
     statuses: int
+    #: What `partitions_per_hour` counts: the report's rows (`RunTimeline.rate_unit`:
+    #: "partitions", "batch jobs" or "GPU jobs"), the rate figure's unit (`rate_label`).
+    rate_unit: str = "partitions"
     problems: list[str] = field(default_factory=list)
     #: What the report says of its input that is no problem of the data (`ReportData.notes`:
     #: its log's lines already in the recording, each counted once), said as notes.
@@ -228,6 +231,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             payoff_all=rep.payoff.overall.all,
             busy_fraction=rep.payoff.overall.busy_fraction,
             partitions_per_hour=rep.payoff.partitions_per_hour,
+            rate_unit=rep.payoff.rate_unit,
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
             notes=list(rep.notes),
@@ -308,6 +312,8 @@ class Comparison:
     hardware_differs: bool = False
     #: What the load was judged the same by, in words (`_load_same_words`).
     load_same_words: str = "idle for want of work did not change"
+    #: The rate figure's label (`RATE`) with the sides' units (`rate_label`).
+    rate_label: str = "partitions/h"
 
 
 def compare(before: Side, after: Side, window_s: float | None = None) -> Comparison:
@@ -340,7 +346,7 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                                   spread(bw), spread(aw), test))
     if _log_on_one_side(before, after) is not None:
         figures = [_cause_unlike(f) for f in figures]
-    unlike_rows = batch_rows_unlike(before, after)
+    unlike_rows = batch_rows_unlike(before, after) or rate_units_unlike(before, after)
     if unlike_rows is not None:
         figures = [f.said("not comparable") if f.name == "partitions/h" else f for f in figures]
     load_known = before.statuses > 0 and after.statuses > 0
@@ -356,7 +362,8 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     return Comparison(before, after, w, figures, changes(before.settings, after.settings),
                       notes, load_differs, load_known,
                       hardware_differs=bool(hardware_differences(before, after)),
-                      load_same_words=_load_same_words(figures, batch_changed))
+                      load_same_words=_load_same_words(figures, batch_changed),
+                      rate_label=rate_label(before, after))
 
 
 def batch_settings_changed(before: Side, after: Side) -> bool:
@@ -387,6 +394,25 @@ def batch_rows_unlike(before: Side, after: Side) -> str | None:
     return (f"{which} proved batches (max_batch_size {size_b or '?'} → {size_a or '?'}): a "
             "batch is one GPU job for all its sectors' partitions, counted as one: "
             "partitions/h not comparable, throughput from the busy share")
+
+
+def rate_label(before: Side, after: Side) -> str:
+    """The rate figure's label, its unit the report's (`Side.rate_unit`): `GPU jobs/h` where
+    both sides count the same rows, `partitions/h → GPU jobs/h` where they do not."""
+    b, a = f"{before.rate_unit}/h", f"{after.rate_unit}/h"
+    return b if b == a else f"{b} → {a}"
+
+
+def rate_units_unlike(before: Side, after: Side) -> str | None:
+    """Why the sides' rates are not one measure, or None: each counts its partition table's
+    rows (`Side.rate_unit`), and a side with PoSt jobs among its partitions counts "GPU jobs"
+    where the other counts partitions (a PoSt job is no partition). The batch case says its own
+    words (`batch_rows_unlike`); a side with no partition table has no rate to compare."""
+    b, a = before.rate_unit, after.rate_unit
+    if b == a or before.partition_ends is None or after.partition_ends is None:
+        return None
+    return (f"the rate counts {b} on BEFORE and {a} on AFTER (the partition table's rows): "
+            "not comparable, throughput from the busy share")
 
 
 def _verdict_of(figures: list[Figure], gpu: int, name: str) -> Verdict | None:
@@ -929,7 +955,8 @@ def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
             "start_s": s.start_s, "span_s": s.span_s, "windows": _whole_windows(s, window_s),
             "usable_windows": usable,
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
-            "status_snapshots": s.statuses, "problems": s.problems, "notes": s.notes}
+            "rate_unit": s.rate_unit, "status_snapshots": s.statuses, "problems": s.problems,
+            "notes": s.notes}
 
 
 def _whole_windows(side: Side, window_s: float) -> int | None:

@@ -100,8 +100,11 @@ def _when(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
-def label(name: str) -> str:
-    """A figure's name in the text table: idle by kind and by cause as rows under "idle s/h"."""
+def label(name: str, rate: str = "partitions/h") -> str:
+    """A figure's name in the text table: idle by kind and by cause as rows under "idle s/h";
+    the rate with its unit (`rate`: `Comparison.rate_label`)."""
+    if name == "partitions/h":
+        return rate
     if name.startswith("idle s/h, prover: "):
         return "  cause " + name.removeprefix("idle s/h, prover: ")
     if name.startswith("idle s/h: "):
@@ -185,7 +188,8 @@ def figure_lines(c: Comparison) -> list[str]:
             current = f.gpu
             out += ["", f"{_gpu_label(f.gpu):<30}{'BEFORE':<20}{'AFTER':<20}{'change':<9}"
                     "verdict"]
-        out.append(f"  {label(f.name)[:27]:<28}{cell(f, f.before, f.before_windows)[:19]:<20}"
+        name = label(f.name, c.rate_label)
+        out.append(f"  {name[:27]:<28}{cell(f, f.before, f.before_windows)[:19]:<20}"
                    f"{cell(f, f.after, f.after_windows)[:19]:<20}{change(f)[:8]:<9}"
                    f"{f.test.verdict}")
     return out
@@ -210,7 +214,7 @@ def payoff_lines(c: Comparison) -> list[str]:
     line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "
             f"{fmt.frac_pct(ach['busy_after'])}")
     if ach["throughput_ratio"] is not None:
-        line += f", {ach['throughput_ratio']:.2f}× by {ach['basis']}"
+        line += f", {ach['throughput_ratio']:.2f}× by {label(ach['basis'], c.rate_label)}"
         if ach["verdict"] not in (None, "better", "worse"):
             line += f": {ach['verdict']}"
     if ach["not_measured"] is not None:
@@ -298,7 +302,8 @@ def format_markdown(c: Comparison) -> str:
     out += ["", "| GPU | figure | BEFORE | AFTER | change | verdict |",
             "| --- | --- | --- | --- | --- | --- |"]
     for f in c.figures:
-        out.append(f"| {_gpu_label(f.gpu)} | {_md(f.name)} | "
+        name = c.rate_label if f.name == "partitions/h" else f.name
+        out.append(f"| {_gpu_label(f.gpu)} | {_md(name)} | "
                    f"{_md(cell(f, f.before, f.before_windows))} | "
                    f"{_md(cell(f, f.after, f.after_windows))} | {_md(change(f))} | "
                    f"**{f.test.verdict}** |")

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple, overload
 import msgspec
 
 from gapwatch.core import fmt
-from gapwatch.core.models import ProofTiming, ProverEvent
+from gapwatch.core.models import PHASE_WORDS, ProofTiming, ProverEvent
 from gapwatch.core.prover_watch import ProofTroubles, Trouble
 
 #: Rows of each list shown in text (--json has every one kept).
@@ -228,33 +228,27 @@ def _more(listed: int, total: int, kind_not_kept: int) -> str:
     return f"    ... {total - listed} more ({where})"
 
 
-#: A proof's phases, in order, as its table names them (`_unread_line`).
-_PHASES = (("queue", "queue_s"), ("synthesis", "synth_s"), ("GPU wait", "gpu_wait_s"),
-           ("GPU", "gpu_s"), ("finalize", "finalize_s"))
-
-
 def _unread_line(e: ProverEvent, since_s: float | None) -> str | None:
     """What a done proof's row does not show: the phases its log did not read (their lines
-    before a window, or before the log's first line), as the rest of its total (the phases
-    follow one another from its arrival to its completion: the total less those read), and
-    where they lie; None where every phase was read, or its total is not known. A late
-    WinningPoSt of 35.0 s begun before a window read "queue - synth - GPU wait 0.2" under
-    "waited for a GPU worker behind: ...", as if 0.2 s of GPU wait were why; its 33.1 s of
-    synthesis (an SRS load) were before the window."""
+    before a window, or before the log's first line), as the rest of its total
+    (`ProofTiming.unread`), and where they lie; None where every phase was read, the rest is
+    none, or its total is not known. A late WinningPoSt of 35.0 s begun before a window read
+    "queue - synth - GPU wait 0.2" under "waited for a GPU worker behind: ...", as if 0.2 s
+    of GPU wait were why; its 33.1 s of synthesis (an SRS load) were before the window. A
+    failed proof's phases after its failure never ran: not "not read" ("its finalize (0.0 s
+    of its 2.9 s)" under every failed row)."""
     p = e.proof
     if p is None or not p.done or p.one_step or p.total_s is None:
         return None
-    unread = [name for name, attr in _PHASES if getattr(p, attr) is None]
-    if not unread:
+    unread, rest_s = p.unread()
+    if not unread or rest_s is None:
         return None
-    rest = p.total_s - sum(getattr(p, attr) or 0.0 for _name, attr in _PHASES)
     began_s = e.t_wall_s - p.total_s
     where = (f": it began before the window, at {fmt.clock(began_s, millis=True)} (by its "
              "total); --since earlier reads them" if since_s is not None and began_s < since_s
              else "")
-    names = " and ".join([", ".join(unread[:-1]), unread[-1]] if len(unread) > 1 else unread)
-    return (f"      not read: its {names} ({max(0.0, rest):.1f} s of its "
-            f"{p.total_s:.1f} s){where}")
+    names = fmt.and_list([PHASE_WORDS[phase] for phase in unread])
+    return f"      not read: its {names} ({rest_s:.1f} s of its {p.total_s:.1f} s){where}"
 
 
 def proof_lines(events: Sequence[ProverEvent], since_s: float | None = None) -> list[str]:

@@ -35,7 +35,7 @@ import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
@@ -66,12 +66,12 @@ from gapwatch.cuzk.advice import (
     advice_json,
     advise_stalls,
     by_stall,
+    with_proofs,
 )
 from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
-from gapwatch.cuzk.post_advice import proof_advice
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
@@ -473,7 +473,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
                            rules=lambda stall, these: path_rule(stall, these, facts),
                            notes=path_notes(facts))
     # The PoSt that failed or were late first, over every proof of the run.
-    advice = replace(gap_advice, proofs=proof_advice(found.prover_events.troubles()))
+    advice = with_proofs(gap_advice, found.prover_events.troubles())
     return ReportData(
         path=str(path), header=found.header, totals=totals, gaps=found.gaps,
         breakdowns=_breakdowns(found.states, totals, sums.starved, window_s),

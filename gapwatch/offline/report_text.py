@@ -264,8 +264,8 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     head = (f"Partitions ({origin}): {len(parts)}" if unit == "partitions" else
             f"GPU jobs ({origin}): {run.units_words()}")
     # Unpinned among those whose pinning was read: "0 unpinned" of rows it was not read of
-    # would say they were pinned.
-    unknown = (f", {run.pinning_unknown} pinning not known (synthesis end not read)"
+    # would say they were pinned. Not known: no `is_pinned=` line nor pool warning read of it.
+    unknown = (f", {run.pinning_unknown} pinning not known (no is_pinned line read)"
                if run.pinning_unknown else "")
     lines = [f"{head}, {run.unpinned} synthesised unpinned{unknown}; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "

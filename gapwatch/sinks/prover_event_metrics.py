@@ -45,14 +45,13 @@ from prometheus_client.core import (
     Metric,
 )
 
-from gapwatch.core.models import PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
+from gapwatch.core.models import PROOF_PHASES, PROOF_VERDICTS, PROVER_EVENT_KINDS, ProverEvent
 from gapwatch.core.prover_watch import LateOnce, ProofOnce
 
 #: Proof latency buckets (s): WinningPoSt's 30 s epoch and WindowPoSt's 30 min both fall on one.
 PROOF_BUCKETS_S: tuple[float, ...] = (
     1.0, 2.0, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1200.0, 1800.0, 3600.0,
 )
-PHASES = ("queue", "synthesis", "gpu_wait", "gpu", "finalize", "prove")
 LEVELS = ("info", "warning", "error")
 #: Proof kinds always exported (cuzk's PoSt), so the histograms exist before the first proof.
 KNOWN_PROOF_KINDS = ("winning-post", "window-post")
@@ -110,8 +109,7 @@ class ProverEventCounts:
         if p.total_s is not None:
             self.latency.setdefault(p.proof_kind, _Histogram()).observe(p.total_s)
             self.last_s[p.proof_kind] = p.total_s
-        for phase, v in zip(PHASES, (p.queue_s, p.synth_s, p.gpu_wait_s, p.gpu_s, p.finalize_s,
-                                     p.prove_s), strict=True):
+        for phase, v in p.phases():
             if v is not None:
                 self.phases.setdefault((p.proof_kind, phase), _Histogram()).observe(v)
 
@@ -159,7 +157,7 @@ def families(c: ProverEventCounts) -> Iterator[Metric]:
     for pk in proof_kinds:
         h = c.latency.get(pk, _Histogram())
         latency.add_metric([pk], _buckets(h), sum_value=h.sum_s)
-        for phase in PHASES:
+        for phase in PROOF_PHASES:
             ph = c.phases.get((pk, phase), _Histogram())
             phases.add_metric([pk, phase], _buckets(ph), sum_value=ph.sum_s)
     last = GaugeMetricFamily("gapwatch_proof_last_seconds", "The latest completed watched "

@@ -26,7 +26,6 @@ import shutil
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from gapwatch.base.no_replace import rename_no_replace
@@ -37,12 +36,9 @@ from gapwatch.core.health import GPU_ERROR_KINDS, event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
 from gapwatch.core.payoff import IfClosed, if_closed
-from gapwatch.core.prover_watch import ProofTroubles
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
-from gapwatch.cuzk.advice import advice_lines, advise, open_gap_words
-from gapwatch.cuzk.post_advice import proof_advice
-from gapwatch.cuzk.prover import view_of
+from gapwatch.cuzk.advice import advice_lines, open_gap_words, session_advice
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"
@@ -207,8 +203,7 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
         return if_closed(None, span, sum(g.duration_s for g in these))
 
     # The PoSt that failed or were late, of the events the snapshot holds, first.
-    report = replace(advise(gaps, view_of(snap.pipeline), payoff),
-                     proofs=proof_advice(ProofTroubles(snap.prover_events).troubles()))
+    report = session_advice(snap, gaps, payoff)
     still_open = [f"- gap {g.gap_id} on GPU{g.gpu} ({g.kind}), from "
                   f"{fmt.clock(g.start_s, millis=True)}, {open_gap_words(g)}"
                   for g in gaps if g.is_open and not g.retracted]

@@ -40,8 +40,7 @@ from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.models import Gap, Notice, SessionHeader, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.cuzk.advice import advice_lines, advise
-from gapwatch.cuzk.prover import view_of
+from gapwatch.cuzk.advice import advice_lines, session_advice
 from gapwatch.engine.replay import ReplayDriver as ReplayControl
 from gapwatch.engine.session import Session
 from gapwatch.engine.status import RuntimeStatus
@@ -757,12 +756,15 @@ class DashboardScreen(Screen[None]):
 
 
 def help_advice(snap: StoreSnapshot) -> list[str]:
-    """What to change for the gaps so far, as the help screen (`?`) ends with it: the gap open
-    now included (its idle time so far, said as still open: `?` is pressed while the GPU
-    idles), retracted ones never (`advise` drops them); none before the first gap."""
-    if not snap.gaps:
+    """What to change so far, as the help screen (`?`) ends with it (`session_advice`, as the
+    snapshot's summary.md says it): the PoSt that failed, were lost, late or at risk first,
+    then the gaps, the one open now included (its idle time so far, said as still open: `?`
+    is pressed while the GPU idles), retracted ones never (`advise` drops them); none before
+    the first gap or PoSt trouble."""
+    report = session_advice(snap, snap.gaps)
+    if not snap.gaps and not report.proofs:
         return []
-    return advice_lines(advise(snap.gaps, view_of(snap.pipeline)))
+    return advice_lines(report)
 
 
 def _words_key(view: View) -> tuple[object, ...]:

@@ -2,10 +2,10 @@
 over the dashboard.
 
 Who pushes it: `GapwatchApp.action_help`, with the runtime's status phrases, the snapshots
-written so far (the footer has room for only part of them at 80 columns) and the advice for the
-gaps so far (`gapwatch.cuzk.advice`: the cuzk setting for each stall, its evidence, whether it is
-a guess). Any of escape, q or ? closes it; the arrow keys, PgUp/PgDn and the mouse wheel scroll
-it.
+written so far (the footer has room for only part of them at 80 columns) and what to change so
+far (`gapwatch.cuzk.advice.session_advice`: the PoSt that failed, were lost, late or at risk
+first, then the cuzk setting for each stall of the gaps, its evidence, whether it is a guess).
+Any of escape, q or ? closes it; the arrow keys, PgUp/PgDn and the mouse wheel scroll it.
 
 Every line of `HELP` is at most 72 characters, so at 80 columns (border and padding included)
 no line wraps into an orphan.
@@ -104,7 +104,7 @@ class HelpScreen(ModalScreen[None]):
         Args:
             status: the footer's status phrases, in full.
             snapshots: paths of the snapshots written in this session.
-            advice: what to change, for the gaps so far (`advice_lines`).
+            advice: what to change, for the PoSt and gaps so far (`advice_lines`).
         """
         super().__init__()
         self._status = list(status)
@@ -114,7 +114,8 @@ class HelpScreen(ModalScreen[None]):
     def text(self) -> str:
         extra = ["", "now"] + [f"  {part}" for part in self._status]
         if self._advice:
-            extra += ["", "what to change (cuzk's settings, for the gaps so far)", *self._advice]
+            extra += ["", "what to change (cuzk's settings, for the PoSt and gaps so far)",
+                      *self._advice]
         if self._snapshots:
             extra += ["", "snapshots written"] + [f"  {path}" for path in self._snapshots]
         # The status quotes outside text (a followed log's name, a snapshot folder, the

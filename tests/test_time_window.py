@@ -114,9 +114,7 @@ def test_a_window_is_the_report_of_the_recording_cut_there(
     """A window's report is the cut recording's, but for the margin a whole report keeps
     of its log each side of its span (its PoSt, restarts and partitions: none here, as a
     window keeps none)."""
-    from gapwatch.offline import detect, report
-    for module in (detect, report):
-        monkeypatch.setattr(module, "MARGIN_S", 0.0)
+    monkeypatch.setattr(log_span, "MARGIN_S", 0.0)
     path, log = sim_with_log
     w, cut = _window_and_cut(path, tmp_path, "+60s", "+180s")
     assert w.since_s is not None and w.until_s is not None
@@ -1113,9 +1111,7 @@ def test_a_whole_report_says_what_it_leaves_out_of_a_log_recorded_from_long_befo
     """The log a recording holds from more than the margin before its samples (`record
     --from-start` of a long log; the margin scaled to 10 s here): its PoSt list and its table
     both leave those lines' proofs and partitions out, and one line counts them."""
-    from gapwatch.offline import detect, report
-    for module in (log_span, detect, report):
-        monkeypatch.setattr(module, "MARGIN_S", 10.0)
+    monkeypatch.setattr(log_span, "MARGIN_S", 10.0)
     path, _err = record_sim(tmp_path, "post", 130.0)
     held = _begun_after_its_log(path, tmp_path, 40.0, keep_log=True)
     doc = json.loads(report_of(held, "--json"))

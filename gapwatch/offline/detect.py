@@ -49,9 +49,10 @@ from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.logs.once import LinesOnce, may_hold_log_lines
+from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
-from gapwatch.offline.log_span import MARGIN_S, LogSpan, log_read_from
+from gapwatch.offline.log_span import LogSpan, log_read_from
 from gapwatch.offline.prover_events import ProverEvents
 from gapwatch.sources.recording import PassedOver, StillWritten, WakeAt
 
@@ -245,8 +246,8 @@ class _Side:
                 self.said_until_s = until_s  # the data's end, once read, where earlier
             return
         if span.start_s > 0:
-            self.margin_s = MARGIN_S
-            self.said_from_s = span.start_s - MARGIN_S
+            self.margin_s = log_span.MARGIN_S
+            self.said_from_s = span.start_s - log_span.MARGIN_S
 
     def say(self, said: list[ProverEvent]) -> None:
         """The watcher's words, those inside the span kept (`_inside`), the others counted.

@@ -35,7 +35,7 @@ import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
@@ -75,10 +75,11 @@ from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
+from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
-from gapwatch.offline.log_span import MARGIN_S, LogSpan, Repeats
+from gapwatch.offline.log_span import LogSpan, Repeats
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
 from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_payoff
@@ -705,8 +706,8 @@ def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | Non
     end_s = max((t.last_sample_wall_s for t in found.totals
                  if t.last_sample_wall_s is not None), default=None)
     if window is None:
-        return (None if start_s is None else start_s - MARGIN_S,
-                None if end_s is None else end_s + MARGIN_S)
+        return (None if start_s is None else start_s - log_span.MARGIN_S,
+                None if end_s is None else end_s + log_span.MARGIN_S)
     return start_s, end_s
 
 
@@ -719,8 +720,8 @@ def left_out_note(said: dict[str, int], rows: int) -> list[str]:
     kinds = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(said.items()) if n)
     parts = [*([f"{sum(said.values())} prover event(s) ({kinds})"] if kinds else []),
              *([f"{rows} partition(s)"] if rows else [])]
-    return [f"{' and '.join(parts)} of the log more than {fmt.far(MARGIN_S)} outside the "
-            "recording's span: left out of the prover events and the partition table alike"]
+    return [f"{' and '.join(parts)} of the log more than {fmt.far(log_span.MARGIN_S)} outside "
+            "the recording's span: left out of the prover events and the partition table alike"]
 
 
 def _breakdowns(states: list[StateChange], totals: list[GpuTotals],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
@@ -107,8 +108,13 @@ def _window(path: Path, since: str, until: str) -> TimeWindow:
 
 
 def test_a_window_is_the_report_of_the_recording_cut_there(
-    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None
+    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A window's report is the cut recording's, but for the margin a whole report keeps
+    of its log each side of its span (its PoSt, restarts and partitions: none here, as a
+    window keeps none)."""
+    monkeypatch.setattr(log_span, "MARGIN_S", 0.0)
     path, log = sim_with_log
     w, cut = _window_and_cut(path, tmp_path, "+60s", "+180s")
     assert w.since_s is not None and w.until_s is not None
@@ -118,8 +124,9 @@ def test_a_window_is_the_report_of_the_recording_cut_there(
     # purpose, and says nothing of it.
     mine, theirs = _doc(windowed), _doc(whole_cut)
     assert mine.pop("problems") == []
+    problems = theirs.pop("problems")
     assert [p.split(" line(s) before it")[0].rsplit(" ", 1)[1].isdigit()
-            for p in theirs.pop("problems")] == [True]
+            for p in problems if "left out of the prover events" not in p] == [True]
     assert mine == theirs
     assert len(windowed.gaps) > 100
     assert all(w.since_s <= g.start_s < w.until_s for g in windowed.gaps)
@@ -211,8 +218,9 @@ def test_a_gzip_recording_and_a_folder_of_segments_give_the_plain_file_s_window(
     plain = _doc(build_report(path, Config(), workers=1, window=w))
     assert _doc(build_report(gz, Config(), workers=1, window=w)) == plain
     assert _doc(build_report(folder, Config(), workers=1, window=w)) == plain
-    # 40 s of 4 minutes in six segments: those wholly before or after it are not opened.
-    assert 1 <= len(opened) <= 3 and "gw.000001.jsonl" not in opened
+    # 40 s of 4 minutes in six segments: those wholly before or after it are not opened (the
+    # recording's log read around the window opens the window's own again).
+    assert 1 <= len(set(opened)) <= 3 and "gw.000001.jsonl" not in opened
     assert "gw.000006.jsonl" not in opened
 
 
@@ -242,8 +250,10 @@ def test_a_gzip_window_passes_over_the_pieces_before_it_and_keeps_every_line_num
     gz.write_bytes(_gzip(plain.read_bytes()))
     w = _window(plain, "+150s", "+230s")
     from_gz = build_report(gz, Config(), workers=1, window=w)
-    assert len(small_pieces) == 1 and small_pieces[0] > len(lines) // 3  # passed over
-    assert small_pieces[0] < at  # not past the bad line, which lies inside the window
+    # Passed over, twice: the recording's log read around the window (from the margin before
+    # it, `startup_lines.recorded_around`) and the window.
+    assert len(small_pieces) == 2 and min(small_pieces) > len(lines) // 3
+    assert max(small_pieces) < at  # not past the bad line, which lies inside the window
     from_plain = build_report(plain, Config(), workers=1, window=w)
     assert from_gz.problems == [p.replace(str(plain), str(gz)) for p in from_plain.problems]
     assert from_gz.problems[0].startswith(f"{gz}:{at + 1}: bad record")
@@ -362,11 +372,12 @@ def _gpu_moments(item: dict[str, Any]) -> list[float]:
 
 
 def test_a_windows_partitions_synthesised_before_it_say_their_pinning_is_not_known(
-    pageable_recorded: Path
+    pageable_recorded: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every partition of the recording was synthesised unpinned ("no" in the whole report).
-    A window's partition whose synthesis ended before the window said "yes" (no
-    `is_pinned=false` line in the window): the window did not read its pinning, "-"."""
+    A window's partition whose synthesis ended before the log read around it (the margin
+    scaled to 1 s here) said "yes" (no `is_pinned=false` line read): its pinning, "-"."""
+    monkeypatch.setattr(log_span, "MARGIN_S", 1.0)
     _count, whole = _table(report_of(pageable_recorded, "--all"))
     assert {row.split()[-1] for row in whole} <= {"no", "wave)"}  # "no (first wave)"
     text = report_of(pageable_recorded, "--since", "+25s", "--until", "+45s")
@@ -417,15 +428,17 @@ def _samples(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
-    tmp_path: Path
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The simulated PoSt prover's second WinningPoSt is late (35.0 s: 33.1 s of synthesis,
-    its SRS loaded from disk). A window from after its synthesis began showed `queue -
-    synth - GPU wait 0.2` and only `waited for a GPU worker behind: ...` under it, as if
-    0.2 s of GPU wait were why; its row now says what it did not read, and where. "What to
-    change" said `no setting claimed: its longest phase was gpu` (`"cause": "gpu"`): the
-    longest of the phases read, 1.7 s beside 33.1 s not read. Now it names no phase: its
-    cause is not known from the log read, and --since earlier reads it."""
+    its SRS loaded from disk). A window from after its synthesis began (and after the log
+    read around it: the margin scaled to 1 s here) showed `queue - synth - GPU wait 0.2` and
+    only `waited for a GPU worker behind: ...` under it, as if 0.2 s of GPU wait were why;
+    its row now says what it did not read, and where. "What to change" said `no setting
+    claimed: its longest phase was gpu` (`"cause": "gpu"`): the longest of the phases read,
+    1.7 s beside 33.1 s not read. Now it names no phase: its cause is not known from the log
+    read, and --since earlier reads it."""
+    monkeypatch.setattr(log_span, "MARGIN_S", 1.0)
     path, _err = record_sim(tmp_path, "post", 100.0)
     whole = report_of(path)
     row = next(line for line in whole.splitlines() if "winpost-1000-1a2b3c02" in line)
@@ -1029,3 +1042,154 @@ def test_a_windowed_replay_feeds_the_log_near_the_window_and_the_daemons_start()
             assert fed == ["starting cuzk engine", "GPU_TIMING y", "GPU_TIMING z"]
     finally:
         logs.close()
+
+
+def _begun_after_its_log(path: Path, folder: Path, after_s: float, keep_log: bool) -> Path:
+    """`path` as if `record` began `after_s` into it: its header started then and its samples
+    from then; its log records all kept (`record --log --from-start`) or none (`keep_log`
+    False: the log given as `--log`)."""
+    header, *body = path.read_bytes().splitlines(keepends=True)
+    head = msgspec.json.decode(header)
+    head["started_wall_s"] += after_s
+    def kept(r: dict[str, Any]) -> bool:
+        if r.get("type") == "log":
+            return keep_log
+        return bool(r.get("t_wall_s", math.inf) >= head["started_wall_s"])
+
+    kept_lines = [line for line in body if kept(msgspec.json.decode(line))]
+    out = folder / f"begun-{keep_log}.jsonl"
+    out.write_bytes(msgspec.json.encode(head) + b"\n" + b"".join(kept_lines))
+    return out
+
+
+def _post_and_table(doc: dict[str, Any]) -> tuple[set[str], int]:
+    proofs = {e["job_id"] for e in doc["prover_events"]["proof"]}
+    return proofs, len(doc["partitions"]["items"])
+
+
+def test_a_whole_report_keeps_the_log_from_a_minute_before_record_in_its_post_list_and_table(
+    tmp_path: Path
+) -> None:
+    """A recording whose log begins before its samples (`record --log --from-start`, or a
+    `--log` from a minute before `record`): its PoSt list held the first WinningPoSt and its
+    partition table not its partitions (203 of 304 partitions, 3 PoSt jobs of 5), or (with
+    `--log`) both lost them, nothing said. A whole report keeps what the log gives within
+    5 minutes of the recording's span in both, either way the log is given."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = _post_and_table(json.loads(report_of(path, "--json")))
+    assert "winpost-1000-1a2b3c01" in whole[0]
+    held = _begun_after_its_log(path, tmp_path, 40.0, keep_log=True)
+    given = _begun_after_its_log(path, tmp_path, 40.0, keep_log=False)
+    assert _post_and_table(json.loads(report_of(held, "--json"))) == whole
+    assert _post_and_table(json.loads(report_of(given, "--json", "--log", str(log)))) == whole
+
+
+def test_a_restarts_cost_is_listed_only_where_its_restart_is(tmp_path: Path) -> None:
+    """A window (or a whole report's span) begun between a restart and its new run's first
+    work: the count said no restart, the Restarts list opened with the cost of the one left
+    out (`the restart cost the GPU 17.8 s, 16:22:32 to 16:22:50`). The cost goes where its
+    restart goes."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json", "--log", str(log)))["prover_events"]
+    start = header_of(path).started_wall_s
+    (restart,), (cost,) = whole["restart"], whole["restart_cost"]
+    assert restart["t_wall_s"] < cost["t_wall_s"]
+    between = f"+{(restart['t_wall_s'] + cost['t_wall_s']) / 2 - start:.1f}s"
+    doc = json.loads(report_of(path, "--json", "--log", str(log), "--since", between))
+    assert (doc["prover_events"]["restart"], doc["prover_events"]["restart_cost"]) == ([], [])
+
+
+def test_a_whole_report_says_what_it_leaves_out_of_a_log_recorded_from_long_before(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The log a recording holds from more than the margin before its samples (`record
+    --from-start` of a long log; the margin scaled to 10 s here): its PoSt list and its table
+    both leave those lines' proofs and partitions out, and one line counts them."""
+    monkeypatch.setattr(log_span, "MARGIN_S", 10.0)
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    held = _begun_after_its_log(path, tmp_path, 40.0, keep_log=True)
+    doc = json.loads(report_of(held, "--json"))
+    proofs, _rows = _post_and_table(doc)
+    assert "winpost-1000-1a2b3c01" not in proofs
+    assert "winpost-1000-1a2b3c01" not in {p["job_id"] for p in doc["partitions"]["items"]}
+    (note,) = [w for w in doc["problems"] if "outside the recording's span: left out" in w]
+    assert "1 proof" in note and "partition(s)" in note
+
+
+def test_a_window_to_the_recordings_end_says_no_later_until_reads_its_idle_end(
+    tmp_path: Path
+) -> None:
+    """A recording ending in cuzk's restart (the GPU idle its last seconds): a window to its
+    end said "--until later reads it", where nothing comes later; a window ending before the
+    data does still says it."""
+    path, _err = record_sim(tmp_path, "post", 115.0)
+    assert "no busy reading in the window" not in report_of(path, "--since", "+60s")
+    assert "--until later reads it" in report_of(path, "--since", "+60s", "--until", "+113s")
+
+
+def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(tmp_path: Path) -> None:
+    """The stretch a window's end cuts is said from the detector's min gap on (the report's
+    `min_gap_s`, `[detector] min_gap_ms`): one of about a sample (0.3 s of a fast sampler) is
+    no idle stretch. A window ending 12 s into cuzk's restart says it; held to a min gap of
+    20 s, the same window does not."""
+    from dataclasses import replace
+
+    from gapwatch.offline.report_text import format_text
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    r = build_report(path, Config(), [], workers=1, window=_window(path, "+60s", "+112s"))
+    assert (r.min_gap_s, r.data_after) == (Config().detector.min_gap_ms / 1000, True)
+    assert "no busy reading in the window" in format_text(r)
+    assert "no busy reading in the window" not in format_text(replace(r, min_gap_s=20.0))
+
+
+def test_a_time_of_day_on_a_trace_csv_is_resolved_by_its_end_as_a_recordings_is(
+    tmp_path: Path
+) -> None:
+    """A trace CSV begun at 16:18:36 and `--since 16:18`: its end was not read, so the time of
+    day was the next day's and the report an empty window, exit 0. Its last row's time is
+    read from its end: 16:18 is that day's (the window from the CSV's start), and a time of
+    day after its end is refused (exit 2) as for a recording."""
+    start = datetime(2026, 12, 5, 16, 18, 36, tzinfo=UTC).timestamp()
+    rows = ["timestamp_s,gpu,sm_active_pct,gpu_util_pct"]
+    rows += [f"{start + i * 0.1!r},0,{0.0 if i % 50 < 5 else 95.0},100.0" for i in range(900)]
+    trace = tmp_path / "p.csv"
+    trace.write_text("\n".join(rows) + "\n")
+    rc, out, _ = _run("report", str(trace), "--json", "--since", "16:18")
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["window"]["since_s"] == start - 36
+    assert doc["gaps"]
+    rc, _, err = _run("report", str(trace), "--since", "16:21")
+    assert rc == 2 and "holds none of the recording" in err
+
+
+def test_a_window_of_a_recording_holding_its_log_says_the_post_that_went_late_in_it(
+    tmp_path: Path
+) -> None:
+    """A WinningPoSt begun before a window and past its 30 s deadline inside it: the window
+    of the recording holding its log listed no PoSt ("nothing to change"), its begin not
+    read, while the same window with the same log as `--log` (read 5 minutes around it)
+    listed it late. The recording's own log is read around the window as a `--log` is: both
+    list it, alike."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json"))["prover_events"]["proof"]
+    late = [e for e in whole if e["proof"]["verdict"] == "late" and e["proof"]["done"]][0]
+    began_s = late["t_wall_s"] - late["proof"]["total_s"]
+    start = header_of(path).started_wall_s
+    window = ("--since", f"+{began_s + 5 - start:.1f}s", "--until", f"+{began_s + 31 - start:.1f}s")
+    recorded = json.loads(report_of(path, "--json", *window))["prover_events"]["proof"]
+    given = json.loads(report_of(path, "--json", "--log", str(log), *window))
+    assert [(e["job_id"], e["proof"]["verdict"]) for e in recorded][-1:] == [
+        (late["job_id"], "late")]
+    assert ([(e["job_id"], e["proof"]["verdict"], e["proof"]["done"]) for e in recorded]
+            == [(e["job_id"], e["proof"]["verdict"], e["proof"]["done"])
+                for e in given["prover_events"]["proof"]])

@@ -325,6 +325,8 @@ class TimelineBuilder:
         self._read_from_s = read_from_s
         #: The first `/status` poll read (`PartitionTiming.gpu_moments`).
         self._first_poll_s: float | None = None
+        #: The rows the last `finish` left out: their work outside its span.
+        self.rows_left_out = 0
         self._ops = PartitionOps()
         #: The daemon's run (1, 2 after the first `starting cuzk engine` that follows work),
         #: whether the run has seen work yet, and the proof kinds whose first synthesis in the
@@ -539,12 +541,14 @@ class TimelineBuilder:
         """The table: its rows on disk beyond a few thousand (`RunTimeline.partitions`).
         `span`: (since, until), the report's span (a window's, or the recording's; None: open
         on that side): only the rows whose work overlaps it (`PartitionTiming.works_within`);
-        None: every row."""
+        None: every row. The rows left out are counted (`rows_left_out`)."""
         rows = rows_spool()
         summary = _Summary()
+        self.rows_left_out = 0
         last_run = max([self._run, *(run for run, _, _ in self._runs)])
         for row, when in self._ops.rows(self._parser_locks, last_run):
             if span is not None and not row.works_within(*span, self._first_poll_s):
+                self.rows_left_out += 1
                 continue
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)

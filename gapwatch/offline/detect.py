@@ -49,6 +49,7 @@ from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.logs.once import LinesOnce, may_hold_log_lines
+from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan, log_read_from
@@ -125,6 +126,9 @@ class Detected:
     #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order:
     #: every one counted, the first `MAX_KEPT` of each kind kept.
     prover_events: ProverEvents = field(default_factory=ProverEvents)
+    #: The watcher's words left out, by kind: said outside the report's span (a whole
+    #: report's: more than `MARGIN_S` outside the recording's; `_Side.keep_within`).
+    said_left_out: dict[str, int] = field(default_factory=dict)
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
     most_gaps_held: int = 0
@@ -215,10 +219,51 @@ class _Side:
         #: read around it, its start from the first event, its end once the data has ended.
         self.said_from_s: float | None = None
         self.said_until_s: float | None = None
+        #: How far outside the span's bounds a word still counts: `MARGIN_S` for a whole
+        #: report, none for a window.
+        self.margin_s = 0.0
+        #: The words left out, by kind (`Detected.said_left_out`).
+        self.left_out: dict[str, int] = {}
+        #: Whether the last restart said was left out: its cost is then left out with it.
+        self._restart_left_out = False
+
+    def keep_within(self, span: LogSpan, windowed: bool, since_s: float | None,
+                    until_s: float | None = None) -> None:
+        """The one rule for which of the prover's words are the report's. A window's: those
+        said inside it (`since_s` to `until_s`, then the data's end), its log read around it
+        either way (a `--log` file, `log_window`; the recording's own,
+        `startup_lines.recorded_lead_in` and `recorded_trail`). A whole report's: those said
+        within `MARGIN_S` of the recording's span, as the `--log` lines fed to the detector
+        (`LogSpan.kept`) and the partition table (`report.report_span`): a PoSt logged a
+        minute before `record` began is listed, as its partitions are, by a recording holding
+        its log or by `--log` alike; the rest are counted (`left_out`). No start known (a
+        trace CSV): every word."""
+        if windowed:
+            # Its own start, or the recording's where later (a `--log`'s span starts there).
+            start_s = span.start_s if since_s is None else max(since_s, span.start_s)
+            if start_s > 0:
+                self.said_from_s = start_s
+                self.said_until_s = until_s  # the data's end, once read, where earlier
+            return
+        if span.start_s > 0:
+            self.margin_s = log_span.MARGIN_S
+            self.said_from_s = span.start_s - log_span.MARGIN_S
 
     def say(self, said: list[ProverEvent]) -> None:
-        """The watcher's words, those inside the span kept (`_inside`)."""
-        self.prover_events += [e for e in said if self._inside(e)]
+        """The watcher's words, those inside the span kept (`_inside`), the others counted.
+        A restart's cost is kept where its restart is (the list and the count agree: the cost
+        of a restart said before the span, its new run's first work inside it, listed the
+        cost of a restart the count did not hold)."""
+        for e in said:
+            inside = self._inside(e)
+            if e.kind == "restart":
+                self._restart_left_out = not inside
+            elif e.kind == "restart_cost" and self._restart_left_out:
+                inside = False
+            if inside:
+                self.prover_events.add(e)
+            else:
+                self.left_out[e.kind] = self.left_out.get(e.kind, 0) + 1
 
     def _inside(self, e: ProverEvent) -> bool:
         """Whether a word of the watcher's is the report's: said within its span. The `--log`
@@ -277,6 +322,8 @@ def detect_records(
     end_of_data: Callable[[float | None], float | None] | None = None,
     on_gpu_clock: Callable[[], None] | None = None,
     since_s: float | None = None,
+    until_s: float | None = None,
+    windowed: bool = False,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -306,6 +353,11 @@ def detect_records(
         on_gpu_clock: `GapDetector.on_gpu_clock` (a split report's worker gives up there).
         since_s: a window's start (`--since`): its records were read from there (where the
             log events begin: `log_span.log_read_from`).
+        until_s: a window's end (`--until`): its words said after it are past the span
+            (the recording's log past it may be fed, `startup_lines.recorded_trail`).
+        windowed: a window's report (`--since`/`--until`): the prover's events kept are those
+            said inside the window; a whole report's, those said within `MARGIN_S` of the
+            recording's span (`_Side.keep_within`).
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -335,8 +387,7 @@ def detect_records(
         for ev in extra_logs:
             span.observe(ev)
     side.log_from_s = log_read_from(span, since_s)  # before the first event makes the builder
-    if span.files and span.start_s > 0:  # a `--log` read from `MARGIN_S` before the span
-        side.said_from_s = span.start_s
+    side.keep_within(span, windowed or since_s is not None, since_s, until_s)
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
     once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
                      look=may_hold_log_lines(header), since_s=span.start_s)
@@ -405,8 +456,8 @@ def detect_records(
                  if t.last_sample_wall_s is not None), default=None)
     if end_of_data is not None:
         end_s = end_of_data(end_s)
-    if side.said_from_s is not None:
-        side.said_until_s = end_s  # the words said past the data's end are past the span
+    if side.said_from_s is not None and end_s is not None:
+        side.said_until_s = end_s + side.margin_s  # the words said past it are past the span
     # A line the recording held too is inside it, wherever it falls.
     rest = (e for e in chain((head,) if head is not None else (), extra)
             if once.paired(e[0]) or span.after_end(e[0], end_s))
@@ -425,7 +476,8 @@ def detect_records(
         log_notes=span.notes(end_s, once.locks_kept), log_recorded_notes=once.notes(),
         log_already_recorded=once.count,
         **health_side.fields(),
-        prover_events=side.prover_events, most_gaps_held=published.most_held,
+        prover_events=side.prover_events, said_left_out=side.left_out,
+        most_gaps_held=published.most_held,
         last_host_wall_s=det.last_host_wall_s,
     )  # fmt: skip
 

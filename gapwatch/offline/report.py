@@ -35,7 +35,7 @@ import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
@@ -75,6 +75,7 @@ from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
+from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
@@ -85,9 +86,9 @@ from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_pa
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-from gapwatch.offline.startup_lines import recorded_startup
+from gapwatch.offline.startup_lines import lead_in_after, recorded_around, recorded_startup
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
-from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
+from gapwatch.sources.files import data_end, data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.recording import Reading, StillWritten
 from gapwatch.sources.time_window import TimeWindow
 
@@ -173,6 +174,12 @@ class ReportData:
     prover_lacks: list[str] = field(default_factory=list)
     #: The part of the recording read (`--since`/`--until`), or None: the whole of it.
     window: TimeWindow | None = None
+    #: The detector's min gap (`[detector] min_gap_ms`, in s): the shortest idle it calls a
+    #: gap, and the shortest the text says a window's end cuts (`report_text`).
+    min_gap_s: float = DetectorConfig().min_gap_ms / 1000
+    #: Whether the recording's data goes on past the window's end (or its end is not known):
+    #: a later `--until` reads more of it (`_data_after`).
+    data_after: bool = False
     #: The `TABLE_ROWS` longest closed gaps, in start order (the text's gap table, where there
     #: are more: a day's first rows are its first minute; `_GapSums`).
     longest_gaps: list[Gap] = field(default_factory=list)
@@ -238,6 +245,8 @@ def build_report(
             tell(progress, "summing up")
             report = summarise(path, found, logs, config.detector.window_s, paths.result(),
                                window)
+            report.min_gap_s = config.detector.min_gap_ms / 1000
+            report.data_after = _data_after(path, window)
             return report
 
 
@@ -256,19 +265,25 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     (by the data's time); `window`: only the records inside it, after the daemon's startup
     lines the recording holds from before it (`startup_lines.recorded_startup`). Used by
     `build_report` and `compare`'s sides."""
-    startup = (recorded_startup(path, window.since_s)
-               if window is not None and window.since_s is not None and config.logs.cuzk
-               else [])
+    startup: list[LogEvent] = []
+    trail: list[LogEvent] = []
+    if window is not None and window.since_s is not None and config.logs.cuzk:
+        startup = recorded_startup(path, window.since_s)
+    if window is not None and config.logs.cuzk and not logs:
+        # The recording's own log read around the window, as a `--log` is (`log_window`).
+        lead, trail = recorded_around(path, window)
+        startup = lead_in_after(startup, lead)
     if n > 1:
         listener = new_listener()
         found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d,
-                                progress=progress, window=window, startup=startup)
+                                progress=progress, window=window, startup=startup,
+                                trail=trail)
         if found is not None:
             _count_logs(found, parsed)
             return found, listener
     listener = new_listener()  # what a split run that gave up saw is not kept
     return detect(path, config, logs, listener=listener, parsed=parsed, keep_h2d=keep_h2d,
-                  progress=progress, window=window, startup=startup), listener
+                  progress=progress, window=window, startup=startup, trail=trail), listener
 
 
 @contextmanager
@@ -402,19 +417,19 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
            parsed: LogInput | None = None, keep_h2d: bool = False,
            progress: Progress | None = None, window: TimeWindow | None = None,
-           startup: Sequence[LogEvent] = ()) -> Detected:
+           startup: Sequence[LogEvent] = (), trail: Sequence[LogEvent] = ()) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
     caller closes it) and detect over it in one process (`listener`: see `detect_records`;
     `keep_h2d`, `progress`, `window`: see `detect_either`; `startup`: recorded log events fed
-    before the records)."""
+    before the records, `trail`: after them)."""
     own = parsed is None
     logs = (parse_log_input(path, config, log_paths, progress, window) if parsed is None
             else parsed)
     rec = read_any(path, Reading(window=window))
     records: Iterable[Record] = rec.records if progress is None else progress_of(
         rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
-    if startup:
-        records = chain(startup, records)
+    if startup or trail:
+        records = chain(startup, records, trail)
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     try:
         found = detect_records(rec.header, records, config.detector, logs.spool,
@@ -422,7 +437,9 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
                                listener=listener, watch=watch,
                                copies=CopySums(keep_h2d=keep_h2d),
                                span=copy.deepcopy(logs.span),
-                               since_s=window.since_s if window is not None else None)
+                               since_s=window.since_s if window is not None else None,
+                               until_s=window.until_s if window is not None else None,
+                               windowed=window is not None)
     finally:
         if own:
             logs.close()
@@ -449,6 +466,9 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     tally = found.gap_tally
     partitions = _partitions(found.timeline, report_span(found, window))
     said = said_of_input(path, found)
+    if window is None:
+        said = replace(said, warnings=[*said.warnings, *left_out_note(
+            found.said_left_out, _rows_left_out(found.timeline))])
     gap_advice = advise_stalls(sums.stalls, found.pipeline,
                            lambda these: gap_payoff(totals, these),
                            rules=lambda stall, these: path_rule(stall, these, facts),
@@ -638,6 +658,20 @@ def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
             for i in sorted(set(named) - sampled)]
 
 
+def _data_after(path: str | Path, window: TimeWindow | None) -> bool:
+    """Whether the recording goes on past `window`'s end: its data's end read from the file's
+    end (`data_end`, a bounded read), True where that is not known; False without a window
+    or `--until`."""
+    if window is None or window.until_s is None:
+        return False
+    end_s = data_end(path)
+    return end_s is None or window.until_s < end_s
+
+
+def _rows_left_out(timeline: TimelineBuilder | None) -> int:
+    return timeline.rows_left_out if timeline is not None else 0
+
+
 def _partitions(timeline: TimelineBuilder | None,
                 span: tuple[float | None, float | None]) -> RunTimeline | None:
     """The partition table: the timeline the detection loop fed (None: no log event it reads,
@@ -651,14 +685,17 @@ def _partitions(timeline: TimelineBuilder | None,
 
 def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | None, float | None]:
     """The span the report covers, as the partition table keeps its rows by (a partition is
-    the report's when its GPU work overlaps it, `PartitionTiming.works_within`): from the
-    window's start (or the recording's, if later; none known for a trace CSV) to the end of
-    the data read (the latest sample's wall time: a window's last sample, the cut
-    recording's). The `--log` lines read around it (5 minutes each side, for the gaps'
-    evidence) no longer fill the table with partitions of before or after it, nor a window's
-    `/status` polls with its jobs' partitions done before it. Across a wall clock stepped
-    back, wall times place nothing (as `throughput` says): the window's own bounds only, or
-    none."""
+    the report's when its GPU work overlaps it, `PartitionTiming.works_within`). A window's:
+    from its start (or the recording's, if later; none known for a trace CSV) to the end of
+    the data read (the latest sample's wall time), the `--log` lines read around it (5
+    minutes each side, for the gaps' evidence) adding no partitions of before or after it,
+    nor its `/status` polls its jobs' partitions done before it. A whole report's: the
+    recording's, `MARGIN_S` either side, as its PoSt list and prover events
+    (`detect._Side.keep_within`) and the `--log` lines fed (`LogSpan.kept`): a recording
+    whose log begins before its samples (`record --log --from-start`, or a `--log` from a
+    minute before `record`) listed its first PoSt and restarts, its table not their
+    partitions (203 of 304, 3 PoSt jobs of 5). Across a wall clock stepped back, wall times
+    place nothing (as `throughput` says): the window's own bounds only, or none."""
     if clock_stepped_back_s(found.states):
         return (window.since_s, window.until_s) if window is not None else (None, None)
     start_s: float | None = found.header.started_wall_s
@@ -668,7 +705,23 @@ def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | Non
         start_s = window.since_s if start_s is None else max(start_s, window.since_s)
     end_s = max((t.last_sample_wall_s for t in found.totals
                  if t.last_sample_wall_s is not None), default=None)
+    if window is None:
+        return (None if start_s is None else start_s - log_span.MARGIN_S,
+                None if end_s is None else end_s + log_span.MARGIN_S)
     return start_s, end_s
+
+
+def left_out_note(said: dict[str, int], rows: int) -> list[str]:
+    """The one line of what a whole report leaves out of its prover events and partition
+    table: said or worked more than `MARGIN_S` outside the recording's span (its own log
+    recorded from long before it, `record --from-start`); [] where nothing was."""
+    if not any(said.values()) and not rows:
+        return []
+    kinds = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(said.items()) if n)
+    parts = [*([f"{sum(said.values())} prover event(s) ({kinds})"] if kinds else []),
+             *([f"{rows} partition(s)"] if rows else [])]
+    return [f"{' and '.join(parts)} of the log more than {fmt.far(log_span.MARGIN_S)} outside "
+            "the recording's span: left out of the prover events and the partition table alike"]
 
 
 def _breakdowns(states: list[StateChange], totals: list[GpuTotals],

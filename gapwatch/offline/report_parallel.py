@@ -339,6 +339,9 @@ class _Job:
     #: daemon's startup lines recorded before it, fed to every worker first.
     window: TimeWindow | None = None
     startup: list[LogEvent] = field(default_factory=list)
+    #: The log events recorded past the window's end (`startup_lines.recorded_trail`), fed to
+    #: every worker last.
+    trail: list[LogEvent] = field(default_factory=list)
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -362,7 +365,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         mine_only = _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1,
                                _where(job.progress, path, rec, job.window))
         found = detect_records(
-            rec.header, chain(job.startup, mine_only) if job.startup else mine_only,
+            rec.header, chain(job.startup, mine_only, job.trail)
+            if job.startup or job.trail else mine_only,
             config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
@@ -371,7 +375,9 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             wake_at=wake, end_of_data=end_of_data, copies=copies,
             gap_spool=GapSpool(run_file=gap_file) if gap_file is not None else None,
             on_gpu_clock=lambda: _gpu_clock(rec),
-            since_s=job.window.since_s if job.window is not None else None)
+            since_s=job.window.since_s if job.window is not None else None,
+            until_s=job.window.until_s if job.window is not None else None,
+            windowed=job.window is not None)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))
@@ -439,7 +445,8 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
                     listener: RunListener | None = None, keep_h2d: bool = False,
                     progress: Progress | None = None, window: TimeWindow | None = None,
-                    startup: Sequence[LogEvent] = ()) -> Detected | None:
+                    startup: Sequence[LogEvent] = (), trail: Sequence[LogEvent] = ()
+                    ) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
     `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
@@ -447,7 +454,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     trace's sums keep each host-to-device copy (`CopySums`); `progress`: told how far this
     process's worker is (the others read as fast); `window`: every worker reads only the
     records inside it (`gapwatch.sources.time_window`), after the recorded log events
-    `startup`. Returns None when the input must
+    `startup`, and those past it, `trail`. Returns None when the input must
     be read in one process (see the module docstring). Raises what `header_of` raises for an
     unusable file.
     """
@@ -463,7 +470,7 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
                            for _ in range(1, n)] if fork else [],
                gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
                           for _ in range(1, n)] if fork else [],
-               keep_h2d=keep_h2d, window=window, startup=list(startup))
+               keep_h2d=keep_h2d, window=window, startup=list(startup), trail=list(trail))
     children: list[tuple[BaseProcess, Connection]] = []
     drained = False
     try:
@@ -670,6 +677,7 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         log_recorded_notes=side.log_recorded_notes if side is not None else [],
         log_already_recorded=side.log_already_recorded if side is not None else 0,
         prover_events=side.prover_events if side is not None else ProverEvents(),
+        said_left_out=side.said_left_out if side is not None else {},
         # This process's copies (and the copies of no watched GPU); the others' are taken in.
         copies=side.copies if side is not None else CopySums(),
         counters=counters,

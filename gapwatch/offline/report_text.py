@@ -152,11 +152,16 @@ def _idle_at_window_end(r: ReportData, t: GpuTotals) -> str | None:
     window's last reading; else None. A window that ended
     10 s into a restart's idle said "busy 100 %, no gaps" and nothing more: the busy share is
     of the working span (first to last busy reading) and the gap is not the window's, but the
-    idle is."""
-    if r.window is None or t.final_state != "IDLE" or t.last_busy_s is None:
+    idle is. Said only where the window ends before the recording's data does (a window to
+    the recording's end is its end: "--until later reads it" was said where nothing comes
+    later), and of a stretch of the detector's min gap or more (one of about one sample, 0.3 s
+    of a fast sampler, is no stretch)."""
+    if r.window is None or not r.data_after:
+        return None
+    if t.final_state != "IDLE" or t.last_busy_s is None:
         return None
     idle_s = t.last_wall_s - t.last_busy_s
-    if not idle_s > 0:
+    if not idle_s >= r.min_gap_s:
         return None
     # "No busy reading", not "idle": a hole in the data may lie in it (not counted as idle).
     return (f"         no busy reading in the window's last {idle_s:.1f} s (after "

@@ -1,5 +1,6 @@
 """The daemon's startup lines a recording holds (`record --log`), read back for a window that
-starts after them.
+starts after them, and the log lines it holds in the 5 minutes each side of the window
+(`recorded_around`), read as a `--log` file's are around it.
 
 Who calls it: `gapwatch.offline.report.detect_either` and the windowed replay
 (`gapwatch.engine.runtime`): a window's report feeds them first, as it keeps a `--log` file's
@@ -34,15 +35,17 @@ from typing import BinaryIO, Final
 import msgspec
 
 from gapwatch.base.gzip_stream import GZIP_HEAD_BYTES, inflated, is_gzip
-from gapwatch.core.codec import decode_record
+from gapwatch.core.codec import decode_record, gpu_line_prefix, gpu_line_prefix_type_last
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
-from gapwatch.offline import log_split
+from gapwatch.logs.once import may_hold_log_lines
+from gapwatch.offline import log_span, log_split
 from gapwatch.offline.log_span import is_startup
 from gapwatch.offline.log_split import last_restart
-from gapwatch.sources.files import read_any
+from gapwatch.sources.files import header_of, read_any
 from gapwatch.sources.gzip_lines import MAX_LINE_BYTES
-from gapwatch.sources.time_window import lines_time, offset_before, wall_of_text
+from gapwatch.sources.recording import Reading
+from gapwatch.sources.time_window import TimeWindow, lines_time, offset_before, wall_of_text
 
 #: A recorded start's lines are those from `LEAD_S` before its `starting cuzk engine` on (cuzk
 #: logs its memory budget and pinned pool first: `log_split.BACK_BYTES`).
@@ -90,6 +93,53 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
                     return events
             before = at  # a start at or after the window, or no start: the one before it
     return []
+
+
+def recorded_around(path: str | Path, window: TimeWindow
+                    ) -> tuple[list[LogEvent], list[LogEvent]]:
+    """The log events a recording holds in the `log_span.MARGIN_S` before `window` and after
+    it (each side open where the window is): what a window of a recording holding its log
+    reads around it, as a `--log` file's lines are read 5 minutes each side of it
+    (`log_window`): the gaps' evidence, the PoSt in flight at its start (its begin) and at its
+    end (its completion; `detect._Side` keeps a proof said after the window only where it
+    began in it). Without them a WinningPoSt begun before a window and 30.6 s into its 30 s
+    deadline inside it was not said late in the window, though the same window with the
+    same log as `--log` said it. One more read of the recording, from the margin before the
+    window to the margin after it, its GPU samples passed over undecoded; ([], []) for a
+    recording that cannot hold log events (`may_hold_log_lines`). Raises RecordingError."""
+    header = header_of(path)
+    if not may_hold_log_lines(header):
+        return [], []
+    margin_s = log_span.MARGIN_S
+    wider = TimeWindow(None if window.since_s is None else window.since_s - margin_s,
+                       None if window.until_s is None else window.until_s + margin_s, "")
+    gpus = [g.index for g in header.gpus]
+    rec = read_any(path, Reading(skip_prefixes=tuple(map(gpu_line_prefix, gpus)),
+                                 skip_type_last=tuple(map(gpu_line_prefix_type_last, gpus)),
+                                 window=wider))
+    before: list[LogEvent] = []
+    after: list[LogEvent] = []
+    try:
+        for r in rec.records:
+            if type(r) is not LogEvent:
+                continue
+            if window.since_s is not None and r.t_wall_s < window.since_s:
+                before.append(r)
+            elif window.until_s is not None and r.t_wall_s >= window.until_s:
+                after.append(r)
+    finally:
+        close = getattr(rec.records, "close", None)
+        if close is not None:
+            close()
+    return before, after
+
+
+def lead_in_after(startup: list[LogEvent], lead: list[LogEvent]) -> list[LogEvent]:
+    """The recorded startup lines (`recorded_startup`) before the lead-in (`recorded_around`),
+    then it: a line in both fed once."""
+    if not lead:
+        return startup
+    return [*(e for e in startup if e.t_wall_s < lead[0].t_wall_s), *lead]
 
 
 def _starts_before(file: Path, at: int, since_s: float) -> bool:

@@ -23,7 +23,7 @@ from gapwatch.sources.recording import (
 )
 from gapwatch.sources.recording_set import is_set, read_set, set_files
 from gapwatch.sources.time_window import TimeWindow, within
-from gapwatch.sources.trace_csv import is_trace_csv, read_trace_csv
+from gapwatch.sources.trace_csv import is_trace_csv, last_time_s, read_trace_csv
 
 
 def read_any(path: str | Path, reading: Reading = WHOLE) -> Recording:
@@ -98,6 +98,8 @@ def data_end(path: str | Path) -> float | None:
     """The latest wall time the files of a recording (a set's too) end at, read from their
     ends (`last_wall_s`), or None where none is known. Never raises."""
     p = Path(path)
+    if is_trace_csv(p):
+        return last_time_s(p)  # its last row's time, from its end
     try:
         files = set_files(p).files if is_set(p) else [p]
     except OSError:

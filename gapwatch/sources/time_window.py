@@ -182,7 +182,7 @@ def _wall(m: Moment, start_s: float, end_s: float | None) -> float:
     if m.kind == "end":
         if end_s is None:
             raise WindowError(f"{m.text!r} counts back from the recording's end, which cannot be "
-                             "read from the file's end (a trace CSV, a gzip file gapwatch did "
+                             "read from the file's end (a gzip trace CSV, a gzip file gapwatch did "
                              "not write): give a date and time instead")
         return end_s - m.seconds
     return _time_of_day(m, start_s, end_s)

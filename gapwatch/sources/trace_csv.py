@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import csv
 import math
+import os
+import stat
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -41,6 +43,7 @@ from typing import Any, Final, get_args
 import msgspec
 
 from gapwatch import __version__
+from gapwatch.base.gzip_stream import is_gzip
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     MAX_GPU_INDEX,
@@ -466,6 +469,43 @@ def _columns(p: Path, stream: LineStream) -> list[str]:
     if "timestamp_s" not in columns or "gpu" not in columns:
         raise RecordingError(f"{p}: not a trace CSV (needs columns timestamp_s and gpu)")
     return columns
+
+
+#: How much of a plain trace CSV's end `last_time_s` reads (a row is under 400 bytes).
+TAIL_BYTES: Final = 1 << 16
+
+
+def last_time_s(path: Path) -> float | None:
+    """The time of a plain trace CSV's last row that names a usable one, read from its end
+    (its first line for the columns, its last `TAIL_BYTES` for the rows): what a moment of it
+    is resolved against (`files.data_end`), as a recording's end is. None for a gzip file (it
+    cannot be read from its end), a stream, or an end that names no usable time. Never
+    raises. Without it, `--since 16:18` of a CSV begun at 16:18:36 took the next day's 16:18
+    and reported an empty window."""
+    try:
+        # Only a regular file is opened: opening a FIFO would wait for its writer.
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        with open(path, "rb") as f:
+            head = f.readline(MAX_ROW_BYTES)
+            if is_gzip(head[:2]):
+                return None
+            size = os.fstat(f.fileno()).st_size
+            start = max(len(head), size - TAIL_BYTES)
+            f.seek(start)
+            tail = f.read(size - start)
+    except OSError:
+        return None
+    columns = [c.strip() for c in head.decode("utf-8-sig", "replace").split(",")]
+    if "timestamp_s" not in columns:
+        return None
+    at = columns.index("timestamp_s")
+    lines = tail.decode("utf-8", "replace").splitlines()
+    for row in csv.reader(reversed(lines[1 if start > len(head) else 0:])):
+        t = _number(row[at].strip()) if len(row) > at else None
+        if t is not None and wall_s_ok(t):
+            return t
+    return None
 
 
 class _Scan:

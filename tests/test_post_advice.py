@@ -6,6 +6,8 @@ keep their verdict without claiming an unknown failure. The report's PoSt table 
 
 from __future__ import annotations
 
+from msgspec.structs import replace
+
 from gapwatch.core.models import ProofTiming, ProverEvent
 from gapwatch.core.prover_watch import MAX_TROUBLES, ProofTroubles
 from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice
@@ -67,9 +69,26 @@ def test_forty_windowposts_failed_by_one_cause_are_one_line_with_the_first_error
     [a] = _advice(*[_failed_window_post(n) for n in range(40)])
     assert (a.verdict, a.count, a.cause) == ("failed", 40, "synthesis failed")
     assert a.error == "synthesis failed: sector 0 vanilla proof invalid"
-    assert ("cuzk said 'synthesis failed: sector 0 vanilla proof invalid' (the first of 40, "
-            "whose errors differ: each proof's row says its own) (engine.rs:2855)") in a.words
+    assert ("cuzk said 'synthesis failed: sector 0 vanilla proof invalid' (the first of 40; "
+            "the others differ only in their numbers) (engine.rs:2855)") in a.words
     assert "no upstream words" not in a.words and "not kept" not in a.words
+
+
+def test_panics_that_differ_only_in_tokios_task_ids_are_one_failure_said_so() -> None:
+    """cuzk's `GPU prove start task panicked` carries tokio's JoinError, `task {id} panicked
+    with message ...`, a task id of its own for every panic: three alike read "whose errors
+    differ" as if three failures."""
+    panics = [ProofTiming("winning-post", total_s=3.0, deadline_s=30.0, verdict="failed",
+                          error=f"GPU prove start task panicked: task {n} panicked with message "
+                                '"CUDA error: out of memory"',
+                          cause="GPU prove start task panicked") for n in (41, 57, 73)]
+    [a] = _advice(*panics)
+    assert "(the first of 3; the others differ only in their numbers)" in a.words
+    assert "whose errors differ" not in a.words
+    other = replace(panics[2], error="GPU prove start task panicked: task 80 panicked with "
+                                     'message "illegal memory access"')
+    [b] = _advice(*panics[:2], other)
+    assert "(the first of 3, whose errors differ: each proof's row says its own)" in b.words
 
 
 def test_failures_by_two_causes_are_two_lines_each_with_its_upstream_words() -> None:

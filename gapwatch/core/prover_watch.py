@@ -11,6 +11,7 @@ an event into the notice the dashboard's alert line and `record`'s stderr say.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -168,8 +169,15 @@ class Trouble:
     longest_s: float | None
     latest: ProofTiming
     first_error: str | None = None
+    #: Whether another proof's error said other words than the first's; `numbers_differ`:
+    #: only other numbers (a sector, a task id: a prover numbers what failed, and tokio's
+    #: task ids differ for every panic), the same failure each time.
     errors_differ: bool = False
+    numbers_differ: bool = False
 
+
+#: A run of digits: errors that differ only there are one failure said of other things.
+_NUMBERS = re.compile(r"\d+")
 
 #: Causes kept apart (`ProofTroubles`), of every kind and verdict together: a prover's causes
 #: are a few words of its own (cuzk: its failure lines, the settings a late proof names, its
@@ -239,7 +247,10 @@ def _tally(into: dict[TroubleKey, Trouble], p: ProofTiming) -> None:
     if seen.first_error is None:
         seen.first_error = p.error
     elif p.error is not None and p.error != seen.first_error:
-        seen.errors_differ = True
+        if _NUMBERS.sub("#", p.error) == _NUMBERS.sub("#", seen.first_error):
+            seen.numbers_differ = True
+        else:
+            seen.errors_differ = True
     if figure is not None and (seen.longest_s is None or figure > seen.longest_s):
         seen.longest_s = figure
 

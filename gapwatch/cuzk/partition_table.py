@@ -139,8 +139,8 @@ class PartitionTiming:
         or a pinned-pool fallback warning naming it) or one of a first wave (no capacity hint
         yet); False only where the log said `is_pinned=true`; None where nothing was said (a
         log kept at WARN, a partition only /status knew, a window's partition synthesised
-        before the window: its `is_pinned=false` line, if any, was not read): no line, no
-        "yes"."""
+        more than the log's read-around before the window: its line, if any, was not read): no
+        line, no "yes"."""
         if self.monolithic or self.unpinned or self.first_wave:
             return True
         return False if self.pinned_said else None

@@ -157,7 +157,9 @@ def _others_words(t: Trouble, name: str) -> str:
 def _failed_words(t: Trouble, name: str) -> str:
     k = t.key
     first = (f" (the first of {t.count}, whose errors differ: each proof's row says its own)"
-             if t.errors_differ else "")
+             if t.errors_differ else
+             f" (the first of {t.count}; the others differ only in their numbers)"
+             if t.numbers_differ else "")
     said = (f"cuzk said '{t.first_error}'{first}" if t.first_error
             else "cuzk said it failed (its error not kept)")
     source, upstream = _FAILED.get(k.cause or "", (

@@ -468,7 +468,8 @@ _KIND_LETTER = {"pcie_starved": "S", "transfer_bound": "T", "host_stall": "H", "
 
 def _post_cell(r: FleetRow) -> str:
     """`35s/1`: the last WinningPoSt's latency / PoSts late in the lookback; ` !1` after it:
-    one more failed (cuzk said so: its block lost as a late one's is, and "0 late" of a box
+    one more failed (cuzk said so: a WinningPoSt's block lost as a late one's is, a
+    WindowPoSt's sectors faulted at its deadline, and "0 late" of a box
     whose PoSts all failed read as all on time); ` ?2`: two more could not be timed (each may
     have been late: "0 late" is not "all on time")."""
     if r.post_last_latency_s is None and r.post_late is None and r.post_untimed is None \

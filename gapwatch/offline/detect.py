@@ -232,7 +232,7 @@ class _Side:
         """The one rule for which of the prover's words are the report's. A window's: those
         said inside it (`since_s` to `until_s`, then the data's end), its log read around it
         either way (a `--log` file, `log_window`; the recording's own,
-        `startup_lines.recorded_lead_in` and `recorded_trail`). A whole report's: those said
+        `startup_lines.recorded_around`: before it and after it). A whole report's: those said
         within `MARGIN_S` of the recording's span, as the `--log` lines fed to the detector
         (`LogSpan.kept`) and the partition table (`report.report_span`): a PoSt logged a
         minute before `record` began is listed, as its partitions are, by a recording holding
@@ -354,7 +354,7 @@ def detect_records(
         since_s: a window's start (`--since`): its records were read from there (where the
             log events begin: `log_span.log_read_from`).
         until_s: a window's end (`--until`): its words said after it are past the span
-            (the recording's log past it may be fed, `startup_lines.recorded_trail`).
+            (the recording's log past it may be fed, `startup_lines.recorded_around`).
         windowed: a window's report (`--since`/`--until`): the prover's events kept are those
             said inside the window; a whole report's, those said within `MARGIN_S` of the
             recording's span (`_Side.keep_within`).

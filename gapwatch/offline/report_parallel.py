@@ -339,7 +339,7 @@ class _Job:
     #: daemon's startup lines recorded before it, fed to every worker first.
     window: TimeWindow | None = None
     startup: list[LogEvent] = field(default_factory=list)
-    #: The log events recorded past the window's end (`startup_lines.recorded_trail`), fed to
+    #: The log events recorded past the window's end (`startup_lines.recorded_around`), fed to
     #: every worker last.
     trail: list[LogEvent] = field(default_factory=list)
 

@@ -8,8 +8,10 @@ from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
 from gapwatch.config import Config
-from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.core.evidence_types import EventEvidence, HostEvidence
+from gapwatch.core.models import Gap, LogEvent, ProverEvent
 from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.prover import CuzkGap
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.logs.files import log_file_events
 from gapwatch.logs.parse import LogParser
@@ -74,3 +76,17 @@ def offline_facts(lines: Iterable[str]) -> PipelineFacts:
     for e in offline_events(lines):
         facts.feed(e)
     return facts
+
+
+def starved_gap(facts: PipelineFacts, start_s: float, lookback_s: float = 120.0) -> Gap:
+    """A 2 s pcie_starved gap of GPU 0 at `start_s` (a pinned-pool fallback among its events),
+    with what cuzk's prover gives it from `facts` (its evidence reaching `lookback_s` back)."""
+    view = CuzkGap(0, start_s, facts).view(start_s + 2.0, start_s, "pcie_starved",
+                                           start_s - lookback_s)
+    return Gap(gap_id=1, gpu=0, kind="pcie_starved", start_mono_ns=0, start_s=start_s,
+               end_mono_ns=2 * 10**9, end_s=start_s + 2.0, duration_s=2.0,
+               pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
+               host=HostEvidence(),
+               log_events=[EventEvidence(0.0, "", partition=3, warning="pinned_pool_fallback")],
+               prover_cause=view.cause, prover_evidence=view.evidence,
+               prover_facts=view.facts)

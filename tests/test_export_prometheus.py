@@ -273,15 +273,18 @@ def test_a_lost_gpus_last_readings_are_absent_and_its_loss_is_counted(
     assert m["gapwatch_gpu_hardware_events_total"][(("gpu", "0"), ("kind", "gpu_lost"))] == 0
 
 
+def _helps(handle: ExporterHandle) -> dict[str, str]:
+    """Each metric family's HELP on the live `/metrics` page, as `curl /metrics` shows it."""
+    with urllib.request.urlopen(handle.url, timeout=5) as resp:
+        text = resp.read().decode()
+    return {f.name: f.documentation for f in text_string_to_metric_families(text)}
+
+
 def test_the_hardware_events_help_names_a_lost_gpu_among_its_kinds(
         live: tuple[Session, ScriptedDetector, ExporterHandle]) -> None:
     # `gpu_lost` is a kind of the family (and the alert pages on it), while its HELP, what
     # `curl /metrics` shows beside it, said only "XID critical errors, ECC errors, PCIe replays".
-    _, _, handle = live
-    with urllib.request.urlopen(handle.url, timeout=5) as resp:
-        text = resp.read().decode()
-    help_text = {f.name: f.documentation for f in text_string_to_metric_families(text)}
-    words = help_text["gapwatch_gpu_hardware_events"]
+    words = _helps(live[2])["gapwatch_gpu_hardware_events"]
     for said in ("XID", "ECC", "PCIe replay", "GPU lost"):
         assert said in words, said
 
@@ -291,10 +294,7 @@ def test_the_gap_counters_help_names_their_kind_label_not_a_cause(
     # `gapwatch_gaps_total`'s label is `kind` (the detector's gap kinds); its HELP said "by
     # GPU and cause", and the prover's causes are another family's label
     # (`gapwatch_gaps_by_prover_cause_total{cause}`).
-    _, _, handle = live
-    with urllib.request.urlopen(handle.url, timeout=5) as resp:
-        text = resp.read().decode()
-    help_text = {f.name: f.documentation for f in text_string_to_metric_families(text)}
+    help_text = _helps(live[2])
     for family in ("gapwatch_gaps", "gapwatch_gap_seconds"):
         words = help_text[family]
         assert "by GPU and kind" in words and "cause" not in words, words

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parsed_logs import offline_events, offline_facts
+from parsed_logs import offline_events, offline_facts, starved_gap
 
-from gapwatch.core.evidence_types import EventEvidence, HostEvidence
-from gapwatch.core.models import Gap, LogEvent, ProverEvent
+from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.log_lines import POOL_ALLOCATED_MESSAGE
-from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.pool_churn import (
     CHURN_WINDOW_S,
     MAX_SPANS,
@@ -22,7 +20,6 @@ from gapwatch.cuzk.pool_churn import (
     REPIN_WITHIN_S,
     PoolChurn,
 )
-from gapwatch.cuzk.prover import CuzkGap
 from gapwatch.cuzk.watch import CuzkWatch
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
@@ -47,18 +44,6 @@ def at_warn(lines: list[str]) -> list[str]:
 
 def first_failure_s(lines: list[str]) -> float:
     return min(e.t_wall_s for e in offline_events(lines) if e.level == "WARN")
-
-
-def starved_gap(facts: PipelineFacts, start_s: float) -> Gap:
-    """A pcie_starved gap of GPU 0 at `start_s`, with what cuzk's prover gives it."""
-    view = CuzkGap(0, start_s, facts).view(start_s + 2.0, start_s, "pcie_starved", start_s - 120.0)
-    return Gap(gap_id=1, gpu=0, kind="pcie_starved", start_mono_ns=0, start_s=start_s,
-               end_mono_ns=2 * 10**9, end_s=start_s + 2.0, duration_s=2.0,
-               pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
-               host=HostEvidence(),
-               log_events=[EventEvidence(0.0, "", partition=3, warning="pinned_pool_fallback")],
-               prover_cause=view.cause, prover_evidence=view.evidence,
-               prover_facts=view.facts)
 
 
 def test_pinned_pool_churn_is_said_before_the_first_checkout_fails() -> None:

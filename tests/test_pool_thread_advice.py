@@ -12,13 +12,13 @@ the values the daemon's start logged, "if unset" where none was read (cuzk-upstr
 from __future__ import annotations
 
 from parsed_logs import offline_events, offline_facts
+from parsed_logs import starved_gap as gap_at
 
-from gapwatch.core.evidence_types import EventEvidence, HostEvidence, ProverState
+from gapwatch.core.evidence_types import HostEvidence, ProverState
 from gapwatch.core.models import Gap, LogEvent
 from gapwatch.cuzk.advice import Advice, AdviceReport, advise
 from gapwatch.cuzk.knobs import LOWER, RAISE, Pull
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
-from gapwatch.cuzk.prover import CuzkGap
 from gapwatch.logs.parse import LogParser
 
 T0 = "2026-12-05T16:18:"
@@ -68,14 +68,7 @@ def starved_gap(facts: PipelineFacts, lines: list[str]) -> Gap:
     """A pcie_starved gap of GPU 0 just after the log's last line, with what cuzk's prover
     gives it."""
     start_s = max(e.t_wall_s for e in offline_events(lines)) + 1.0
-    view = CuzkGap(0, start_s, facts).view(start_s + 2.0, start_s, "pcie_starved", start_s - 60.0)
-    return Gap(gap_id=1, gpu=0, kind="pcie_starved", start_mono_ns=0, start_s=start_s,
-               end_mono_ns=2 * 10**9, end_s=start_s + 2.0, duration_s=2.0,
-               pcie_rx_bytes_per_s=2e9, pcie_tx_bytes_per_s=1e6, link_bytes_per_s=63e9,
-               host=HostEvidence(),
-               log_events=[EventEvidence(0.0, "", partition=3, warning="pinned_pool_fallback")],
-               prover_cause=view.cause, prover_evidence=view.evidence,
-               prover_facts=view.facts)
+    return gap_at(facts, start_s, 60.0)
 
 
 def advise_pool(lines: list[str]) -> AdviceReport:

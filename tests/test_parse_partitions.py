@@ -251,6 +251,34 @@ def test_a_span_keeps_the_partitions_whose_gpu_work_overlaps_it() -> None:
     assert len(run.partitions) == 3
 
 
+def test_a_partition_only_status_saw_on_a_gpu_keeps_what_the_log_said_of_its_synthesis(
+) -> None:
+    """A recording that ended after a partition reached the GPU but before its GPU_START
+    line: `/status` makes its row, and the log's `is_pinned=true` of it (read) said "pinning
+    not known" ("-"). The row `/status` made carries what the log said: its pinning (an
+    `unpinned` warning too) and its synthesis time."""
+    from gapwatch.core.models import ProverPartition, ProverStatus
+
+    builder = TimelineBuilder()
+    for e in (_ev(1, "timeline", "SYNTH_START", partition=0),
+              _ev(2, "timeline", "SYNTH_START", partition=1),
+              _ev(3, "tracing", "partition synthesis complete", partition=0,
+                  fields={"is_pinned": True}),
+              _ev(3, "timeline", "SYNTH_END", partition=0, fields={"synth_ms": 2000}),
+              _ev(4, "tracing", "partition synthesis complete", partition=1,
+                  warning="unpinned")):
+        builder.add(e)
+    builder.add_status(ProverStatus(
+        prover="sim", t_mono_ns=5_000_000_000, t_wall_s=5.0, latency_ms=1.0, uptime_s=None,
+        partition_counts={}, workers=[], synthesis_active=None, synthesis_max=None,
+        queue_depth=None, jobs=1,
+        partitions=[ProverPartition("job", 0, "gpu"), ProverPartition("job", 1, "gpu")]))
+    run = builder.finish()
+    assert [(p.partition, p.pinned_words, p.synth_ms) for p in run.partitions] == [
+        (0, "yes", 2000), (1, "no", None)]
+    assert run.pinning_unknown == 0
+
+
 def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
     """`mutex_held_ms=-935` (a garbled or hostile line) was taken as given: the partition
     table's sums and shares went negative. A duration below 0 is None, as a count is."""

@@ -308,15 +308,25 @@ class _Fold:
         rec = self.rec
         values = self if rec.partition is not None else shared
         if values is not None:
-            if values.synth_ms is not None:
-                rec.synth_ms = values.synth_ms
-            # The unpinned word wins: a partition that fell back has no pinned a/b/c.
-            rec.pinned_said = (False if values.unpinned else True if values.pinned
-                               else None)
-            rec.first_wave = (values.first_wave and not values.pinned
-                              and rec.partition is not None)
+            values.said(rec)
         locks.apply(rec)
         return rec, when
+
+    @property
+    def says(self) -> bool:
+        """Whether the log said anything of its synthesis (time, pinning, first wave)."""
+        return (self.synth_ms is not None or self.unpinned or self.pinned
+                or self.first_wave)
+
+    def said(self, rec: PartitionTiming) -> None:
+        """What the log said of the synthesis onto `rec`: its time, its pinning, its wave."""
+        if self.synth_ms is not None:
+            rec.synth_ms = self.synth_ms
+        # The unpinned word wins: a partition that fell back has no pinned a/b/c.
+        rec.pinned_said = (False if self.unpinned else True if self.pinned
+                           else None)
+        rec.first_wave = (self.first_wave and not self.pinned
+                          and rec.partition is not None)
 
 
 def _rows_of(folds: dict[Key, _Fold], parser_locks: bool, last_run: int
@@ -339,8 +349,22 @@ def _rows_of(folds: dict[Key, _Fold], parser_locks: bool, last_run: int
             _fill_from_status(latest[0], st)
         elif not _GPU_STATES.isdisjoint(st.states_seen):
             st.run = last_run
+            _said_of(folds, job, index, st)
             made.append((st, (BY_STATUS, fold.first_seq)))
     yield from made
+
+
+def _said_of(folds: dict[Key, _Fold], job: str | None, index: Part,
+             st: PartitionTiming) -> None:
+    """What the log said of the synthesis of a partition only `/status` saw reach a GPU
+    (its latest run's fold): a recording that ended between its `is_pinned=true` line and its
+    GPU_START read "pinning not known" of it."""
+    said = max((fold for (run, fold_job, part), fold in folds.items()
+                if run != STATUS_RUN and fold_job == job and part == index and fold.says),
+               key=lambda fold: fold.rec.run, default=None)
+    if said is not None:
+        said.said(st)
+        st.source = "log+status"
 
 
 def _fill_from_status(rec: PartitionTiming, st: PartitionTiming) -> None:

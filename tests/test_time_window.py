@@ -1119,7 +1119,7 @@ def test_a_whole_report_says_what_it_leaves_out_of_a_log_recorded_from_long_befo
     assert "winpost-1000-1a2b3c01" not in proofs
     assert "winpost-1000-1a2b3c01" not in {p["job_id"] for p in doc["partitions"]["items"]}
     (note,) = [w for w in doc["problems"] if "outside the recording's span: left out" in w]
-    assert "1 proof" in note and "partition(s)" in note
+    assert "1 PoSt proof(s)" in note and "partition(s)" in note
 
 
 def test_a_window_to_the_recordings_end_says_no_later_until_reads_its_idle_end(
@@ -1193,3 +1193,28 @@ def test_a_window_of_a_recording_holding_its_log_says_the_post_that_went_late_in
     assert ([(e["job_id"], e["proof"]["verdict"], e["proof"]["done"]) for e in recorded]
             == [(e["job_id"], e["proof"]["verdict"], e["proof"]["done"])
                 for e in given["prover_events"]["proof"]])
+
+
+def test_a_whole_reports_left_out_line_counts_each_post_proof_once() -> None:
+    """A late PoSt is said twice, "still running" and then done: a whole report's "left out"
+    line counted 6 proofs of 4 jobs left out ("12 prover event(s) (2 error, 6 proof, ...)").
+    It counts proofs as the PoSt list does, one per proof, beside the other words."""
+    from gapwatch.core.models import ProofTiming, ProverEvent
+    from gapwatch.offline.detect import _Side
+    from gapwatch.offline.log_span import LogSpan
+    from gapwatch.offline.report import left_out_note
+
+    def proof(t: float, job: str, done: bool) -> ProverEvent:
+        return ProverEvent(t_wall_s=t, kind="proof", level="warning", message="", job_id=job,
+                           proof=ProofTiming("winning-post", total_s=40.0, deadline_s=30.0,
+                                             verdict="late", done=done))
+
+    side = _Side(None, None)
+    side.keep_within(LogSpan(start_s=10_000.0), windowed=False, since_s=None)
+    side.say([proof(100.0, "late", done=False), proof(110.0, "late", done=True),
+              proof(120.0, "on-time", done=True),
+              ProverEvent(t_wall_s=130.0, kind="error", level="error", message="boom"),
+              proof(20_000.0, "kept", done=True)])
+    assert side.left_out == {"proof": 2, "error": 1}
+    assert left_out_note(side.left_out, 3)[0].startswith(
+        "2 PoSt proof(s), 1 error(s) and 3 partition(s) of the log")

@@ -53,7 +53,7 @@ from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan, log_read_from
-from gapwatch.offline.prover_events import ProverEvents
+from gapwatch.offline.prover_events import ProofRows, ProverEvents
 from gapwatch.sources.recording import PassedOver, StillWritten, WakeAt
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -127,7 +127,8 @@ class Detected:
     #: every one counted, the first `MAX_KEPT` of each kind kept.
     prover_events: ProverEvents = field(default_factory=ProverEvents)
     #: The watcher's words left out, by kind: said outside the report's span (a whole
-    #: report's: more than `MARGIN_S` outside the recording's; `_Side.keep_within`).
+    #: report's: more than `MARGIN_S` outside the recording's; `_Side.keep_within`). Its
+    #: "proof" counts PoSt proofs, as the PoSt list does (`ProofRows`), not their words.
     said_left_out: dict[str, int] = field(default_factory=dict)
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
@@ -222,8 +223,11 @@ class _Side:
         #: How far outside the span's bounds a word still counts: `MARGIN_S` for a whole
         #: report, none for a window.
         self.margin_s = 0.0
-        #: The words left out, by kind (`Detected.said_left_out`).
-        self.left_out: dict[str, int] = {}
+        #: The words left out, by kind (`Detected.said_left_out`), but the PoSt proofs': a
+        #: proof is said twice or more (late while running, then done), counted by its rows
+        #: as the PoSt list counts them (`ProofRows`).
+        self._left_out: dict[str, int] = {}
+        self._left_out_proofs = ProofRows()
         #: Whether the last restart said was left out: its cost is then left out with it.
         self._restart_left_out = False
 
@@ -262,8 +266,16 @@ class _Side:
                 inside = False
             if inside:
                 self.prover_events.add(e)
+            elif e.kind == "proof":
+                self._left_out_proofs.add(e)
             else:
-                self.left_out[e.kind] = self.left_out.get(e.kind, 0) + 1
+                self._left_out[e.kind] = self._left_out.get(e.kind, 0) + 1
+
+    @property
+    def left_out(self) -> dict[str, int]:
+        """The words left out, by kind (`Detected.said_left_out`): "proof" counts proofs."""
+        proofs = self._left_out_proofs.counts().rows
+        return {**self._left_out, **({"proof": proofs} if proofs else {})}
 
     def _inside(self, e: ProverEvent) -> bool:
         """Whether a word of the watcher's is the report's: said within its span. The `--log`

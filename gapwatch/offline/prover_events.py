@@ -24,7 +24,7 @@ MAX_ROWS = 40
 #: and the summary's figures are over all. A log of a prover failing every partition for a
 #: day (or 100,000 panics) held each (~0.6 KB): 90 MB for 100,000, growing with the log.
 MAX_KEPT = 10_000
-#: PoSt proofs still running that the summary's counts hold (see `_ProofRows`).
+#: PoSt proofs still running that the summary's counts hold (see `ProofRows`).
 MAX_RUNNING = 4 * 1024
 
 
@@ -45,7 +45,7 @@ def _final(e: ProverEvent) -> bool:
 
 
 class ProofCounts(NamedTuple):
-    """The PoSt rows of a run (`_ProofRows`): how many, and how many late, at risk, said
+    """The PoSt rows of a run (`ProofRows`): how many, and how many late, at risk, said
     without their end, not timed (verdict "unknown": never among those on time), failed."""
 
     rows: int = 0
@@ -63,7 +63,7 @@ class ProofCounts(NamedTuple):
                            self.failed + (p.verdict == "failed"))
 
 
-class _ProofRows:
+class ProofRows:
     """One row per proof, the one rule for the summary's counts and the table's rows: a
     proof's last word (a proof said late while running, then done, is the done one), in the
     order each was last said. A job id said again after its proof's last word is another proof
@@ -111,8 +111,8 @@ class _ProofRows:
 
 
 def _proofs(events: Iterable[ProverEvent]) -> list[ProverEvent]:
-    """The rows of `events` (`_ProofRows`)."""
-    rows = _ProofRows(keep=True)
+    """The rows of `events` (`ProofRows`)."""
+    rows = ProofRows(keep=True)
     for e in events:
         rows.add(e)
     return rows.listed()
@@ -129,7 +129,7 @@ class ProverEvents(Sequence[ProverEvent]):
         #: Every event by kind, and those of each kind not kept.
         self.counts: dict[str, int] = {}
         self.not_kept: dict[str, int] = {}
-        self._proofs = _ProofRows()
+        self._proofs = ProofRows()
         #: The proofs that went wrong, by cause, over every event (the advice's first lines).
         self._troubles = ProofTroubles()
         #: Job ids whose latest word kept is a running proof's.
@@ -175,7 +175,7 @@ class ProverEvents(Sequence[ProverEvent]):
         errors, restarts, lost jobs and warnings, text and JSON alike. In the order derived, a
         panic said once its message had ended came before the line that preceded it
         (`16:22:13.646` above `.594`). Not the PoSt rows: those are each proof's last word
-        (`_ProofRows`)."""
+        (`ProofRows`)."""
         return sorted((e for e in self._kept if e.kind in kinds), key=attrgetter("t_wall_s"))
 
     def __iter__(self) -> Iterator[ProverEvent]:

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from heapq import heappush, heapreplace
 from itertools import chain
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from gapwatch.config import Config
 from gapwatch.core import fmt
@@ -711,15 +711,23 @@ def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | Non
     return start_s, end_s
 
 
+#: How `left_out_note` names each kind of the watcher's words left out, in its order: the
+#: PoSt proofs by proof (`Detected.said_left_out`), not by the words said of them.
+_LEFT_OUT_WORDS: Final = {"proof": "PoSt proof(s)", "error": "error(s)", "restart": "restart(s)",
+                          "restart_cost": "restart cost(s)", "lost_job": "lost GPU job(s)",
+                          "warning": "warning(s)"}
+
+
 def left_out_note(said: dict[str, int], rows: int) -> list[str]:
     """The one line of what a whole report leaves out of its prover events and partition
     table: said or worked more than `MARGIN_S` outside the recording's span (its own log
     recorded from long before it, `record --from-start`); [] where nothing was."""
     if not any(said.values()) and not rows:
         return []
-    kinds = ", ".join(f"{n} {kind.replace('_', ' ')}" for kind, n in sorted(said.items()) if n)
-    parts = [*([f"{sum(said.values())} prover event(s) ({kinds})"] if kinds else []),
-             *([f"{rows} partition(s)"] if rows else [])]
+    kinds = [*_LEFT_OUT_WORDS, *sorted(set(said) - set(_LEFT_OUT_WORDS))]
+    words = ", ".join(f"{said[kind]} {_LEFT_OUT_WORDS.get(kind, kind.replace('_', ' '))}"
+                      for kind in kinds if said.get(kind))
+    parts = [*([words] if words else []), *([f"{rows} partition(s)"] if rows else [])]
     return [f"{' and '.join(parts)} of the log more than {fmt.far(log_span.MARGIN_S)} outside "
             "the recording's span: left out of the prover events and the partition table alike"]
 

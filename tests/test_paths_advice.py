@@ -1381,3 +1381,24 @@ def test_two_stalls_pulling_the_budget_opposite_ways_are_said_with_which_to_chan
     (j,) = advice_json(report)["advice_conflicts"]
     assert (j["knob"], j["first"]["stall"]) == ("[memory] total_budget", "waits_on_budget")
     assert [x["stall"] for x in j["lowering"]] == ["pinned_pool"]
+
+
+def test_a_windows_note_counts_the_starts_inside_the_window() -> None:
+    """A 30 s window between two restarts said "cuzk started 3 times in the log read" beside
+    "0 restart(s)": the note counted the starts of the log read around the window. A window's
+    note counts the starts inside it; a whole report's, the log read's."""
+    starts = [at(clock, ENGINE) for clock in ("14:00:00", "14:10:00", "14:20:00")]
+
+    def notes(window: tuple[float | None, float | None] | None) -> list[str]:
+        seen = PathsSeen(window)
+        for ev in events_of_lines(starts):
+            seen.feed_log(ev)
+        return [n for n in path_notes(seen.result()) if n.startswith("cuzk started")]
+
+    assert notes(None) == [
+        "cuzk started 3 times in the log read: each start begins with an unpinned first wave "
+        "and reloads its SRS"]
+    assert notes((_wall("14:12:00"), _wall("14:12:30"))) == []
+    assert notes((_wall("14:05:00"), None)) == [
+        "cuzk started 2 times in the window: each start begins with an unpinned first wave "
+        "and reloads its SRS"]

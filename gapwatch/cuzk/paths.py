@@ -111,7 +111,10 @@ class PathFacts:
     #: acquires its own budget (`gapwatch.cuzk.advice.batch_setting`).
     batch_kinds: tuple[str, ...] = ()
     post_jobs: int = 0
+    #: `starting cuzk engine` lines read: a window's, those inside it (`starts_in_window`);
+    #: the log read around a window holds starts the window's restarts do not count.
     starts: int = 0
+    starts_in_window: bool = False
     #: `no capacity hint cached` lines, and every run's first wave of each circuit type,
     #: oldest first (bounded: `gapwatch.cuzk.first_wave.MAX_WAVES`).
     unhinted: int = 0
@@ -132,7 +135,10 @@ class PathsSeen:
     """Fed every log event of a run (`feed_log`; its `/status` snapshots too, unread); `result()`
     gives its `PathFacts`."""
 
-    def __init__(self) -> None:
+    def __init__(self, window: tuple[float | None, float | None] | None = None) -> None:
+        """`window`: a report's window (since, until; None: open on that side), whose starts
+        alone are counted; None: the whole log read."""
+        self._window = window
         self.tracing = 0
         self.engine_info = 0
         self.pipeline_info = 0
@@ -189,7 +195,7 @@ class PathsSeen:
                 and self._daemons.of_stream(ev.stream) != 0:
             return  # another daemon's (a PoSt-only cuzk): the first's settings are advised on
         if name == ANCHOR_MESSAGE:
-            self.starts += 1
+            self.starts += self._in_window(ev.t_wall_s)
             self.mode.started(f)
         elif monolithic_worker_line(ev):
             self.mode.worker_line()
@@ -214,6 +220,12 @@ class PathsSeen:
         elif DEPRECATED in name and len(self.deprecated) < 32:
             self.deprecated[name.split(DEPRECATED, 1)[0].strip()] = None
 
+    def _in_window(self, t_s: float) -> bool:
+        if self._window is None:
+            return True
+        since_s, until_s = self._window
+        return (since_s is None or t_s >= since_s) and (until_s is None or t_s <= until_s)
+
     def feed_status(self, st: ProverStatus) -> None:
         """The paths are read from the log alone: `/status` names no setting they turn on."""
 
@@ -224,7 +236,8 @@ class PathsSeen:
             max_batch_size=self.max_batch_size, max_batch_wait_ms=self.max_batch_wait_ms,
             timeout_flushes=self.timeout_flushes, batches=self.batches,
             batch_kinds=tuple(self.batch_kinds), post_jobs=self.post_jobs,
-            starts=self.starts, unhinted=self.waves.unhinted,
+            starts=self.starts, starts_in_window=self._window is not None,
+            unhinted=self.waves.unhinted,
             first_waves=self.waves.waves(), validate_lines=self.validate,
             self_checks=self.self_checks,
             hot_path_max_ms=tuple((k, self.hot[k]) for k in HOT_PATH_FIELDS if k in self.hot),
@@ -430,6 +443,7 @@ def path_notes(facts: PathFacts) -> list[str]:
                    "knob that holds the JobTracker mutex GPU workers wait on; unset it in "
                    "production")
     if facts.starts > 1:
-        out.append(f"cuzk started {facts.starts} times in the log read: each start begins "
+        where = "in the window" if facts.starts_in_window else "in the log read"
+        out.append(f"cuzk started {facts.starts} times {where}: each start begins "
                    "with an unpinned first wave and reloads its SRS")
     return out

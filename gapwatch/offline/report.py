@@ -240,7 +240,8 @@ def build_report(
         if parsed is None:  # parsed here, closed here
             parsed = own.enter_context(logs_parsed(path, config, logs, progress, window))
         with collector_off():
-            found, paths = detect_either(path, config, logs, n, parsed, PathsSeen,
+            found, paths = detect_either(path, config, logs, n, parsed,
+                                         lambda: PathsSeen(_bounds(window)),
                                          progress=progress, window=window)
             tell(progress, "summing up")
             report = summarise(path, found, logs, config.detector.window_s, paths.result(),
@@ -251,6 +252,11 @@ def build_report(
 
 
 L = TypeVar("L", bound=RunListener)
+
+
+def _bounds(window: TimeWindow | None) -> tuple[float | None, float | None] | None:
+    """A window's bounds (None: no window, the whole recording)."""
+    return None if window is None else (window.since_s, window.until_s)
 
 
 def detect_either(path: str | Path, config: Config, logs: list[str], n: int,

@@ -81,6 +81,37 @@ def failed(event: ProverEvent) -> bool:
     return event.kind == "proof" and p is not None and p.verdict == "failed"
 
 
+class _RunningJobs:
+    """The job ids of proofs said while running, for `LateOnce` and `ProofOnce`: a proof's
+    first word is said, its later ones not, its last forgets it. Bounded: the latest
+    `LATE_JOBS_KEPT` ids (far more than are ever in flight)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, None] = {}
+
+    def first(self, job: str, final: bool) -> bool:
+        """Whether this word of `job`'s proof is its first (`final`: its last word, which
+        forgets it: a later proof under its id is another)."""
+        if job in self._jobs:
+            if final:
+                del self._jobs[job]
+            return False
+        if not final:
+            self._jobs[job] = None
+            if len(self._jobs) > LATE_JOBS_KEPT:
+                del self._jobs[next(iter(self._jobs))]
+        return True
+
+    def forget(self, job: str) -> None:
+        self._jobs.pop(job, None)
+
+
+def _final(event: ProverEvent) -> bool:
+    """Whether `event` is its proof's last word (done, or given up)."""
+    p = event.proof
+    return p is not None and (p.done or p.given_up is not None)
+
+
 class LateOnce:
     """Which of a proof's late words is its first: a proof is said late while it runs and
     again when it ends (its last word: done, or given up), one proof all the same. A later
@@ -88,27 +119,18 @@ class LateOnce:
     another. Bounded: the latest `LATE_JOBS_KEPT` job ids said late and still running."""
 
     def __init__(self) -> None:
-        self._jobs: dict[str, None] = {}
+        self._jobs = _RunningJobs()
 
     def first(self, event: ProverEvent) -> bool:
         """Take every prover event (a proof's last word forgets it); True when it says a proof
         went late (`went_late`) and is that proof's first late word."""
-        p = event.proof
-        final = p is not None and (p.done or p.given_up is not None)
+        final = _final(event)
         job = event.job_id
         late = went_late(event)
         if late and job is not None:
-            if job in self._jobs:
-                if final:
-                    del self._jobs[job]
-                return False
-            if not final:
-                self._jobs[job] = None
-                if len(self._jobs) > LATE_JOBS_KEPT:
-                    del self._jobs[next(iter(self._jobs))]
-            return True
+            return self._jobs.first(job, final)
         if final and job is not None:
-            self._jobs.pop(job, None)
+            self._jobs.forget(job)
         return late
 
 
@@ -122,25 +144,15 @@ class ProofOnce:
     Bounded: the latest `LATE_JOBS_KEPT` job ids said while running."""
 
     def __init__(self) -> None:
-        self._running: dict[str, None] = {}
+        self._running = _RunningJobs()
 
     def first(self, event: ProverEvent) -> bool:
         """Take every prover event; True unless it is a later word of a proof already said
         (any event that is not a proof's is its own first word)."""
-        p = event.proof
         job = event.job_id
-        if event.kind != "proof" or p is None or job is None:
+        if event.kind != "proof" or event.proof is None or job is None:
             return True
-        final = p.done or p.given_up is not None
-        if job in self._running:
-            if final:
-                del self._running[job]
-            return False
-        if not final:
-            self._running[job] = None
-            if len(self._running) > LATE_JOBS_KEPT:
-                del self._running[next(iter(self._running))]
-        return True
+        return self._running.first(job, _final(event))
 
 
 class TroubleKey(NamedTuple):

@@ -173,23 +173,22 @@ class WorkerHolds:
                     if (daemon is None or k[0] == daemon) and h.since_s <= t_s]:
             self._end(key, t_s, "cuzk restarted")
 
-    def gpu_of(self, hold: Hold) -> int | None:
+    def _gpu_of(self, hold: Hold) -> int | None:
         """A hold's GPU: its line's, else the latest its worker's lines said."""
         if hold.gpu is not None:
             return hold.gpu
         return self.worker_gpu.get((hold.daemon, hold.worker))
 
-    def workers_seen(self, gpu: int, daemons: list[int], one_gpu: bool) -> int:
-        """How many distinct workers of `gpu` (of `daemons`) the holds kept name."""
-        return len({(h.daemon, h.worker) for h in self._all()
-                    if self._of(h, gpu, daemons, one_gpu)})
+    def workers_seen(self, gpu: int, daemon: int, one_gpu: bool) -> int:
+        """How many distinct workers of `gpu` (of `daemon`) the holds kept name."""
+        return len({h.worker for h in self._all() if self._of(h, gpu, daemon, one_gpu)})
 
-    def over(self, gpu: int, daemons: list[int], one_gpu: bool, from_s: float, until_s: float,
+    def over(self, gpu: int, daemon: int, one_gpu: bool, from_s: float, until_s: float,
              workers: tuple[int, str]) -> HeldOver:
         """The holds of `gpu`'s workers over [from_s, until_s] and the seconds of it in which
         fewer than `workers` (how many it has, and whence) held work. `one_gpu`: the log says
         one GPU (or nothing of how many): a hold whose GPU is not known is then `gpu`'s."""
-        mine = [h for h in self._all() if self._of(h, gpu, daemons, one_gpu)]
+        mine = [h for h in self._all() if self._of(h, gpu, daemon, one_gpu)]
         holds = sorted((h for h in mine if h.since_s < until_s
                         and (h.until_s is None or h.until_s > from_s)),
                        key=lambda h: (h.worker, h.since_s))
@@ -207,10 +206,10 @@ class WorkerHolds:
     def _all(self) -> list[Hold]:
         return [*self.done, *self.open.values()]
 
-    def _of(self, hold: Hold, gpu: int, daemons: list[int], one_gpu: bool) -> bool:
-        if hold.daemon not in daemons:
+    def _of(self, hold: Hold, gpu: int, daemon: int, one_gpu: bool) -> bool:
+        if hold.daemon != daemon:
             return False  # another daemon's workers feed another GPU
-        g = self.gpu_of(hold)
+        g = self._gpu_of(hold)
         return g == gpu or (g is None and one_gpu)
 
 

@@ -69,7 +69,8 @@ from __future__ import annotations
 
 import math
 from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
@@ -323,6 +324,18 @@ def numeric_text_fields(fields: dict[str, FieldValue], keys: tuple[str, ...]) ->
             n = _num(value)
             if n is not None:
                 fields[key] = int(n) if n.is_integer() and "." not in value else n
+
+
+class QueueWait(NamedTuple):
+    """A partition that waited in the GPU queue: queued (GPU_QUEUE) until a worker picked it up
+    (GPU_PICKUP), on the picking GPU (None: not known) of its daemon (0: the first)."""
+
+    job: str
+    partition: int
+    queued_s: float
+    picked_s: float
+    gpu: int | None
+    daemon: int
 
 
 @dataclass(slots=True)
@@ -843,10 +856,9 @@ class PipelineFacts(_Limits):
         #: over the budget's words say a restart since it may have gone unseen.
         self._info_read = False
         self._uptime_read = False
-        #: (job, partition, queued at, picked up at, gpu or None, its daemon): each daemon's
+        #: Partitions that waited in the GPU queue, the latest `HISTORY`: each daemon's
         #: partitions queued are its `DaemonRun.queued`.
-        self.queue_waits: deque[tuple[str, int, float, float, int | None, int]] = deque(
-            maxlen=HISTORY)
+        self.queue_waits: deque[QueueWait] = deque(maxlen=HISTORY)
         #: Each daemon's partition syntheses in flight and ended (`SynthFlight`; index: the
         #: daemon, `RestartsByDaemon.daemon_of`), and each request's `job enqueued` (when, its
         #: job, its daemon): what a gap's start found (`_empty_start_view`), asked of the
@@ -895,7 +907,7 @@ class PipelineFacts(_Limits):
             restarted = self.restarts.feed_log(ev)
             if restarted:  # every event comes here: no call for the many that say nothing
                 self._restarted(restarted, self.restarts.daemon_of(ev.stream))
-            if ev.worker is not None:
+            if ev.worker is not None:  # (most events name none: no call for them)
                 self.holds.feed(ev, self.restarts.daemon_of(ev.stream))
             if kind == "timeline":
                 self._timeline(ev)
@@ -1015,8 +1027,8 @@ class PipelineFacts(_Limits):
             elif name == "GPU_PICKUP":
                 since = self._run_of(ev.stream).queued.pop(key, None)
                 if since is not None:
-                    self.queue_waits.append((job, part, since, t, ev.gpu,
-                                             self.restarts.daemon_of(ev.stream)))
+                    self.queue_waits.append(QueueWait(job, part, since, t, ev.gpu,
+                                                      self.restarts.daemon_of(ev.stream)))
             return
         # No partition: a monolithic job (engine.rs 2665, 2745, 2848, 3023, 3196).
         fields = ev.fields
@@ -1489,16 +1501,13 @@ class PipelineFacts(_Limits):
             gpu_workers_per_device=self.gpu_workers_per_device,
             pipeline_enabled=self.pipeline_enabled,
             pipeline_off_by_workers=self.pipeline_off_by_workers,
-            pool=PoolState(pool.total_gib, pool.buffers, pool.free, pool.checkout_failed,
-                           pool.alloc_failed, dict(pool.last_failure), pool.last_failure_s,
-                           pool.first_syntheses, pool.buffer_gib, pool.buffer_field,
-                           pool.buffer_figure, pool.failure_workers, pool.failure_budget_bytes,
-                           pool.failure_apart) if self.pool_seen else None,
+            pool=(replace(pool, last_failure=dict(pool.last_failure)) if self.pool_seen
+                  else None),
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),
             queued=sum(len(run.queued) for run in self.daemon_runs),
-            last_queue_wait_s=(self.queue_waits[-1][3] - self.queue_waits[-1][2]
+            last_queue_wait_s=(self.queue_waits[-1].picked_s - self.queue_waits[-1].queued_s
                                if self.queue_waits else None),
             budget_waits=len(self.budget_waits), over_budget=self.over_budget_said,
             monolithic_in_flight=tuple(
@@ -1621,7 +1630,7 @@ class PipelineFacts(_Limits):
         n = sum(1 for run in self._runs_of_gpu(gpu) for q in run.queued.values() if q <= t_s)
         mine = set(self.restarts.of_gpu(gpu))
         of: dict[int, bool] = {}  # a picking GPU -> whether one of its daemons is `gpu`'s
-        for _, _, q, p, g, _ in self.queue_waits:
+        for _, _, q, p, g, _daemon in self.queue_waits:
             if q <= t_s < p:
                 if g is None:
                     n += 1
@@ -1700,8 +1709,8 @@ class PipelineFacts(_Limits):
         if kind != "host_stall":
             return LogView(None, [])
         waited = [w for w in self.queue_waits
-                  if w[2] <= start_s + EDGE_SLACK_S and w[3] >= end_s - EDGE_SLACK_S
-                  and (w[4] is None or w[4] == gpu)]
+                  if w.queued_s <= start_s + EDGE_SLACK_S and w.picked_s >= end_s - EDGE_SLACK_S
+                  and (w.gpu is None or w.gpu == gpu)]
         if waited:
             return self._queue_wait_view(gpu, start_s, end_s, waited[-1])
         queued_then = self.queued_at(start_s + EDGE_SLACK_S, gpu)
@@ -1723,7 +1732,7 @@ class PipelineFacts(_Limits):
         return LogView(None, [])
 
     def _queue_wait_view(self, gpu: int, start_s: float, end_s: float,
-                         wait: tuple[str, int, float, float, int | None, int]) -> LogView:
+                         wait: QueueWait) -> LogView:
         """A host_stall gap of `gpu` a partition waited in the GPU queue through (its GPU_QUEUE
         before the gap, its GPU_PICKUP at or after its end): a dispatch stall only where a
         worker of `gpu` was free to take it for most of the gap (`gapwatch.cuzk.gpu_workers`:
@@ -1765,17 +1774,16 @@ class PipelineFacts(_Limits):
         can take it; another daemon on the GPU has its own queue and worker count) held over
         [from_s, until_s] (`WorkerHolds.over`), or None where how many workers it has is not
         known (no `initializing GPU workers` line of it and no worker of it seen picking up)."""
-        daemons = [daemon]
         one_gpu = self.num_gpus is None or self.num_gpus <= 1
         per_device = self.gpu_workers_per_device if daemon == 0 else None
         if per_device:
             workers = (per_device, f"gpu_workers_per_device={per_device} in '{INIT_WORKERS}'")
         else:
-            seen = self.holds.workers_seen(gpu, daemons, one_gpu)
+            seen = self.holds.workers_seen(gpu, daemon, one_gpu)
             if not seen:
                 return None
             workers = (seen, f"{seen} seen picking up on it; no '{INIT_WORKERS}' line read")
-        return self.holds.over(gpu, daemons, one_gpu, from_s, until_s, workers)
+        return self.holds.over(gpu, daemon, one_gpu, from_s, until_s, workers)
 
     def _empty_start_view(self, gpu: int, start_s: float, end_s: float, ready_s: float | None,
                           batch: tuple[float, tuple[float, float] | None, int | None]

@@ -72,8 +72,8 @@ FLOOR_WORDS = (f"the PoRep 32G SRS (~{POREP_SRS_GIB:.0f} GiB pinned, curio#1043)
 
 #: The lines each figure comes from, as the advice cites it (with the field, `_from`).
 SIZE_LINE = "'cudaHostAlloc failed' (WARN), pinned_pool.rs:61"
-CONSTRAINTS_LINE = "'pinned pool checkout FAILED' (WARN), pipeline.rs:302"
-HELD_LINE = "'pinned pool checkout FAILED' (WARN), pipeline.rs:302"
+#: The failed checkout: the buffer it asked for (`num_constraints`), what the pool held.
+CHECKOUT_FAILED_LINE = "'pinned pool checkout FAILED' (WARN), pipeline.rs:302"
 #: Where no failed checkout was read: the pool's size as its INFO lines left it.
 POOL_INFO_LINE = ("the pool's INFO lines ('CUDA pinned memory pool initialized', 'allocated new "
                   "buffer' total_gib, pinned_pool.rs:212)")
@@ -103,6 +103,8 @@ class PinNeed:
     #: its INFO lines gave, `PoolState.total_gib`), and the line it came from.
     held_gib: float | None
     held_line: str
+    #: The field `held_gib` is read from on `held_line`.
+    held_field: str
     #: Synthesis workers (`synth_worker_count`).
     workers: int | None
     #: cuzk's memory budget, GiB (`total_budget_gib`).
@@ -147,8 +149,7 @@ class PinNeed:
 
     def _held(self) -> str:
         assert self.held_gib is not None
-        return _from("pool_total_gib" if self.held_line == HELD_LINE else "total_gib",
-                     self.held_gib, self.held_line)
+        return _from(self.held_field, self.held_gib, self.held_line)
 
     def _budget(self) -> str:
         assert self.budget_gib is not None
@@ -174,7 +175,7 @@ class PinNeed:
         if step is None:
             return (f"{head}, never taking the budget to {FLOOR_WORDS} or below; the step "
                     "needs, not in the log read: size_gib (" + SIZE_LINE + ") or "
-                    "num_constraints (" + CONSTRAINTS_LINE + ")")
+                    "num_constraints (" + CHECKOUT_FAILED_LINE + ")")
         assert self.buffer_gib is not None and self.buffer_from is not None
         steps = (f"{head}, in steps of one partition's pinned buffers ({BUFFERS_PER_PARTITION} x "
                  f"{_num(self.buffer_gib)} GiB = {step:.1f} GiB, {self.buffer_from}), "
@@ -213,8 +214,9 @@ class PinNeed:
             return None
         part = self.partition_gib
         if part is None or self.held_gib is None or self.buffer_gib is None:
-            return "lower it; " + _missing((("size_gib", self.buffer_gib, SIZE_LINE),
-                                            ("pool_total_gib", self.held_gib, HELD_LINE)))
+            return "lower it; " + _missing((
+                ("size_gib", self.buffer_gib, SIZE_LINE),
+                ("pool_total_gib", self.held_gib, CHECKOUT_FAILED_LINE)))
         held = self._held()
         # A rounded figure (46.59 GiB for 12 x 3.882613) still counts its whole partitions.
         fits = int(self.held_gib / part + FITS_ROUNDING)
@@ -258,16 +260,17 @@ def pin_need(pipeline: PipelineView) -> PinNeed:
     """The figures of `pipeline` the pool's arithmetic reads."""
     pool = pipeline.pool
     failure = pool.last_failure if pool is not None else {}
-    held, held_line = size_field(failure.get("pool_total_gib")), HELD_LINE
+    held = size_field(failure.get("pool_total_gib"))
+    held_line, held_field = CHECKOUT_FAILED_LINE, "pool_total_gib"
     if held is None and pool is not None:
         # No failed checkout's figure: the pool's own lines' (INFO), cited as theirs.
-        held, held_line = pool.total_gib, POOL_INFO_LINE
+        held, held_line, held_field = pool.total_gib, POOL_INFO_LINE, "total_gib"
     size = pool.buffer_gib if pool is not None else None
     size_from = None
     if pool is not None and size is not None:
-        if pool.buffer_field == "num_constraints":
-            size_from = (f"num_constraints={_num(pool.buffer_figure or 0)} x {SCALAR_BYTES} B, "
-                         f"{CONSTRAINTS_LINE}")
+        if pool.buffer_constraints is not None:
+            size_from = (f"num_constraints={_num(pool.buffer_constraints)} x {SCALAR_BYTES} B, "
+                         f"{CHECKOUT_FAILED_LINE}")
         else:
             size_from = _from("size_gib", size, SIZE_LINE)
     now = (pipeline.synth_workers, pipeline.budget_total_bytes)
@@ -279,5 +282,5 @@ def pin_need(pipeline: PipelineView) -> PinNeed:
                                   pool.failure_apart)
         if apart is None and (workers, budget) != now:
             since = (now[0], None if now[1] is None else now[1] / GIB)
-    return PinNeed(size, size_from, held, held_line, workers,
+    return PinNeed(size, size_from, held, held_line, held_field, workers,
                    None if budget is None else budget / GIB, apart, since)

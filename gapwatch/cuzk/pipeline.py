@@ -362,9 +362,9 @@ class PoolState:
     #: new buffer` may be another circuit type's). None: no failure gave one. Kept apart from
     #: `last_failure`, which the failed checkout after the pin replaces.
     buffer_gib: float | None = None
-    #: The field `buffer_gib` came from ("size_gib" or "num_constraints") and its figure.
-    buffer_field: str = ""
-    buffer_figure: float | None = None
+    #: The failed checkout's `num_constraints` that `buffer_gib` came from; None: it came from
+    #: a `cudaHostAlloc failed` line's `size_gib` (or no failure gave one).
+    buffer_constraints: int | None = None
     #: The latest failure's own run's figures, as its daemon's start gave them before it: a
     #: restart after it (fewer workers, another budget) leaves them as they were. None: not
     #: read, or the failure is another daemon's (`failure_apart` says so).
@@ -390,8 +390,7 @@ def _checkout_failed_sizes(pool: PoolState, f: dict[str, FieldValue]) -> None:
     pinned that those lines did not count, so their count is no longer known."""
     n = count_field(f.get("num_constraints"))
     if n:
-        pool.buffer_gib, pool.buffer_field = n * SCALAR_BYTES / GIB, "num_constraints"
-        pool.buffer_figure = float(n)
+        pool.buffer_gib, pool.buffer_constraints = n * SCALAR_BYTES / GIB, n
     held = size_field(f.get("pool_total_gib"))
     if held is not None and held >= 0 and (
             pool.total_gib is None or abs(held - pool.total_gib) > HELD_ROUNDING_GIB):
@@ -1418,7 +1417,7 @@ class PipelineFacts(_Limits):
                 pool.last_failure_s = t
             size = size_field(f.get("size_gib"))
             if size:
-                pool.buffer_gib, pool.buffer_field, pool.buffer_figure = size, "size_gib", size
+                pool.buffer_gib, pool.buffer_constraints = size, None
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
 

@@ -1402,3 +1402,7 @@ def test_a_windows_note_counts_the_starts_inside_the_window() -> None:
     assert notes((_wall("14:05:00"), None)) == [
         "cuzk started 2 times in the window: each start begins with an unpinned first wave "
         "and reloads its SRS"]
+    # `--until` is not in the window (as its records are not): the start at 14:20 is after it.
+    assert notes((_wall("14:00:00"), _wall("14:20:00"))) == [
+        "cuzk started 2 times in the window: each start begins with an unpinned first wave "
+        "and reloads its SRS"]

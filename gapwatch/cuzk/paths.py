@@ -221,10 +221,12 @@ class PathsSeen:
             self.deprecated[name.split(DEPRECATED, 1)[0].strip()] = None
 
     def _in_window(self, t_s: float) -> bool:
+        """Whether `t_s` is in the window, as the window's records are (`--until` not
+        included: `TimeWindow.holds`, which this package does not import)."""
         if self._window is None:
             return True
         since_s, until_s = self._window
-        return (since_s is None or t_s >= since_s) and (until_s is None or t_s <= until_s)
+        return (since_s is None or t_s >= since_s) and (until_s is None or t_s < until_s)
 
     def feed_status(self, st: ProverStatus) -> None:
         """The paths are read from the log alone: `/status` names no setting they turn on."""

@@ -474,6 +474,13 @@ def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: 
     preceded it: the report's Errors listed `16:22:13.646` above `.594`."""
     from sim_recordings import record_sim, report_of
 
+    # Said in the order the watcher derives them (a panic once its message ended, after the
+    # line before it), listed by time: the rule, on two errors said out of order.
+    said = [ProverEvent(t_wall_s=t, kind="error", level="error", message=m)
+            for t, m in ((13.646, "panicked"), (13.594, "GPU prove start task panicked"))]
+    listed_said = prover_events.ProverEvents(said).in_time_order(("error",))
+    assert [e.t_wall_s for e in listed_said] == [13.594, 13.646]
+    # And end to end: the report's lists, text and JSON alike, in that order.
     rec, _err = record_sim(tmp_path, "post", 100)
     doc = json.loads(report_of(rec, "--json"))
     errors = doc["prover_events"]["error"]

@@ -530,7 +530,7 @@ class GapDetector:
             self.counters["no_data"] += 1
         last = tr.last_t
         new_run = not _latest_is_miss(tr)  # a reading (or nothing) came before this sample
-        prev = _last_sample_t(tr)  # this GPU's previous sample, read or not
+        prev = last if new_run else tr.last_miss_t  # this GPU's previous sample, read or not
         tr.last_miss_t, tr.last_miss_wall = t, wall
         allowed = self._nodata * tr.expected_ns
         if prev is None or t - prev > allowed:

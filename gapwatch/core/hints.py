@@ -116,8 +116,7 @@ def parts_words(ps: list[Part]) -> str:
     said = [(f"{_job(job)} " if job is not None else "")
             + ("partition " if len(nums) == 1 else "partitions ")
             + ", ".join(str(p) for p in nums) for job, nums in groups.items()]
-    words = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " and " + said[-1]
-    return words + (" ..." if len(ps) > MAX_PARTS_NAMED else "")
+    return fmt.and_list(said) + (" ..." if len(ps) > MAX_PARTS_NAMED else "")
 
 
 def _plural(ps: list[Part]) -> str:

@@ -697,6 +697,12 @@ class ProofTiming(Struct, frozen=True, gc=False):
         return self.done and self.verdict != "failed"
 
     @property
+    def last_word(self) -> bool:
+        """Whether it is its proof's last word: done, or said without its end (lost in a
+        restart, given up): nothing more is said of that proof after it."""
+        return self.done or self.given_up is not None
+
+    @property
     def judged_s(self) -> float | None:
         """What it is judged by: its total, else the least its total can be."""
         return self.total_s if self.total_s is not None else self.total_at_least_s

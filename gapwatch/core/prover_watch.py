@@ -107,9 +107,8 @@ class _RunningJobs:
 
 
 def _final(event: ProverEvent) -> bool:
-    """Whether `event` is its proof's last word (done, or given up)."""
-    p = event.proof
-    return p is not None and (p.done or p.given_up is not None)
+    """Whether `event` is its proof's last word (`ProofTiming.last_word`)."""
+    return event.proof is not None and event.proof.last_word
 
 
 class LateOnce:
@@ -228,7 +227,7 @@ class ProofTroubles:
         if e.kind != "proof" or p is None:
             return
         self._running.pop(e.job_id, None)
-        if p.done or p.given_up is not None:
+        if p.last_word:
             _tally(self._done, p)
             return
         self._running[e.job_id] = p

@@ -40,8 +40,8 @@ def _total(p: ProofTiming) -> str:
 
 
 def _final(e: ProverEvent) -> bool:
-    """A proof's last word: done, or said without its end (lost in a restart, given up)."""
-    return e.proof is not None and (e.proof.done or e.proof.given_up is not None)
+    """A proof's last word (`ProofTiming.last_word`)."""
+    return e.proof is not None and e.proof.last_word
 
 
 class ProofCounts(NamedTuple):

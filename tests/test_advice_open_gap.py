@@ -106,7 +106,7 @@ def test_the_verdict_at_breakdown_names_the_setting_for_the_gap_still_open(
     why = why_now(at_breakdown.snap, 0)
     assert (why.cause, why.setting) == ("pinned_pool", SETTING)
     assert why.idle_s == gap.duration_s
-    assert f"change {SETTING}" in why.line()
+    assert f"raise {SETTING}" in why.line()
 
 
 def test_the_help_screen_and_the_gaps_detail_advise_the_gap_still_open(

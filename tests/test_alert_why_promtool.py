@@ -50,3 +50,18 @@ def test_the_rules_read_only_series_gapwatch_exports() -> None:
     snap = StoreSnapshot(0, (), {}, (), (), (), {}, ())
     exported = {m.name + ("_info" if m.type == "info" else "") for m in verdict_families(snap)}
     assert read and read <= exported, read - exported
+
+
+def test_the_alerts_why_pinned_by_promtool_is_the_verdicts_own_line() -> None:
+    """The alert's `why` (made by Prometheus from the verdict's labels) says what
+    `WhyNow.line` says for the same facts, the setting with its step ("raise ..."), as the
+    dashboard's headline does; it said "change SETTING" while the headline said "raise"."""
+    from gapwatch.cuzk.knobs import RAISE
+    from gapwatch.cuzk.why_now import WhyNow
+
+    words = "a/b/c copied from pageable memory: the pinned pool could not pin"
+    why = WhyNow(0, "BREAKDOWN", "pinned_pool", words, "[memory] safety_margin", "", 1.8,
+                 step=RAISE)
+    test = (DEPLOY / "gapwatch.rules.test.yml").read_text()
+    assert f'setting="{why.setting}",step="{why.change_words()}"' in test
+    assert f'why: "{why.line()}"' in test

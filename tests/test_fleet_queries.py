@@ -218,12 +218,22 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
             ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5), (660.0, 0.0)]))
         fake.range_replies["last_over_time(gapwatch_gpu_verdict_info"] = matrix(
             ({"gpu": "0", "cause_words": "a/b/c copied from pageable memory",
-              "setting": "[memory] safety_margin"}, [(600.0, 1.0)]))
+              "setting": "[memory] safety_margin", "step": "raise [memory] safety_margin"},
+             [(600.0, 1.0)]))
         minutes = box_detail(PromClient(fake.url), FleetOptions(), 'b"x:9400', now_s=700.0)
     assert len(minutes) == 1
     line = minutes[0].line()
+    # The step the box's headline said, not "change": the `step` label.
     assert "GPU0 idle 12.5s (pcie_starved 12.5s): a/b/c copied from pageable memory; " \
-           "change [memory] safety_margin" in line
+           "raise [memory] safety_margin" in line
+
+
+def test_a_box_detail_of_a_gapwatch_without_the_step_label_says_change_setting() -> None:
+    from gapwatch.fleet.detail import Verdict
+
+    old = Verdict("a/b/c copied from pageable memory", "[memory] safety_margin")
+    assert old.words() == "a/b/c copied from pageable memory; change [memory] safety_margin"
+    assert Verdict("slow copies", "none", "none").words() == "slow copies"
 
 
 def test_a_box_detail_minute_is_said_by_the_60_s_it_holds_not_the_minute_after() -> None:

@@ -38,11 +38,31 @@ def test_the_longest_stall_in_the_window_is_the_cause_with_its_setting_and_payof
     assert why.line() == "GPU0 BREAKDOWN: a/b/c copied from pageable memory; payoff ~1.5x"
 
 
-def test_a_cause_with_a_setting_names_it_in_the_line() -> None:
+def test_a_cause_with_a_setting_names_it_in_the_line_with_its_step() -> None:
     why = WhyNow(0, "BREAKDOWN", "pinned_pool", "a/b/c copied from pageable memory: the pinned "
-                 "pool could not pin", "[memory] safety_margin", "raise it", 1.8, 12.0)
+                 "pool could not pin", "[memory] safety_margin", "raise it", 1.8, 12.0, RAISE)
     assert why.line() == ("GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool "
-                          "could not pin; change [memory] safety_margin; payoff ~1.8x")
+                          "could not pin; raise [memory] safety_margin; payoff ~1.8x")
+
+
+def test_the_line_and_the_metric_say_the_step_the_headline_says_for_the_same_gap() -> None:
+    """The headline said "raise [memory] safety_margin" while the alert's and the event's line
+    (and /metrics, which the alert reads) said "change [memory] safety_margin" for the same
+    gap: all three read the one `change_words` now."""
+    from gapwatch.sinks.verdict_metrics import verdict_families
+
+    for gap in (_gap(2, 75.0, 6.0, log_events=[EventEvidence(80.0, "pool",
+                                                             warning="pinned_pool_fallback")]),
+                _gap(2, 75.0, 6.0, kind="host_stall", prover_cause="batch_wait")):
+        snap = _snap(gap)
+        why = why_now(snap, 0)
+        headline = why.change_words()
+        assert not headline.startswith("change "), headline
+        assert f"; {headline};" in why.line()
+        info = next(iter(verdict_families(snap)))
+        assert [s.labels["step"] for s in info.samples] == [headline]
+    nothing = next(iter(verdict_families(_snap())))
+    assert [s.labels["step"] for s in nothing.samples] == [NO_CAUSE]
 
 
 def test_the_verdict_says_which_way_its_setting_moves_as_the_advice_does() -> None:
@@ -55,7 +75,7 @@ def test_the_verdict_says_which_way_its_setting_moves_as_the_advice_does() -> No
     assert pool.change_words() == "raise [memory] safety_margin"
     held = why_now(_snap(_gap(2, 75.0, 6.0, kind="host_stall", prover_cause="batch_wait")), 0)
     assert held.change_words() == "set [scheduler] max_batch_size = 1"
-    # No step said (an advice made without one): the setting alone, as before.
+    # No step said (an advice made without one): `CHANGE`'s words, no direction claimed.
     bare = WhyNow(0, "BREAKDOWN", "pinned_pool", "x", "[memory] safety_margin", "raise it")
     assert bare.change_words() == "change [memory] safety_margin"
     assert WhyNow(0, "BREAKDOWN").change_words() == ""

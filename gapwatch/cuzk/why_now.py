@@ -26,7 +26,7 @@ from gapwatch.core.models import Gap
 from gapwatch.core.payoff import if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import STALL_WORDS, advise
-from gapwatch.cuzk.knobs import Step
+from gapwatch.cuzk.knobs import CHANGE, Step
 from gapwatch.cuzk.prover import view_of
 
 #: The cause and setting when the window holds no gap (nothing to explain).
@@ -52,25 +52,25 @@ class WhyNow:
 
     def change_words(self) -> str:
         """`raise [memory] safety_margin`, `set [scheduler] max_batch_size = 1`: the setting
-        with its step, as the dashboard's headline says it ("change SETTING" where the advice
-        gave no step); "" when no setting closes the cause. Not in `line`: the alert's `why`,
-        which `line` matches word for word, is made by Prometheus from the verdict's labels,
-        and they carry the setting alone."""
+        with its step (`Step.words`), as the dashboard's headline, `line` (the alert's and
+        the event's) and /metrics' `step` label all say it: one rule, so none says "change"
+        where another says "raise". An advice made without a step says `CHANGE`'s words (no
+        direction claimed); "" when no setting closes the cause."""
         if self.setting == NO_CAUSE:
             return ""
-        if self.step is None:
-            return f"change {self.setting}"
-        return self.step.words(self.setting)
+        return (self.step or CHANGE).words(self.setting)
 
     def line(self) -> str:
         """`GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool could not pin;
-        change [memory] safety_margin; payoff ~1.8x`: the alert's and the event's one line."""
+        raise [memory] safety_margin; payoff ~1.8x`: the alert's and the event's one line (the
+        alert's is made by Prometheus from the `gapwatch_gpu_verdict_info` labels, the step's
+        words among them: `gapwatch.sinks.verdict_metrics`)."""
         out = f"GPU{self.gpu} {self.state}"
         if self.cause == NO_CAUSE:
             return out
         out += f": {self.cause_words}"
         if self.setting != NO_CAUSE:
-            out += f"; change {self.setting}"
+            out += f"; {self.change_words()}"
         if self.payoff_gain is not None:
             out += f"; payoff ~{self.payoff_gain:.1f}x"
         return out

@@ -3,9 +3,9 @@
 Who calls it: `gapwatch.ui.fleet` (on a worker thread). Prometheus holds counters, not single
 gaps: what it can give is, per minute of the last `minutes`, the idle seconds of the gaps that
 closed then on each GPU, by kind, beside every verdict gapwatch gave in that minute (its cause
-in words and the setting to change). That is what is shown, and the screen says so; each gap's own
-hint is on the box (its dashboard, snapshots, `gapwatch report`). A box Prometheus cannot scrape
-says why first (`scrape_line`: its targets API's words, from the row).
+in words and the setting to change, with its step). That is what is shown, and the screen says
+so; each gap's own hint is on the box (its dashboard, snapshots, `gapwatch report`). A box
+Prometheus cannot scrape says why first (`scrape_line`: its targets API's words, from the row).
 """
 
 from __future__ import annotations
@@ -27,15 +27,21 @@ WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """A cause the box gave in a minute, in words, and its setting ("none": no setting)."""
+    """A cause the box gave in a minute, in words, its setting ("none": no setting), and the
+    setting with its step as the box said it (the `step` label: "raise [memory]
+    safety_margin"; "" from a gapwatch before the label)."""
 
     cause_words: str
     setting: str
+    step: str = ""
 
     def words(self) -> str:
-        setting = f"; change {fmt.visible(self.setting)}" \
-            if self.setting not in ("", "none") else ""
-        return f"{fmt.visible(self.cause_words)}{setting}"
+        """The cause, then the step the box's headline said; "change SETTING" only from a box
+        that exports no step (no direction known)."""
+        if self.setting in ("", "none"):
+            return fmt.visible(self.cause_words)
+        change = self.step if self.step not in ("", "none") else f"change {self.setting}"
+        return f"{fmt.visible(self.cause_words)}; {fmt.visible(change)}"
 
 
 @dataclass(slots=True)
@@ -107,7 +113,8 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
         verdicts = []
     for s in verdicts:
         gpu = s.labels.get("gpu", "-")
-        verdict = Verdict(s.labels.get("cause_words", ""), s.labels.get("setting", ""))
+        verdict = Verdict(s.labels.get("cause_words", ""), s.labels.get("setting", ""),
+                          s.labels.get("step", ""))
         if verdict.cause_words in ("", "none"):
             # The minute's "no cause" beside a cause it also had: the cause is what idled it
             # (the last label set answered was shown, "none" as often as not).

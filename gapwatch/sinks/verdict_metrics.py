@@ -6,9 +6,14 @@ rules (deploy/prometheus) read these series in their annotations, and `gapwatch 
 them per box.
 
 Families:
-- `gapwatch_gpu_verdict_info{gpu,state,cause,cause_words,setting}` 1: an info metric. Every
-  label value is one of a fixed set (chaining states, stall names and their words, cuzk's
-  setting names, "none"), so the series count stays bounded however long gapwatch runs.
+- `gapwatch_gpu_verdict_info{gpu,state,cause,cause_words,setting,step}` 1: an info metric.
+  `step` is the setting with the way its advice moves it (`WhyNow.change_words`: `raise
+  [memory] safety_margin`, `set [scheduler] max_batch_size = 1`), the words the dashboard's
+  headline says, for the alert's `why`. Every label value is one of a fixed set (chaining
+  states, stall names and their words, cuzk's setting names, each with the steps the advice
+  table gives it, whose set values are constants, "none"), so the series count stays bounded
+  however long gapwatch runs: `step` follows `setting` (one step a setting, but for
+  `[synthesis] threads`, whose step depends on the log read: raise or change).
 - `gapwatch_gpu_verdict_payoff_ratio{gpu}`: the throughput gain of closing the cause's gaps
   over the window (absent when there is no cause).
 - `gapwatch_gpu_verdict_idle_seconds{gpu}`: the cause's idle seconds in the window.
@@ -28,7 +33,9 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
     """The three verdict families for every GPU of the session."""
     info = InfoMetricFamily("gapwatch_gpu_verdict", "The GPU's chaining state now, the stall "
                             "that idled it longest in the detector's window (cause), in words, "
-                            "and the setting that closes it ('none' when no setting does).",
+                            "the setting that closes it ('none' when no setting does), and "
+                            "that setting with the way to move it (step: 'raise [memory] "
+                            "safety_margin').",
                             labels=["gpu"])
     payoff = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_ratio", "Throughput gain expected "
                                "from closing the cause's gaps in the window (work taken as "
@@ -40,7 +47,8 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
         label = [str(g.index)]
         info.add_metric(label, {"state": why.state, "cause": why.cause,
                                 "cause_words": why.cause_words or "none",
-                                "setting": why.setting})
+                                "setting": why.setting,
+                                "step": why.change_words() or "none"})
         if why.payoff_gain is not None:
             payoff.add_metric(label, why.payoff_gain)
         idle.add_metric(label, why.idle_s)

@@ -77,7 +77,19 @@ class DetectedGap:
     duration_s: float
 
 
+#: The report JSON versions scoring reads (`gapwatch.offline.report.REPORT_SCHEMA_VERSION`): it
+#: reads `gaps`, `breakdowns` and `gpus[].busy_fraction`, which 2 left as 1 had them (2 changed
+#: `partitions`' pinning only: docs/detection.md "Report JSON").
+REPORT_VERSIONS_READ = (1, 2)
+
+
 def detected_gaps(report: dict[str, Any]) -> list[DetectedGap]:
+    """The report's gaps; a report of a version scoring does not know is refused, saying so
+    (a document without the key: a test's hand-made report)."""
+    version = report.get("schema_version")
+    if version is not None and version not in REPORT_VERSIONS_READ:
+        raise ValueError(f"report JSON schema_version {version}: scoring reads "
+                         f"{', '.join(map(str, REPORT_VERSIONS_READ))} only")
     return [DetectedGap(int(g["gpu"]), float(g["start_s"]),
                         None if g.get("end_s") is None else float(g["end_s"]),
                         str(g["kind"]), float(g.get("duration_s") or 0.0))

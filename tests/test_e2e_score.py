@@ -54,6 +54,21 @@ def test_report_gaps_are_scored_against_the_truth_holes() -> None:
     assert len(s["false_positives"]) == 1 and s["kinds_detected"]["pcie_starved"] == 2
 
 
+def test_scoring_reads_the_report_versions_whose_gaps_it_knows_and_says_it_cannot_read_others(
+) -> None:
+    """Report JSON 2 changed only `partitions`' pinning: scoring (gaps, breakdowns) reads 1 and
+    2 alike; a version it does not know is refused in words, not scored as if it were one."""
+    from gapwatch.offline.report import REPORT_SCHEMA_VERSION
+
+    t = truth((0, 1), (1.6, 2.5))
+    for version in (1, REPORT_SCHEMA_VERSION):
+        report = {"schema_version": version, "gaps": [gap(1.05, 1.62)], "breakdowns": []}
+        assert sc.score_case(report, t, "pageable")["matched"] == 1
+    with pytest.raises(ValueError, match=f"schema_version {REPORT_SCHEMA_VERSION + 1}: scoring "
+                                         "reads 1, 2 only"):
+        sc.score_case({"schema_version": REPORT_SCHEMA_VERSION + 1, "gaps": []}, t, "pageable")
+
+
 def test_chained_scores_a_breakdown_or_any_gap_as_a_failure() -> None:
     t = truth((0, 1), (1.0, 2.0))
     clean = sc.score_case({"gaps": [], "breakdowns": []}, t, "chained")

@@ -25,7 +25,8 @@ table and the copy trace's copies go to spools too (`gapwatch.cuzk.partition_tab
 `gapwatch.offline.copy_sums`).
 
 The JSON document is described in docs/detection.md ("Report JSON"); `REPORT_SCHEMA_VERSION`
-changes whenever a field is renamed or removed (adding fields keeps the version).
+changes whenever a field is renamed or removed or its meaning changes (adding fields keeps the
+version).
 """
 
 from __future__ import annotations
@@ -92,7 +93,10 @@ from gapwatch.sources.files import data_end, data_span, header_of, read_any, ref
 from gapwatch.sources.recording import Reading, StillWritten
 from gapwatch.sources.time_window import TimeWindow
 
-REPORT_SCHEMA_VERSION = 1
+#: 2: `partitions.items[].unpinned` may be null (nothing said of its pinning) and is true for a
+#: monolithic job (PoSt, batch, the pipeline off) and a first wave, which `partitions.unpinned`
+#: counts too; in 1 it was true only where the log said the row unpinned (docs/detection.md).
+REPORT_SCHEMA_VERSION = 2
 #: Why a report refuses a FIFO (`refuse_a_stream`): the header, its checks against the data
 #: and the detection pass each read the recording.
 READ_MORE_THAN_ONCE = "a report reads its recording more than once"

@@ -91,6 +91,25 @@ def test_panics_that_differ_only_in_tokios_task_ids_are_one_failure_said_so() ->
     assert "(the first of 3, whose errors differ: each proof's row says its own)" in b.words
 
 
+def test_the_json_says_failures_grouped_whose_errors_differ_only_in_numbers_as_the_text_does(
+) -> None:
+    """The text said "the others differ only in their numbers"; `proof_advice`'s JSON had
+    only the first error, so a reader could not tell one failure said of three tasks from one
+    failure said once: `numbers_differ` (and `errors_differ`, other words) say it."""
+    panics = [ProofTiming("winning-post", total_s=3.0, deadline_s=30.0, verdict="failed",
+                          error=f"GPU prove start task panicked: task {n} panicked",
+                          cause="GPU prove start task panicked") for n in (41, 57)]
+    [a] = _advice(*panics)
+    assert (a.json()["numbers_differ"], a.json()["errors_differ"]) == (True, False)
+    other = replace(panics[1], error="GPU prove start task panicked: illegal memory access")
+    [b] = _advice(*panics, other)
+    # Other words are said first, in the text and the JSON alike.
+    assert "whose errors differ" in b.words
+    assert (b.json()["numbers_differ"], b.json()["errors_differ"]) == (False, True)
+    [c] = _advice(panics[0], panics[0])
+    assert (c.json()["numbers_differ"], c.json()["errors_differ"]) == (False, False)
+
+
 def test_failures_by_two_causes_are_two_lines_each_with_its_upstream_words() -> None:
     proofs = [_failed_window_post(n) for n in range(3)]
     proofs += [_failed_window_post(n, "GPU proving failed") for n in range(2)]

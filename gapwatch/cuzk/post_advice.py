@@ -94,11 +94,18 @@ class ProofAdvice:
     error: str | None
     setting: str | None
     words: str
+    #: Of a failed cause's proofs: another's error said other words than `error`
+    #: (`errors_differ`), or they differ from it only in their numbers (`numbers_differ`: a
+    #: sector, tokio's task id; never both: other words are said first). What `words` says
+    #: after the first error, for a reader of the JSON (it said so in the text alone).
+    errors_differ: bool = False
+    numbers_differ: bool = False
 
     def json(self) -> dict[str, Any]:
         return {"proof_kind": self.proof_kind, "verdict": self.verdict, "count": self.count,
                 "cause": self.cause, "error": self.error, "setting": self.setting,
-                "words": self.words}
+                "words": self.words, "errors_differ": self.errors_differ,
+                "numbers_differ": self.numbers_differ}
 
 
 def proof_advice(troubles: list[Trouble]) -> list[ProofAdvice]:
@@ -128,10 +135,12 @@ def _missed(kind: str, failed: bool) -> str:
 def _advice(t: Trouble) -> ProofAdvice:
     k = t.key
     name = POST_NAMES.get(k.proof_kind, k.proof_kind)
+    failed = k.verdict == "failed" and not k.others
+    differ, numbers = _errors_said(t) if failed else (False, False)
     if k.others:
         words, setting = _others_words(t, name), None
-    elif k.verdict == "failed":
-        words, setting = _failed_words(t, name), None
+    elif failed:
+        words, setting = _failed_words(t, name, differ, numbers), None
     elif k.verdict == "lost":
         missed = _missed(k.proof_kind, failed=False)
         words, setting = (
@@ -142,7 +151,13 @@ def _advice(t: Trouble) -> ProofAdvice:
     else:
         words, setting = _late_words(t, name)
     return ProofAdvice(k.proof_kind, k.verdict, t.count, k.cause, t.first_error, setting,
-                       fmt.visible(words))
+                       fmt.visible(words), differ, numbers)
+
+
+def _errors_said(t: Trouble) -> tuple[bool, bool]:
+    """Whether a failed cause's errors differ in words, or only in their numbers: the one rule
+    the text (`_failed_words`) and the JSON (`ProofAdvice.numbers_differ`) read."""
+    return t.errors_differ, t.numbers_differ and not t.errors_differ
 
 
 def _others_words(t: Trouble, name: str) -> str:
@@ -154,12 +169,12 @@ def _others_words(t: Trouble, name: str) -> str:
             "--json, says its own)")
 
 
-def _failed_words(t: Trouble, name: str) -> str:
+def _failed_words(t: Trouble, name: str, errors_differ: bool, numbers_differ: bool) -> str:
     k = t.key
     first = (f" (the first of {t.count}, whose errors differ: each proof's row says its own)"
-             if t.errors_differ else
+             if errors_differ else
              f" (the first of {t.count}; the others differ only in their numbers)"
-             if t.numbers_differ else "")
+             if numbers_differ else "")
     said = (f"cuzk said '{t.first_error}'{first}" if t.first_error
             else "cuzk said it failed (its error not kept)")
     source, upstream = _FAILED.get(k.cause or "", (

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import math
+import re
 from collections.abc import Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
@@ -1010,6 +1011,43 @@ def test_a_replay_of_a_window_replays_the_recording_cut_there(
     assert windowed == whole_cut and "gaps: pcie_starved=" in windowed
     rc, _, err = _run("replay", str(path), "--headless", "--since", "+1h")
     assert rc == 2 and "holds none of the recording" in err
+
+
+def test_a_replay_of_a_window_of_a_recording_holding_its_log_is_told_what_its_report_is(
+    tmp_path: Path
+) -> None:
+    """A WinningPoSt begun before a window and late inside it: the window's report (which
+    reads the recording's own log 5 minutes around the window, `recorded_around`) lists it
+    late, and so does a replay of the window with the same log as `--log`; the replay of the
+    window without `--log` fed only the window's records and said nothing of it (nor the
+    daemon's settings before the window). It is told the same lines as with `--log` now."""
+    path, _err = record_sim(tmp_path, "post", 130.0)
+    log = tmp_path / "cuzk.log"
+    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
+                           if r.get("type") == "log" and r.get("raw")))
+    whole = json.loads(report_of(path, "--json"))["prover_events"]["proof"]
+    late = [e for e in whole if e["proof"]["verdict"] == "late" and e["proof"]["done"]][0]
+    began_s = late["t_wall_s"] - late["proof"]["total_s"]
+    start = header_of(path).started_wall_s
+    window = ("--since", f"+{began_s + 5 - start:.1f}s", "--until", f"+{began_s + 31 - start:.1f}s")
+    reported = json.loads(report_of(path, "--json", *window))["prover_events"]["proof"]
+    assert {(e["job_id"], e["proof"]["verdict"]) for e in reported} == {(late["job_id"], "late")}
+    rc, _, recorded = _run("replay", str(path), "--headless", *window)
+    assert rc == 0
+    rc, _, given = _run("replay", str(path), "--headless", "--log", str(log), *window)
+    assert rc == 0
+    said = [line for line in recorded.splitlines() if "prover proof" in line]
+    assert said and all(f"WinningPoSt {late['job_id']}" in line and "LATE" in line
+                        for line in said)
+    # The same PoSt and restarts as with the log given, the figures aside ("still running" is
+    # judged at the first sample past 30 s, and the file's lines and the recording's are
+    # timed apart), and as many lines but the one saying the file repeats the recording.
+    def told(text: str) -> list[str]:
+        return [re.sub(r"\d+\.\d+", "N", line) for line in text.splitlines()
+                if "prover proof" in line or "prover restart" in line]
+
+    assert told(recorded) == told(given) and len(told(recorded)) == 4
+    assert len(recorded.splitlines()) == len(given.splitlines()) - 1
 
 
 def test_a_windowed_replay_feeds_the_log_near_the_window_and_the_daemons_start() -> None:

@@ -37,6 +37,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -556,17 +557,56 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         return
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
+    around = _recorded_around(path, paths, config, window)
+    _feed_around(src.recording, around)
     logs = _replay_logs(path, src.recording.header, paths, config, window)
     if logs is not None:  # at once: a failure from here on closes it too
         opened.callback(_close_once_unread, rt, logs)
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window,
-                                                     src.recording.header))
+                                                     src.recording.header, around))
     rt.read_logs = {path: "read whole" for path in paths}
 
 
+def _recorded_around(path: str, paths: list[str], config: Config, window: TimeWindow | None
+                     ) -> tuple[list[LogEvent], list[LogEvent]]:
+    """A window's replay of a recording holding its log, without `--log`: the log events it
+    holds before the window (the daemon's startup lines, then the `log_span.MARGIN_S` before
+    it) and after it (the margin after), fed before and after the window's records, as the
+    window's report feeds them (`gapwatch.offline.report.detect_either`): the PoSt in flight
+    at the window's start, the restarts before it, the proof that ends after it. Without
+    them a replay of a window was told less than the report of it: a WinningPoSt begun before
+    the window and late inside it was never said late. ([], []) for a whole replay, one with
+    `--log` files (their own lines are read around the window: `replay_logs`) or cuzk's
+    lines off. Raises SourceUnavailable (the recording cannot be read again)."""
+    if window is None or paths or not config.logs.cuzk:
+        return [], []
+    from gapwatch.offline.startup_lines import (  # local: keeps the live commands light
+        lead_in_after,
+        recorded_around,
+        recorded_startup,
+    )
+
+    try:
+        startup = [] if window.since_s is None else recorded_startup(path, window.since_s)
+        lead, trail = recorded_around(path, window)
+    except RecordingError as exc:
+        raise SourceUnavailable(str(exc)) from None
+    return lead_in_after(startup, lead), trail
+
+
+def _feed_around(recording: Recording, around: tuple[list[LogEvent], list[LogEvent]]) -> None:
+    """The recording's records with the log read around its window (`_recorded_around`)
+    before and after them, as the report chains them (`gapwatch.offline.report.detect`)."""
+    before, after = around
+    if before or after:
+        recording.records = chain(before, recording.records, after)
+
+
 def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
-                    first: SessionHeader | None = None) -> Callable[[], Recording]:
+                    first: SessionHeader | None = None,
+                    around: tuple[list[LogEvent], list[LogEvent]] = ([], [])
+                    ) -> Callable[[], Recording]:
     """For a replay seeking back: the file opened again, the session emptied with a new
     detector (as `_new_runtime` builds it). A file that is no longer the recording of the
     header `first` (replaced or rewritten by another run since: its host or start differ) is a
@@ -591,6 +631,7 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
                                period_s=rt.header.period_ms / 1000, prover=prover)
         watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
         rt.session.restart(detector, prover, watch)
+        _feed_around(recording, around)  # each play of the window is told what the first was
         return recording
 
     return restart

@@ -16,7 +16,9 @@ causes and advice would be another run's; the daemon's startup lines before the 
 those after the last sample only within `log_span.MARGIN_S` of it, and for a window the daemon's
 startup lines the recording holds from before it (`startup_lines.recorded_startup`), first among
 equal times; a line the recording holds too (`record --log` of the same file) once, the file's
-copy (`gapwatch.logs.once`: `recorded`). The span's notes (`LogSpan.notes`) are the pass's
+copy (`gapwatch.logs.once`: `recorded`). A window's replay without `--log` files reads the
+recording's own log around the window instead (`gapwatch.engine.runtime._recorded_around`, the
+report's `startup_lines.recorded_around`). The span's notes (`LogSpan.notes`) are the pass's
 to say at its end; those known before it are said as it starts (`notes_now`), but for a file
 whose C++ lines could not be placed (cuzk's stderr given apart from its stdout) in a recording
 that may hold log events (`gapwatch.logs.once.may_hold_log_lines`): its own lock regions, paired

@@ -1283,6 +1283,25 @@ def test_a_panic_is_one_event_with_its_whole_message_timed_by_the_line_before_it
     assert not [e for e in events if e.kind == "unparsed"]
 
 
+def test_panic_logs_panic_is_a_prove_starts_in_tokios_thread_as_cuzk_writes_it() -> None:
+    """panic.log (make_data.py, curio e0294b0f): supraseal-c2's src/lib.rs:316 is
+    `start_groth16_proof`'s panic, run in the `spawn_blocking` of `gpu_prove_start`
+    (engine.rs:3134-3147) on a thread tokio names `tokio-runtime-worker`; cuzk then writes
+    `GPU_TIMING prove_start returned` and `GPU prove start task panicked` (3148-3154, 3302) in
+    the partition's GPU worker span. It read `thread '<unnamed>'` and `partition GPU proving
+    task panicked` (679), which cuzk writes only of the split prove finalizer's panic."""
+    lines = (DATA / "panic.log").read_text().splitlines()
+    [at] = [i for i, line in enumerate(lines) if " panicked at " in line]
+    assert lines[at].startswith("thread 'tokio-runtime-worker' panicked at ")
+    assert lines[at].endswith("/supraseal-c2/src/lib.rs:316:9:")
+    span = ("gpu_worker{worker_id=1 gpu=0 job_id=porep-1000-88 proof_kind=porep-c2 "
+            "batch_size=1 partition=Some(1)}: cuzk_core::engine: ")
+    assert f" INFO {span}GPU_TIMING prove_start returned " in lines[at + 3]
+    assert f"ERROR {span}GPU prove start task panicked error=task 41 panicked with " \
+        "message " in lines[at + 4]
+    assert not [line for line in lines if "partition GPU proving task panicked" in line]
+
+
 def test_followed_live_a_panic_is_timed_by_its_arrival() -> None:
     events = events_of("panic.log", offline=False, arrival=7000.0)
     [panic] = [e for e in events if e.kind == "panic"]
@@ -1303,7 +1322,7 @@ def test_cuzk_failure_lines_and_panics_are_error_events() -> None:
     [error] = [e for e in watched(events_of("panic.log")) if e.kind == "error"]
     assert error.level == "error"
     assert "out of memory" in error.message and "lotus#13634" in error.message
-    assert error.message.startswith("partition GPU proving task panicked job porep-1000-88")
+    assert error.message.startswith("GPU prove start task panicked job porep-1000-88")
     # Every ERROR site of upstream's catalogue is one, and two WARNs: the self-check FAILED
     # and the budget request that can never be granted (memory.rs:188).
     catalogue = events_of("cuzk.log")
@@ -1315,18 +1334,19 @@ def test_cuzk_failure_lines_and_panics_are_error_events() -> None:
 def test_a_panic_and_cuzks_task_panicked_line_for_it_are_one_error_event_with_both_texts(
 ) -> None:
     """supraseal-c2's CUDA error panics in a spawn_blocking task: Rust's hook prints the panic
-    on stderr, then cuzk logs the task's JoinError (`partition GPU proving task panicked`,
-    engine.rs:679). One incident: it was two error events ("4 error(s)" for 2 panics in the
-    report, `increase()` alerts fired double). Now one, cuzk's line (its job, GPU, time) and
-    the panic's text in it."""
+    on stderr, then cuzk logs the task's JoinError (`GPU prove start task panicked`,
+    engine.rs:3302, in the partition's GPU worker span). One incident: it was two error events
+    ("4 error(s)" for 2 panics in the report, `increase()` alerts fired double). Now one,
+    cuzk's line (its job, GPU, time) and the panic's text in it."""
     events = events_of("panic.log")
-    line = next(e for e in events if e.name == "partition GPU proving task panicked")
+    line = next(e for e in events if e.name == "GPU prove start task panicked")
     [error] = [e for e in watched(events) if e.kind == "error"]
     assert error.job_id == "porep-1000-88" and error.t_wall_s == line.t_wall_s
     assert error.message.startswith(
-        "partition GPU proving task panicked job porep-1000-88 partition 1 GPU 0: task 41 panicked; "
-        "its panic: panic in /root/.cargo/git/checkouts/curio/extern/supraseal-c2/src/lib.rs:"
-        "316:9: cudaGetLastError()")
+        "GPU prove start task panicked job porep-1000-88 partition 1 GPU 0: task 41 panicked "
+        'with message "cudaGetLastError()@')
+    assert ("; its panic: panic in /root/.cargo/git/checkouts/curio/extern/supraseal-c2/src/"
+            "lib.rs:316:9: cudaGetLastError()") in error.message
     assert "lotus#13634" in error.message
 
 
@@ -1338,7 +1358,7 @@ def test_a_task_panicked_line_read_before_its_panic_is_still_one_incident() -> N
 
     events = events_of("panic.log")
     panic = next(e for e in events if e.kind == "panic")
-    line = next(e for e in events if e.name == "partition GPU proving task panicked")
+    line = next(e for e in events if e.name == "GPU prove start task panicked")
     w = CuzkWatch()
     out = w.feed(line) + w.feed(panic) + w.finish()
     [error] = [e for e in out if e.kind == "error"]
@@ -1347,7 +1367,7 @@ def test_a_task_panicked_line_read_before_its_panic_is_still_one_incident() -> N
     late = msgspec.structs.replace(panic, t_wall_s=line.t_wall_s + PANIC_PAIR_S + 1.0)
     out = alone.feed(line) + alone.feed(late) + alone.finish()
     assert [e.message.split(":")[0] for e in out if e.kind == "error"] == [
-        "partition GPU proving task panicked job porep-1000-88 partition 1 GPU 0",
+        "GPU prove start task panicked job porep-1000-88 partition 1 GPU 0",
         "panic in /root/.cargo/git/checkouts/curio/extern/supraseal-c2/src/lib.rs"]
 
 

@@ -25,9 +25,13 @@ from gapwatch.sources.sim_post import (
     CYCLE_S,
     DOWN_S,
     FIRST_POST_SRS_LOAD_S,
+    FIRST_TASK_ID,
     FREE_POOL_BLIND_S,
     KILL_AT_S,
     ON_TIME_AT_S,
+    PANIC_AT_S,
+    PANIC_LINES,
+    prove_start_error,
 )
 
 
@@ -93,9 +97,32 @@ def test_a_winningpost_loading_its_evicted_srs_misses_its_epoch(events: list[Pro
 def test_a_panic_and_cuzks_own_line_for_it_are_one_error_with_both_texts(
         events: list[ProverEvent]) -> None:
     [error] = [e for e in events if e.kind == "error"]
-    assert error.message.startswith("partition GPU proving task panicked")
+    assert error.message.startswith("GPU prove start task panicked job porep-1000-7 partition 7 "
+                                    "GPU 0: task 41 panicked with message ")
     assert 'its panic: panic in ' in error.message
     assert 'failed: "out of memory"' in error.message
+
+
+def test_the_partitions_panic_is_its_prove_starts_as_cuzk_writes_it() -> None:
+    """supraseal-c2's src/lib.rs:316 is `start_groth16_proof`'s panic, in the `spawn_blocking`
+    of `gpu_prove_start` (curio e0294b0f, engine.rs:3134-3147), on a thread tokio names
+    `tokio-runtime-worker`: cuzk then writes `GPU_TIMING prove_start returned` and `GPU prove
+    start task panicked` (3148-3154, 3302) in the partition's GPU worker span. The simulator
+    wrote it in a thread `'<unnamed>'` and followed it with `partition GPU proving task
+    panicked` (679), which cuzk writes only of a panic in the split prove's finalizer
+    (`gpu_prove_finish`, 3185-3197, 3238: supraseal-c2's lib.rs:331)."""
+    lines = simulate("post", duration_s=PANIC_AT_S + 10).log_lines
+    texts = [text for _stream, text in lines]
+    [at] = [i for i, text in enumerate(texts) if " panicked at " in text]
+    assert lines[at] == ("stderr", PANIC_LINES[0]) and "'tokio-runtime-worker'" in texts[at]
+    assert texts[at + 1:at + 3] == list(PANIC_LINES[1:])
+    span = ("gpu_worker{worker_id=1 gpu=0 job_id=porep-1000-7 proof_kind=porep-c2 batch_size=1 "
+            "partition=Some(7)}: cuzk_core::engine: ")
+    assert f"  INFO {span}GPU_TIMING prove_start returned worker_id=1 partition=Some(7) " \
+        in texts[at + 3]
+    assert texts[at + 4].endswith(f" ERROR {span}GPU prove start task panicked "
+                                  f"error={prove_start_error(FIRST_TASK_ID)}")
+    assert not [t for t in texts if "partition GPU proving task panicked" in t]
 
 
 def test_a_restart_seen_by_its_lines_and_its_status_is_one_with_its_cost(

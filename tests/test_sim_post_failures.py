@@ -22,10 +22,13 @@ from gapwatch.sources.sim_monolithic import (
 )
 from gapwatch.sources.sim_post import (
     FAILED_AT_S,
+    FIRST_TASK_ID,
     PROVE_START_ERROR,
     PROVE_START_FAILED_WORDS,
     PROVE_START_PANIC_LINE,
     PROVE_START_PANIC_MESSAGE,
+    TASK_ID_STEP,
+    prove_start_error,
 )
 
 
@@ -89,6 +92,8 @@ def test_the_failed_winningposts_lines_are_cuzks_in_the_order_cuzk_writes_them()
     assert first[4].endswith(f" ERROR {span}GPU prove start task panicked "
                              f"error={PROVE_START_ERROR}")
     assert second[1] == PROVE_START_PANIC_MESSAGE and "GPU_TIMING" in second[2]
+    # Each panic's JoinError names its own tokio task: every one said `task 41`.
+    assert second[3].endswith(f"error={prove_start_error(FIRST_TASK_ID + TASK_ID_STEP)}")
     timeline = [t for t in texts if t.startswith("TIMELINE,") and job in t]
     assert [t.split(",")[2] for t in timeline] == [
         "SYNTH_START", "SYNTH_END", "GPU_QUEUE", "GPU_PICKUP", "GPU_START"]
@@ -109,15 +114,18 @@ def test_failed_winningposts_lead_what_to_change_with_their_error_never_nothing_
     recording, _err = record_sim(tmp_path, "post-failed", 2 * 60 + FAILED_AT_S + 5)
     lines = _what_to_change(report_of(recording))
     assert lines[0].startswith("  PoSt: 3 WinningPoSt failed (no proof came of it")
-    assert (f"cuzk said '{PROVE_START_FAILED_WORDS}' (engine.rs:3302): no cuzk setting: a panic "
-            "in cuzk's task: supraseal-c2 turns every CUDA error into one") in lines[0]
+    # Three panics, three tokio tasks: one failure said of each (their errors differ only in
+    # the task's number), in the text and in the JSON alike.
+    assert (f"cuzk said '{PROVE_START_FAILED_WORDS}' (the first of 3; the others differ only "
+            "in their numbers) (engine.rs:3302): no cuzk setting: a panic in cuzk's task: "
+            "supraseal-c2 turns every CUDA error into one") in lines[0]
     assert "lotus#13634" in lines[0]
     assert "nothing to change" not in "\n".join(lines)
     [advice] = json.loads(report_of(recording, "--json"))["proof_advice"]
     assert (advice["proof_kind"], advice["verdict"], advice["count"], advice["error"],
-            advice["cause"], advice["setting"]) == (
+            advice["cause"], advice["setting"], advice["numbers_differ"]) == (
         "winning-post", "failed", 3, PROVE_START_FAILED_WORDS, "GPU prove start task panicked",
-        None)
+        None, True)
 
 
 def test_late_winningposts_lead_what_to_change_with_the_setting_and_the_logs_figures(

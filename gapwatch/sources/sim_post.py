@@ -27,9 +27,16 @@ load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded s
   for 31 s inside its synthesis step, after its synthesis and before SYNTH_END, as cuzk does
   (engine.rs:2717-2721), so it misses its 30 s epoch (said late while still running, then when
   it ends);
-- `PANIC_AT_S`: the next partition to finish on GPU 0 panics in supraseal-c2 with a CUDA
-  "out of memory" (Rust's default hook on stderr, untimestamped), cuzk's own ERROR line for
-  it, its job failed;
+- `PANIC_AT_S`: the next partition to finish on GPU 0 panics in its prove start, supraseal-c2's
+  `start_groth16_proof` turning a CUDA "out of memory" of its NTT into a panic (src/lib.rs:
+  315-316) inside the `spawn_blocking` of `gpu_prove_start` (engine.rs:3134-3147): Rust's
+  default hook on stderr (untimestamped, its thread tokio's `tokio-runtime-worker`), then in
+  its GPU worker's span `GPU_TIMING prove_start returned` and `GPU prove start task panicked`
+  (engine.rs:3148-3154, 3302), its job failed. Not `partition GPU proving task panicked`
+  (engine.rs:679): `process_partition_result` writes it of a panic in the split prove's
+  finalizer (its `spawn_blocking` of `gpu_prove_finish`, engine.rs:3185-3197, 3238), a
+  panic of supraseal-c2's `finish_groth16_proof` (src/lib.rs:328-331), never of its start's
+  (the simulator wrote it after a lib.rs:316 panic, in a thread named `'<unnamed>'`);
 - `KILL_AT_S`: the daemon is killed without a line (systemd's SIGTERM), nothing runs and its
   `/status` refuses connections for `DOWN_S` (and NVML answers nothing for the first
   `FREE_POOL_BLIND_S` of it, while the driver frees its pinned memory), then it starts again
@@ -40,12 +47,14 @@ load: no `SRS evicted` before it), each `loading SRS from disk` .. `SRS loaded s
   its synthesis step, as the first run's first did.
 
 `post-failed`'s, every `FAILED_CYCLE_S`: the on-time WinningPoSt at `ON_TIME_AT_S`, then at
-`FAILED_AT_S` one whose GPU prove start panics, `PROVE_START_FAIL_S` after its GPU_START:
-supraseal-c2 turns the CUDA error of its NTT into a panic (supraseal-c2/src/lib.rs:315-316)
-inside the `spawn_blocking` of `gpu_prove_start` (engine.rs:3134-3147), Rust's default hook
-writes it on stderr, then its GPU worker writes `GPU_TIMING prove_start returned` (3148-3154)
-and `GPU prove start task panicked` (ERROR, 3302), both in its span, which names it
-(3005-3012): no GPU_END, no completion line; its worker is free again. Not `GPU prove start
+`FAILED_AT_S` one whose GPU prove start panics, `PROVE_START_FAIL_S` after its GPU_START, as
+`post`'s partition does (`prove_start_panics`): supraseal-c2 turns the CUDA error of its NTT
+into a panic (supraseal-c2/src/lib.rs:315-316) inside the `spawn_blocking` of
+`gpu_prove_start` (engine.rs:3134-3147), Rust's default hook writes it on stderr, then its GPU
+worker writes `GPU_TIMING prove_start returned` (3148-3154) and `GPU prove start task
+panicked` (ERROR, 3302), both in its span, which names it (3005-3012): no GPU_END, no
+completion line; its worker is free again. Each panic's `JoinError` names its own tokio task
+(`task_id`: they were all `task 41`). Not `GPU prove start
 failed` (3282): at curio e0294b0f it cannot be written, `gpu_prove_start` (pipeline.rs:1386-
 1405) failing only where bellperson's `prove_start` returns `MalformedSrs`
 (extern/bellperson/src/groth16/prover/supraseal.rs:199-202), which the `SuprasealParameters`
@@ -137,9 +146,17 @@ POREP_SRS_LOAD_S = 6.0
 FIRST_POST_SRS_LOAD_S = 2.0
 WINNING_SRS = "winning-32g"
 POREP_SRS = "porep-32g"
+#: A prove start's panic (cuzk-upstream-paths.md 4.3: supraseal-c2 panics on every CUDA error,
+#: in cuzk's `spawn_blocking` tasks) as Rust 1.86's default hook writes it (cuzk's
+#: rust-toolchain.toml) on stderr: its location, the `spawn_blocking` thread tokio names
+#: `tokio-runtime-worker` (cuzk-daemon's `#[tokio::main]`, main.rs:33, names none: it read
+#: `'<unnamed>'`, a thread no tokio runtime starts), supraseal-c2's `start_groth16_proof`
+#: `panic!("{}", String::from(err))` (src/lib.rs:316); its message, the CUDA error lotus#13634
+#: quotes; the hook's `note: run with RUST_BACKTRACE`, which follows a process's first panic
+#: only.
 PANIC_LINES = (
-    "thread '<unnamed>' panicked at /root/.cargo/git/checkouts/curio/extern/supraseal-c2/"
-    "src/lib.rs:316:9:",
+    "thread 'tokio-runtime-worker' panicked at /root/.cargo/git/checkouts/curio/extern/"
+    "supraseal-c2/src/lib.rs:316:9:",
     'cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
     'gs_mixed_radix_wide.cu:220 failed: "out of memory"',
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
@@ -151,22 +168,27 @@ PANIC_LINES = (
 FAILED_CYCLE_S = 60.0
 FAILED_AT_S = 35.0
 PROVE_START_FAIL_S = 0.3
-#: The panic, as Rust 1.86's default hook writes it (cuzk's rust-toolchain.toml) on stderr: the
-#: `spawn_blocking` thread tokio names `tokio-runtime-worker` (cuzk-daemon's `#[tokio::main]`,
-#: main.rs:33, names none), supraseal-c2's `panic!("{}", String::from(err))` (src/lib.rs:316)
-#: of the CUDA error lotus#13634 quotes; the hook's `note: run with RUST_BACKTRACE` follows a
-#: process's first panic only.
-PROVE_START_PANIC_MESSAGE = PANIC_LINES[1]
-PROVE_START_PANIC_LINE = ("thread 'tokio-runtime-worker' panicked at /root/.cargo/git/checkouts/"
-                          "curio/extern/supraseal-c2/src/lib.rs:316:9:")
-#: Its error in `GPU prove start task panicked` (curio e0294b0f, extern/cuzk/cuzk-core/src/
-#: engine.rs:3302, `error = %e`): tokio 1.49's (cuzk's Cargo.lock) `JoinError` of a panic with
-#: a message, `task {id} panicked with message {msg:?}` (tokio/src/runtime/task/error.rs:
-#: 135-150; Rust's `{:?}` of a str escapes its backslashes and quotes; the id is illustrative).
-PROVE_START_ERROR = ('task 41 panicked with message "'
-                     + PROVE_START_PANIC_MESSAGE.replace("\\", "\\\\").replace('"', '\\"') + '"')
-#: What gapwatch says of that failure: the line's message, then its error
-#: (`gapwatch.cuzk.pipeline.error_words`).
+PROVE_START_PANIC_LINE, PROVE_START_PANIC_MESSAGE = PANIC_LINES[:2]
+#: The tokio task id a run's first panic names, and how many more each later one's names: tokio
+#: numbers every task a process spawns (`tokio::task::Id`, each `spawn_blocking` one too), so
+#: each panic's `JoinError` names its own (`sim:post-failed` said `task 41` of every one); a
+#: new process counts from its start again. Illustrative figures: the tasks spawned between.
+FIRST_TASK_ID = 41
+TASK_ID_STEP = 16
+
+
+def prove_start_error(task_id: int = FIRST_TASK_ID) -> str:
+    """The error of `GPU prove start task panicked` (curio e0294b0f, extern/cuzk/cuzk-core/src/
+    engine.rs:3302, `error = %e`): tokio 1.49's (cuzk's Cargo.lock) `JoinError` of a panic
+    with a message, `task {id} panicked with message {msg:?}` (tokio/src/runtime/task/
+    error.rs:135-150; Rust's `{:?}` of a str escapes its backslashes and quotes)."""
+    escaped = PROVE_START_PANIC_MESSAGE.replace("\\", "\\\\").replace('"', '\\"')
+    return f'task {task_id} panicked with message "{escaped}"'
+
+
+#: A run's first panic's error, and what gapwatch says of that failure: the line's message,
+#: then its error (`gapwatch.cuzk.pipeline.error_words`).
+PROVE_START_ERROR = prove_start_error()
 PROVE_START_FAILED_WORDS = f"GPU prove start task panicked: {PROVE_START_ERROR}"
 
 
@@ -216,6 +238,8 @@ class PostScript:
         self.failing: set[str] = set()
         self.gpu_started_s: dict[str, float] = {}
         self.panicked_this_run = False
+        #: The tokio task id the run's next panic names (`FIRST_TASK_ID`, `TASK_ID_STEP`).
+        self.task_id = FIRST_TASK_ID
         self.post_queue: list[tuple[str, float]] = []  # (job, GPU seconds), GPU 0
         self.panic_armed = False
         self.winpost = 0
@@ -356,31 +380,41 @@ class PostScript:
         sim._at(lock_at + gpu_s, done)
 
     def _prove_start_failed(self, g: _Gpu, w: _Worker, job: str) -> None:
-        """Its prove start panics, in the order cuzk writes it (curio e0294b0f): the panic on
-        stderr (supraseal-c2/src/lib.rs:316), then, inside the GPU worker's span (engine.rs:
-        3005-3012: a PoSt's `partition` is `None`), `GPU_TIMING prove_start returned`
-        (3148-3154, written whatever `spawn_blocking` returned) and `GPU prove start task
-        panicked` (3302, `error = %e` of the `JoinError`); the job fails, its worker takes the
-        next item (3300: `gpu_done_for_worker.notify_one()`)."""
+        """The failing WinningPoSt's prove start panics (`prove_start_panics`); the job fails,
+        its worker takes the next item (engine.rs:3300: `gpu_done_for_worker.notify_one()`)."""
         sim = self.sim
         self.failing.discard(job)
         started_s = self.gpu_started_s.pop(job, sim._now)
         self.arrived.pop(job, None)
+        self.prove_start_panics(g, w, job, "winning-post", None, started_s)
+        w.busy, w.job = False, None
+        sim._dispatch(g)
+
+    def prove_start_panics(self, g: _Gpu, w: _Worker, job: str, kind: str,
+                           partition: int | None, started_s: float) -> None:
+        """A GPU prove start's panic, in the order cuzk writes it (curio e0294b0f): the panic on
+        stderr (`PANIC_LINES`: supraseal-c2/src/lib.rs:316; the hook's note after the run's
+        first only), then, inside the GPU worker's span (engine.rs:3005-3012: `partition =
+        ?partition_index`, `None` for a PoSt), `GPU_TIMING prove_start returned` (3148-3154,
+        written whatever `spawn_blocking` returned) and `GPU prove start task panicked` (3302,
+        `error = %e` of the `JoinError`, naming the run's next tokio task id). `started_s`:
+        its GPU_START (simulated seconds)."""
+        sim = self.sim
         sim._raw(PROVE_START_PANIC_LINE)
         sim._raw(PROVE_START_PANIC_MESSAGE)
         if not self.panicked_this_run:
             sim._raw(PANIC_LINES[2])
         self.panicked_this_run = True
+        some = "None" if partition is None else f"Some({partition})"
         span = (f"gpu_worker{{worker_id={w.wid} gpu={g.index} job_id={job} "
-                "proof_kind=winning-post batch_size=1 partition=None}: ")
+                f"proof_kind={kind} batch_size=1 partition={some}}}: ")
         wall_ms = round((sim._now - started_s) * 1000)
         sim._trace(sim._now, f"GPU_TIMING prove_start returned worker_id={w.wid} "
-                   f"partition=None total_pre_prove_ms={wall_ms} "
+                   f"partition={some} total_pre_prove_ms={wall_ms} "
                    f"spawn_blocking_wall_ms={wall_ms}", span=span)
-        sim._trace(sim._now, f"GPU prove start task panicked error={PROVE_START_ERROR}",
-                   span=span, level="ERROR")
-        w.busy, w.job = False, None
-        sim._dispatch(g)
+        sim._trace(sim._now, "GPU prove start task panicked "
+                   f"error={prove_start_error(self.task_id)}", span=span, level="ERROR")
+        self.task_id += TASK_ID_STEP
 
     # -- a panic ------------------------------------------------------------------------------
 
@@ -388,15 +422,13 @@ class PostScript:
         self.panic_armed = True
 
     def take_panic(self, g: _Gpu, w: _Worker, job: str, part: int) -> bool:
-        """When armed, the partition finishing on GPU 0 panics instead (True: handled)."""
+        """When armed, the partition finishing on GPU 0 panics in its prove start instead
+        (`prove_start_panics`; True: handled): its job failed, its worker free again."""
         if not self.panic_armed or g.index != 0:
             return False
         self.panic_armed = False
         sim = self.sim
-        for line in PANIC_LINES:
-            sim._raw(line)
-        sim._trace(sim._now, "partition GPU proving task panicked error=task panicked "
-                             f"job_id={job} partition={part % 10}", level="ERROR")
+        self.prove_start_panics(g, w, job, "porep-c2", part % 10, w.since_s)
         rec = sim._part(job, part)
         rec.state, rec.gpu_end_s = "failed", sim._now
         sim._jobs[job].failed = True
@@ -434,6 +466,7 @@ class PostScript:
         self.failing.clear()
         self.gpu_started_s.clear()
         self.panicked_this_run = False
+        self.task_id = FIRST_TASK_ID  # a new process numbers its tasks from its start again
         sim._jobs.clear()
         sim.synth_active_counter = 0
         sim._at(now + DOWN_S, Kept(self._start_again))

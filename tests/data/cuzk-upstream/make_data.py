@@ -526,33 +526,34 @@ def restart() -> list[str]:
     return _sorted(lines)
 
 
-#: Rust's default panic hook (Rust >= 1.73): location line, message, note; the message is
-#: supraseal-c2's CUDA error (src/lib.rs:316, `panic!("{}", String::from(err))`), its text as
-#: filecoin-project/lotus#13634 quotes it.
+#: A GPU prove start's panic (`panic`, `post_failed`), as Rust 1.86's default hook writes it
+#: (cuzk's rust-toolchain.toml): location line, message, note (a process's first panic's only).
+#: supraseal-c2's `start_groth16_proof` turns the CUDA error of its NTT into it (src/lib.rs:
+#: 315-316, `panic!("{}", String::from(err))`), its text as filecoin-project/lotus#13634 quotes
+#: it, inside the `spawn_blocking` of `gpu_prove_start` (engine.rs:3134-3147): a thread tokio
+#: names `tokio-runtime-worker` (cuzk-daemon's `#[tokio::main]`, main.rs:33, names none; it read
+#: `'<unnamed>'`, lotus's thread, which no tokio runtime starts). Its error as `error = %e`
+#: writes tokio 1.49's `JoinError` (cuzk's Cargo.lock; tokio/src/runtime/task/error.rs:135-150,
+#: `task {id} panicked with message {msg:?}`; the id illustrative).
 PANIC_LINES = [
-    "thread '<unnamed>' panicked at /root/.cargo/git/checkouts/curio/extern/supraseal-c2/"
-    "src/lib.rs:316:9:",
+    "thread 'tokio-runtime-worker' panicked at /root/.cargo/git/checkouts/curio/extern/"
+    "supraseal-c2/src/lib.rs:316:9:",
     'cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
     'gs_mixed_radix_wide.cu:220 failed: "out of memory"',
     "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace",
 ]
-
-
-#: A WinningPoSt's prove start panicking (`post_failed`): Rust 1.86's hook (cuzk's
-#: rust-toolchain.toml) names the `spawn_blocking` thread as tokio does, `tokio-runtime-worker`
-#: (cuzk-daemon's `#[tokio::main]`, main.rs:33, names none); the note is the run's first
-#: panic's. Its error as `error = %e` writes tokio 1.49's `JoinError` (cuzk's Cargo.lock;
-#: tokio/src/runtime/task/error.rs:135-150, `task {id} panicked with message {msg:?}`; the id
-#: illustrative).
-PROVE_START_PANIC_LINE = ("thread 'tokio-runtime-worker' panicked at /root/.cargo/git/checkouts/"
-                          "curio/extern/supraseal-c2/src/lib.rs:316:9:")
+PROVE_START_PANIC_LINE = PANIC_LINES[0]
 PROVE_START_PANIC_ERROR = ('task 41 panicked with message "'
                            + PANIC_LINES[1].replace("\\", "\\\\").replace('"', '\\"') + '"')
 
 
 def panic() -> list[str]:
-    """A CUDA error on the GPU: the panic on stderr (untimestamped), then cuzk's own line for
-    it (`partition GPU proving task panicked`, engine.rs:679) and the GPU idle after it."""
+    """A CUDA error on the GPU in a partition's prove start: the panic on stderr
+    (untimestamped), then in its GPU worker's span `GPU_TIMING prove_start returned` and
+    cuzk's own line for it, `GPU prove start task panicked` (engine.rs:3148-3154, 3302), and
+    the GPU idle after it. It was `partition GPU proving task panicked` (679), which cuzk
+    writes of a panic in the split prove's finalizer (`gpu_prove_finish`, engine.rs:3185-3197,
+    3238; supraseal-c2's lib.rs:331), never after its start's lib.rs:316."""
     t0 = T0 + 14400
     lines = [(t0 + i * 0.001, x) for i, x in enumerate(engine_start(t0))]
     epoch = t0 + 0.030
@@ -562,9 +563,14 @@ def panic() -> list[str]:
               (t0 + 14.0, tl(epoch, t0 + 14.0, "GPU_START", "porep-1000-88",
                              "worker=1,partition=1"))]
     lines += [(t0 + 14.5 + i * 1e-6, x) for i, x in enumerate(PANIC_LINES)]
-    lines += [(t0 + 14.6, trace(t0 + 14.6, "error", "cuzk_core::engine",
-                                "partition GPU proving task panicked",
-                                error="task 41 panicked", job_id="porep-1000-88", partition=1))]
+    span = gpu_worker_span("porep-1000-88", "porep-c2", 1, 0, partition=1)
+    lines += [(t0 + 14.5001, trace(t0 + 14.5001, "info", "cuzk_core::engine",
+                                   "GPU_TIMING prove_start returned", span=span, worker_id=1,
+                                   partition="Some(1)", total_pre_prove_ms=500,
+                                   spawn_blocking_wall_ms=500)),
+              (t0 + 14.5002, trace(t0 + 14.5002, "error", "cuzk_core::engine",
+                                   "GPU prove start task panicked", span=span,
+                                   error=PROVE_START_PANIC_ERROR))]
     return _sorted(lines)
 
 
@@ -715,11 +721,13 @@ def post_pipeline_off() -> list[str]:
     return _sorted(lines)
 
 
-def gpu_worker_span(job: str, kind: str, worker: int, gpu: int) -> str:
-    """A pipelined job's GPU worker span (engine.rs:3005-3012), as tracing writes it: a PoSt's
-    `partition = ?partition_index` is `None`."""
+def gpu_worker_span(job: str, kind: str, worker: int, gpu: int,
+                    partition: int | None = None) -> str:
+    """A pipelined job's GPU worker span (engine.rs:3005-3012), as tracing writes it:
+    `partition = ?partition_index`, `None` for a PoSt, `Some(p)` for a partition."""
+    some = "None" if partition is None else f"Some({partition})"
     return (f"gpu_worker{{worker_id={worker} gpu={gpu} job_id={job} proof_kind={kind} "
-            "batch_size=1 partition=None}")
+            f"batch_size=1 partition={some}}}")
 
 
 #: A WinningPoSt's synthesis failing on a vanilla proof cuzk cannot read (one cut short):
@@ -883,9 +891,11 @@ format strings, field names and serde structs only, no upstream code.
   `post-behind-partitions.log` (a WinningPoSt arriving while both workers hold partitions),
   `post-late.log` (a WinningPoSt past its 30 s epoch, queued behind a PoRep's SRS load),
   `restart.log` (a run killed without a line and started again: SRS, pool, first wave),
-  `panic.log` (supraseal-c2's
-  CUDA error panic on stderr, Rust's default hook, the message as lotus#13634 quotes it, then
-  `partition GPU proving task panicked`, engine.rs:679), `lost-job.log` (two WinningPoSt with the
+  `panic.log` (a partition's prove start panicking: supraseal-c2's
+  CUDA error panic on stderr, src/lib.rs:316, Rust's default hook in tokio's
+  `tokio-runtime-worker`, the message as lotus#13634 quotes it, then `GPU_TIMING prove_start
+  returned` and `GPU prove start task panicked`, engine.rs:3148, 3302, in its GPU worker's span
+  `gpu_worker{{... partition=Some(1)}}`), `lost-job.log` (two WinningPoSt with the
   GPU queue key (0,0), engine.rs:53-58, 2851: the first never picked up),
   `post-pipeline-off.log` (`[pipeline] enabled = false`: no TIMELINE; the monolithic worker's
   span and lines, engine.rs:3378, 3394, 3397, 3455-3462, prover.rs:523, 535, 566; a WinningPoSt

@@ -15,6 +15,7 @@ from session_fakes import KeptRecords
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
+from gapwatch.core import prover_watch
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import (
     Gap,
@@ -22,6 +23,7 @@ from gapwatch.core.models import (
     LogEvent,
     Notice,
     ProofTiming,
+    ProofVerdict,
     ProverEvent,
     SessionHeader,
     StateChange,
@@ -272,13 +274,13 @@ def test_proofs_never_said_again_are_counted_in_bounded_memory(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # A PoSt whose GPU job was lost is never said again: its running word stayed in the tally
     # to the end, one entry a lost proof, without bound.
-    monkeypatch.setattr(prover_events, "MAX_RUNNING", 100)
+    monkeypatch.setattr(prover_watch, "MAX_RUNNING_PROOFS", 100)
     log = prover_events.ProverEvents(
         ProverEvent(t_wall_s=float(i), kind="proof", level="warning", message="",
                     job_id=f"wp-{i}", proof=ProofTiming("winning-post", verdict="at_risk",
                                                         done=False))
         for i in range(1000))
-    assert len(log._proofs._running) == 100
+    assert len(log._proofs._words) == 100
     tally = log.proofs()
     assert (tally.rows, tally.at_risk) == (1000, 1000)
 
@@ -490,3 +492,19 @@ def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: 
     listed = [line[4:16] for line in text.splitlines() if line.startswith("    1")]
     assert listed == [datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:12]
                       for t in times]
+
+
+def test_the_troubles_and_the_summary_count_a_proof_by_the_same_last_word() -> None:
+    """A WinningPoSt said at risk while running, then done on time, with 300 PoSt said running
+    meanwhile whose GPU jobs were lost (never said again). The advice's troubles held 256
+    running proofs, the summary's counts 4,096: the troubles let the first one go at its "at
+    risk" word and "What to change" said 1 WinningPoSt at risk while the summary said none."""
+    def proof(t: float, job: str, verdict: ProofVerdict, done: bool) -> ProverEvent:
+        return ProverEvent(t_wall_s=t, kind="proof", level="info", message="", job_id=job,
+                           proof=ProofTiming("winning-post", verdict=verdict, done=done))
+    events = [proof(0.0, "wp-risky", "at_risk", False)]
+    events += [proof(1.0 + i, f"wp-lost-{i}", "ok", False) for i in range(300)]
+    events += [proof(400.0, "wp-risky", "ok", True)]
+    log = prover_events.ProverEvents(events)
+    assert log.proofs().at_risk == 0
+    assert log.troubles() == []

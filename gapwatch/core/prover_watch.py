@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -208,36 +208,86 @@ def trouble_key(p: ProofTiming) -> TroubleKey | None:
     return None
 
 
+#: Proofs still running whose latest word `LastWords` holds, of every tally of proofs by their
+#: last word (the advice's `ProofTroubles`, the report's PoSt rows and counts): one bound, so
+#: that the troubles and the summary never count the same proofs apart. Far above what is ever
+#: in flight (cuzk's watcher follows 256 PoSt a daemon and says the oldest given up past that),
+#: because a proof whose GPU job was lost is never said again: it stays here until let go, and
+#: a proof said running while hundreds such stayed was let go (counted by that word) before its
+#: own last word came, and counted again by it. ~0.5 KB a proof: 2 MB at the bound.
+MAX_RUNNING_PROOFS = 4 * 1024
+
+
+class Settled(NamedTuple):
+    """What one event did to the proofs `LastWords` holds (`LastWords.add`)."""
+
+    #: The tag of the same proof's earlier word, which this one replaces (None: it had none
+    #: held: its first word, or not a proof's).
+    replaced: int | None
+    #: The last word this event settles: its own (`ProofTiming.last_word`), or the oldest
+    #: running proof's latest word, let go past `MAX_RUNNING_PROOFS`; None: none.
+    last: ProofTiming | None
+
+
+class LastWords:
+    """Each proof's latest word until its last (`ProofTiming.last_word`), by job id, in the
+    order each was last said: the one keeper every tally of proofs "each once, by its last word"
+    reads (`ProofTroubles`; the report's `offline.prover_events.ProofRows`). A job id said again
+    after its proof's last word is another proof (Curio retries a PoSt lost in a restart under
+    the same id). Bounded: at most `MAX_RUNNING_PROOFS` running, past that the oldest settled by
+    its latest word. Each word may carry a tag of its caller's (a row's place), handed back when
+    a later word of the same proof replaces it."""
+
+    __slots__ = ("_running",)
+
+    def __init__(self) -> None:
+        self._running: OrderedDict[str | None, tuple[ProofTiming, int]] = OrderedDict()
+
+    def add(self, e: ProverEvent, tag: int = -1) -> Settled:
+        """Take any prover event (those not a proof's change nothing)."""
+        p = e.proof
+        if e.kind != "proof" or p is None:
+            return Settled(None, None)
+        before = self._running.pop(e.job_id, None)
+        replaced = None if before is None else before[1]
+        if p.last_word:
+            return Settled(replaced, p)
+        self._running[e.job_id] = (p, tag)
+        if len(self._running) > MAX_RUNNING_PROOFS:
+            return Settled(replaced, self._running.popitem(last=False)[1][0])
+        return Settled(replaced, None)
+
+    def running(self) -> Iterator[ProofTiming]:
+        """The latest word of each proof still running, oldest first."""
+        return (p for p, _tag in self._running.values())
+
+    def __len__(self) -> int:
+        return len(self._running)
+
+
 class ProofTroubles:
     """The proofs that failed, were lost in a restart, late or at risk, one `Trouble` per
-    cause, each proof once by its last word (a proof said late while running and again at its
-    end is one; one still running at the end of the data is as its latest word says): what the
-    report's "What to change" says first (`gapwatch.cuzk.post_advice`). Fed every prover event
-    (the offline run's `ProverEvents`, or the events a snapshot holds). Bounded: the proofs
-    running at most `LATE_JOBS_KEPT`, the troubles `MAX_TROUBLES`."""
+    cause, each proof once by its last word (`LastWords`: a proof said late while running and
+    again at its end is one; one still running at the end of the data is as its latest word
+    says): what the report's "What to change" says first (`gapwatch.cuzk.post_advice`). Fed
+    every prover event (the offline run's `ProverEvents`, or the events a snapshot holds).
+    Bounded: the proofs running at most `MAX_RUNNING_PROOFS`, the troubles `MAX_TROUBLES`."""
 
     def __init__(self, events: Iterable[ProverEvent] = ()) -> None:
         self._done: dict[TroubleKey, Trouble] = {}
-        self._running: OrderedDict[str | None, ProofTiming] = OrderedDict()
+        self._words = LastWords()
         for e in events:
             self.add(e)
 
     def add(self, e: ProverEvent) -> None:
-        p = e.proof
-        if e.kind != "proof" or p is None:
-            return
-        self._running.pop(e.job_id, None)
-        if p.last_word:
-            _tally(self._done, p)
-            return
-        self._running[e.job_id] = p
-        if len(self._running) > LATE_JOBS_KEPT:
-            _tally(self._done, self._running.popitem(last=False)[1])
+        last = self._words.add(e).last
+        if last is not None:
+            _tally(self._done, last)
 
     def troubles(self) -> list[Trouble]:
         """Every trouble so far, those still running counted as their latest word says."""
         out = {k: dataclasses.replace(t) for k, t in self._done.items()}
-        for p in self._running.values():
+        for p in self._words.running():
             _tally(out, p)
         return list(out.values())
 

@@ -7,7 +7,6 @@ Who calls it: `gapwatch.commands.report` (text) and `gapwatch.offline.report.to_
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator, Sequence
 from operator import attrgetter
 from typing import Any, NamedTuple, overload
@@ -16,7 +15,7 @@ import msgspec
 
 from gapwatch.core import fmt
 from gapwatch.core.models import PHASE_WORDS, ProofTiming, ProverEvent
-from gapwatch.core.prover_watch import ProofTroubles, Trouble
+from gapwatch.core.prover_watch import LastWords, ProofTroubles, Trouble
 
 #: Rows of each list shown in text (--json has every one kept).
 MAX_ROWS = 40
@@ -24,8 +23,6 @@ MAX_ROWS = 40
 #: and the summary's figures are over all. A log of a prover failing every partition for a
 #: day (or 100,000 panics) held each (~0.6 KB): 90 MB for 100,000, growing with the log.
 MAX_KEPT = 10_000
-#: PoSt proofs still running that the summary's counts hold (see `ProofRows`).
-MAX_RUNNING = 4 * 1024
 
 
 def _s(v: float | None) -> str:
@@ -65,43 +62,36 @@ class ProofCounts(NamedTuple):
 
 class ProofRows:
     """One row per proof, the one rule for the summary's counts and the table's rows: a
-    proof's last word (a proof said late while running, then done, is the done one), in the
-    order each was last said. A job id said again after its proof's last word is another proof
-    (Curio retries a PoSt lost in a restart under the same id): a row of its own, never the
-    lost one overwritten. Every row is counted as the events come; the rows themselves are kept
-    only with `keep` (the table's, of the events an offline run keeps). Memory besides: the
-    proofs still running, at most `MAX_RUNNING` (a watcher follows a bounded number,
-    `cuzk.post.MAX_IN_FLIGHT`, but a proof whose GPU job was lost is never said again: past the
-    bound the oldest running one is counted as its latest word says and let go)."""
+    proof's last word (`core.prover_watch.LastWords`, the keeper the advice's troubles read
+    too: a proof said late while running, then done, is the done one), in the order each was
+    last said. A job id said again after its proof's last word is another proof: a row of its
+    own, never the lost one overwritten. Every row is counted as the events come; the rows
+    themselves are kept only with `keep` (the table's, of the events an offline run keeps).
+    Memory besides: the proofs still running, bounded by `LastWords` (past the bound the oldest
+    running one is counted as its latest word says and let go)."""
 
     def __init__(self, keep: bool = False) -> None:
         self._done = ProofCounts()
-        #: Each running proof's latest word, and its place in `_rows` (-1: none kept).
-        self._running: OrderedDict[str | None, tuple[ProofTiming, int]] = OrderedDict()
+        #: Each running proof's latest word, tagged with its place in `_rows` (-1: none kept).
+        self._words = LastWords()
         self._rows: list[ProverEvent | None] | None = [] if keep else None
 
     def add(self, e: ProverEvent) -> None:
-        p = e.proof
-        if e.kind != "proof" or p is None:
+        if e.kind != "proof" or e.proof is None:
             return
-        before = self._running.pop(e.job_id, None)
-        at = -1
+        at = -1 if self._rows is None else len(self._rows)
+        settled = self._words.add(e, at)
         if self._rows is not None:
-            if before is not None:
-                self._rows[before[1]] = None  # the same proof, said again: this word replaces it
-            at = len(self._rows)
+            if settled.replaced is not None:
+                self._rows[settled.replaced] = None  # the same proof, said again: this replaces it
             self._rows.append(e)
-        if _final(e):
-            self._done = self._done.plus(p)
-            return
-        self._running[e.job_id] = (p, at)
-        if len(self._running) > MAX_RUNNING:
-            self._done = self._done.plus(self._running.popitem(last=False)[1][0])
+        if settled.last is not None:
+            self._done = self._done.plus(settled.last)
 
     def counts(self) -> ProofCounts:
         """Every row so far, those still running counted as their latest word says."""
         out = self._done
-        for p, _at in self._running.values():
+        for p in self._words.running():
             out = out.plus(p)
         return out
 

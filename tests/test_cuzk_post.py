@@ -540,9 +540,10 @@ def test_a_log_of_thousands_of_workers_picking_up_work_makes_no_post_list_them_a
     """GPU_PICKUP lines of 20,000 worker ids that never end (junk `worker=` fields): the
     watcher held each, and a PoSt queued then listed every one it waited behind (a 20,000-item
     list and an 800 KB message; for 100,000, 4 MB, copied into each PoSt in flight). The
-    watcher keeps the latest `MAX_HELD` workers; a PoSt names `MAX_BEHIND` of them and how
+    watcher keeps the latest `MAX_WORKERS` workers (`gpu_workers.WorkerHolds`, the gaps' own); a PoSt names `MAX_BEHIND` of them and how
     many more."""
-    from gapwatch.cuzk.post import MAX_BEHIND, MAX_HELD, PostTracker
+    from gapwatch.cuzk.gpu_workers import MAX_WORKERS
+    from gapwatch.cuzk.post import MAX_BEHIND, PostTracker
 
     n, job = 20_000, "winpost-1000-dddd"
     text = _START + "\n".join(
@@ -558,15 +559,15 @@ def test_a_log_of_thousands_of_workers_picking_up_work_makes_no_post_list_them_a
     assert ev.proof is not None
     behind = ev.proof.waited_behind
     assert len(behind) == MAX_BEHIND  # workers only: how many more is a number of its own
-    assert ev.proof.waited_behind_more == MAX_HELD - MAX_BEHIND
-    assert behind[0] == f"worker {n - MAX_HELD}: porep-1-{n - MAX_HELD} partition 0"
-    assert ev.proof.behind_words().endswith(f"and {MAX_HELD - MAX_BEHIND} more")
+    assert ev.proof.waited_behind_more == MAX_WORKERS - MAX_BEHIND
+    assert behind[0] == f"worker {n - MAX_WORKERS}: porep-1-{n - MAX_WORKERS} partition 0"
+    assert ev.proof.behind_words().endswith(f"and {MAX_WORKERS - MAX_BEHIND} more")
     assert len(ev.message) < 2000
     parser, tracker = LogParser(offline=True), PostTracker()
     for i, line in enumerate(text.splitlines()):
         for e in parser.parse_line(line, "x", i, 0.0):
             tracker.feed(e)
-    assert len(tracker.holding) <= MAX_HELD
+    assert len(tracker.holds.open) <= MAX_WORKERS
 
 
 def test_a_post_whose_synthesis_end_line_comes_out_of_order_is_never_ok_with_phases_past_its_total(
@@ -1777,3 +1778,80 @@ def test_gapwatch_parse_of_cuzks_stdout_and_stderr_says_a_quick_post_not_timed_n
     [row] = [x for x in said.splitlines() if _QUICK in x and "winning-post" in x
              and x.startswith("    ")]
     assert ">3.0" in row and row.endswith(" unknown")
+
+
+def test_a_post_waits_behind_the_workers_the_gaps_call_held_never_one_they_call_free() -> None:
+    """Worker 0's `prove_start returned` (engine.rs:3148): it loops back to the GPU queue and
+    pops the next item (3023); partition 3's finalizer runs on apart to its GPU_END (3196). A
+    WinningPoSt queued between the two was said to wait "behind worker 0: porep-1000-5
+    partition 3" (the watcher held a worker to its GPU_END) while the gaps' rule, fed the same
+    lines, called worker 0 free. One rule now (`gpu_workers.WorkerHolds`): it waited behind
+    worker 1, which held partition 4 until the PoSt's pickup, and only it."""
+    from gapwatch.cuzk.pipeline import PipelineFacts
+
+    job = "winpost-1000-5e6f7a8b"
+    span = ("INFO gpu_worker{{worker_id={w} gpu=0 job_id=porep-1000-5 proof_kind=porep-c2 "
+            "batch_size=1 partition=Some({p})}}: cuzk_core::engine: GPU_TIMING prove_start "
+            "returned worker_id={w} partition=Some({p}) total_pre_prove_ms=2000 "
+            "spawn_blocking_wall_ms=2000")
+    text = (_START
+            + "TIMELINE,9970,GPU_PICKUP,porep-1000-5,worker=0,partition=3\n"
+            "TIMELINE,9970,GPU_PICKUP,porep-1000-5,worker=1,partition=4\n"
+            "TIMELINE,9980,GPU_START,porep-1000-5,worker=0,partition=3\n"
+            f"2026-05-12T16:00:12.000000Z  {span.format(w=0, p=3)}\n"
+            f"TIMELINE,11970,SYNTH_START,{job},kind=winning-post\n"
+            f"TIMELINE,12470,SYNTH_END,{job},synth_ms=500\n"
+            f"TIMELINE,12470,GPU_QUEUE,{job},monolithic\n"
+            "TIMELINE,12970,GPU_END,porep-1000-5,worker=0,partition=3,gpu_ms=3000\n"
+            "TIMELINE,12980,GPU_START,porep-1000-5,worker=1,partition=4\n"
+            f"2026-05-12T16:00:15.000000Z  {span.format(w=1, p=4)}\n"
+            f"TIMELINE,14970,GPU_PICKUP,{job},worker=1\n"
+            f"TIMELINE,14980,GPU_START,{job},worker=1\n"
+            f"TIMELINE,15970,GPU_END,{job},worker=1,gpu_ms=1000\n")
+    parser, watch, facts = LogParser(offline=True), CuzkWatch(), PipelineFacts()
+    said: list[ProverEvent] = []
+    held_at_queue: list[int] | None = None
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            facts.feed(e)
+            said += watch.feed(e)
+            if e.name == "GPU_QUEUE":
+                held_at_queue = [h.worker for h in facts.holds.held(0)]
+    [ev] = [e for e in said + watch.finish() if e.proof is not None and e.job_id == job]
+    assert held_at_queue == [1]
+    assert ev.proof is not None
+    assert ev.proof.waited_behind == ["worker 1: porep-1000-5 partition 4"]
+
+
+def test_a_partition_failed_in_its_workers_span_frees_the_worker_for_the_gaps_and_the_post(
+) -> None:
+    """`CUZK_DISABLE_SPLIT_PROVE=1`: partition 3's synchronous prove failed, its result line
+    `partition GPU proving failed` written in its GPU worker's span (engine.rs:656 via 3105), no
+    GPU_END. The watcher let worker 0 go there; the gaps' rule held it to its next pickup, one
+    worker busy for it while the PoSt queued after said none."""
+    from gapwatch.cuzk.pipeline import PipelineFacts
+
+    job = "winpost-1000-9a8b7c6d"
+    text = (_START
+            + "TIMELINE,9970,GPU_PICKUP,porep-1000-5,worker=0,partition=3\n"
+            "2026-05-12T16:00:12.000000Z ERROR gpu_worker{worker_id=0 gpu=0 job_id=porep-1000-5 "
+            "proof_kind=porep-c2 batch_size=1 partition=Some(3)}: cuzk_core::engine: partition "
+            "GPU proving failed job_id=porep-1000-5 partition=3 error=boom\n"
+            f"TIMELINE,11970,SYNTH_START,{job},kind=winning-post\n"
+            f"TIMELINE,12470,SYNTH_END,{job},synth_ms=500\n"
+            f"TIMELINE,12470,GPU_QUEUE,{job},monolithic\n"
+            f"TIMELINE,12970,GPU_PICKUP,{job},worker=0\n"
+            f"TIMELINE,12980,GPU_START,{job},worker=0\n"
+            f"TIMELINE,13970,GPU_END,{job},worker=0,gpu_ms=1000\n")
+    parser, watch, facts = LogParser(offline=True), CuzkWatch(), PipelineFacts()
+    said: list[ProverEvent] = []
+    held_at_queue: list[int] | None = None
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            facts.feed(e)
+            said += watch.feed(e)
+            if e.name == "GPU_QUEUE":
+                held_at_queue = [h.worker for h in facts.holds.held(0)]
+    [ev] = [e for e in said + watch.finish() if e.proof is not None and e.job_id == job]
+    assert held_at_queue == []
+    assert ev.proof is not None and ev.proof.waited_behind == []

@@ -1,7 +1,11 @@
 """Which partition (or monolithic job) each of cuzk's GPU workers holds, as its log tells it.
 
 Who calls it: `gapwatch.cuzk.pipeline.PipelineFacts` (feeds it every TIMELINE and tracing event
-that names a GPU worker, and a restart; asks it of a gap a queued partition waited through).
+that names a GPU worker, and a restart; asks it of a gap a queued partition waited through), and
+`gapwatch.cuzk.post.PostTracker` (fed the same lines, plus its monolithic workers' jobs: asks it
+what a PoSt queued for the GPU waited behind). One rule of what a worker holds for both: the
+watcher held a worker to its partition's GPU_END and said a PoSt waited behind a worker the gaps
+called free.
 Pure: no I/O, no clocks; bounded (`HISTORY` holds kept, `MAX_WORKERS` workers).
 
 Why: a partition queued for the GPU (GPU_QUEUE) and picked up (GPU_PICKUP) only after an idle
@@ -37,8 +41,10 @@ from gapwatch.core import fmt
 from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import (
-    GPU_WORKER_FAILED_MESSAGES,
+    GPU_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
+    MONOLITHIC_END_MESSAGES,
+    MONOLITHIC_PROCESSING_MESSAGE,
     PROVE_START_MESSAGE,
     SKIPPED_GPU_PROVE_MESSAGE,
     SYNC_GPU_DONE_MESSAGES,
@@ -50,8 +56,11 @@ PROVE_RETURNED_MESSAGE = "GPU_TIMING prove_start returned"
 #: returned (3139, on the blocking thread, no span; 3148, in the span).
 _RETURNED = frozenset((PROVE_START_MESSAGE, PROVE_RETURNED_MESSAGE))
 #: The lines that end a hold only where written in its worker's span (`GPU_WORKER_SPAN`): the
-#: finalizer writes the same messages in no span, after the worker had looped back.
-_IN_SPAN_ENDS = frozenset((*GPU_WORKER_FAILED_MESSAGES, SKIPPED_GPU_PROVE_MESSAGE,
+#: finalizer writes the same messages in no span, after the worker had looped back. Its job's
+#: result processed there (the synchronous prove's, `CUZK_DISABLE_SPLIT_PROVE=1`, engine.rs:
+#: 3078-3118: `partition GPU prove complete` and, failed, `partition GPU proving failed`,
+#: 474-479, 656, 679 via 3105), its GPU step's failure (3282, 3302), or its skip (3034-3042).
+_IN_SPAN_ENDS = frozenset((*GPU_FAILED_MESSAGES, SKIPPED_GPU_PROVE_MESSAGE,
                            *SYNC_GPU_DONE_MESSAGES))
 #: Holds kept after their end (a busy prover's last half hour or so of partitions).
 HISTORY = 512
@@ -74,6 +83,8 @@ class Hold:
     until_s: float | None = None
     #: What ended it, in words (`_END_WORDS`' or the line's message).
     ended_by: str = ""
+    #: A monolithic worker's job's kind as its line said it (the pipeline off: `monolithic`).
+    kind: str | None = None
 
     def what(self) -> str:
         job = fmt.visible(self.job)
@@ -165,6 +176,29 @@ class WorkerHolds:
         if hold is not None:
             hold.until_s, hold.ended_by = max(t_s, hold.since_s), words
             self.done.append(hold)
+
+    def monolithic(self, ev: LogEvent, daemon: int) -> None:
+        """A line of one of `daemon`'s monolithic workers (the pipeline off) about its job
+        (`pipeline.monolithic_worker_line`): `processing job (monolithic)` begins its hold,
+        its completion or failure ends it (engine.rs:3397-3475). Not fed by `feed`: only a
+        line of the run (a stray one of another run is the caller's to pass over)."""
+        w, job = ev.worker, ev.job_id
+        if w is None or job is None:
+            return
+        key = (daemon, w)
+        if ev.name == MONOLITHIC_PROCESSING_MESSAGE:
+            self._end(key, ev.t_wall_s, "its next job")
+            kind = ev.fields.get("proof_kind")
+            keep_latest(self.open, key, Hold(daemon, w, ev.gpu, job, None, ev.t_wall_s,
+                                             kind=kind if isinstance(kind, str) else None),
+                        MAX_WORKERS)
+        elif ev.name in MONOLITHIC_END_MESSAGES:
+            self._end_of(key, ev, f"'{ev.name}' in its worker's span")
+
+    def held(self, daemon: int) -> list[Hold]:
+        """What `daemon`'s workers hold now, by worker."""
+        return sorted((h for k, h in self.open.items() if k[0] == daemon),
+                      key=lambda h: h.worker)
 
     def restarted(self, daemon: int | None, t_s: float) -> None:
         """`daemon` (None: not known which, every one) restarted at `t_s`: what its workers

@@ -101,25 +101,23 @@ from gapwatch.core.prover_watch import RunningProof, total_words
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.values import int_field
 from gapwatch.cuzk.engine_runs import OFFSETS_BACK_S, offsets_began_again
+from gapwatch.cuzk.gpu_workers import Hold, WorkerHolds
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
     FINALIZER_FAILED_MESSAGES,
-    GPU_FAILED_MESSAGES,
     GPU_WORKER_FAILED_MESSAGES,
     GPU_WORKER_SPAN,
     JOB_ENQUEUED_MESSAGE,
     MONOLITHIC_COMPLETED_MESSAGE,
     MONOLITHIC_FAILED_MESSAGES,
-    MONOLITHIC_PROCESSING_MESSAGE,
+    MONOLITHIC_JOB_MESSAGES,
     MONOLITHIC_SPAN,
     MONOLITHIC_WORKER_STARTED_MESSAGE,
     PIPELINE_COMPLETED_MESSAGE,
     SINGLE_SYNTH_FAILED_MESSAGES,
-    SKIPPED_GPU_PROVE_MESSAGE,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
     SRS_LOADING_MESSAGE,
-    SYNC_GPU_DONE_MESSAGES,
     SYNTH_SINGLE_SPAN,
     UNNAMED_FAILED_MESSAGES,
     says_when_written,
@@ -187,21 +185,16 @@ MAX_GIVEN_UP_IDS = 4 * MAX_IN_FLIGHT
 MAX_ENQUEUED = 1024
 #: Ended PoSt waiting for their completion line (a few at most; more is a log without them).
 MAX_AWAITING = 64
-#: Workers whose work in hand is followed (the latest picked up), and how many a PoSt names
-#: as what it waited behind (the rest counted). A box has a few per GPU; junk `worker=` ids
-#: that never end were each held, and a PoSt queued listed every one (100,000: a 4 MB
-#: message and list, copied into each PoSt in flight).
+#: Jobs not split into partitions followed on the GPU (`PostTracker._track_gpu`); and how many
+#: workers a PoSt names as what it waited behind (the rest counted; the workers followed are
+#: `gpu_workers.MAX_WORKERS`'). A box has a few per GPU; junk `worker=` ids that never end
+#: were each held, and a PoSt queued listed every one (100,000: a 4 MB message and list,
+#: copied into each PoSt in flight).
 MAX_HELD = 1024
 MAX_BEHIND = 16
 #: PoSt `GPU_END` lines remembered (job id, TIMELINE offset), the latest: the same line read
 #: again is not a second proof (see `PostTracker._ended_line_again`).
 MAX_ENDED = 1024
-#: The lines in a GPU worker's span after which the worker is free again
-#: (`PostTracker._worker_freed`): its job's result processed there (the synchronous prove's,
-#: `CUZK_DISABLE_SPLIT_PROVE=1`, engine.rs:3078-3118), its GPU step's failure, or its skip
-#: (engine.rs:3034-3042).
-_WORKER_FREED = frozenset((*SYNC_GPU_DONE_MESSAGES, *GPU_FAILED_MESSAGES,
-                           SKIPPED_GPU_PROVE_MESSAGE))
 #: A proof gapwatch could not time is a warning: never "info" beside the ones on time.
 _LEVEL: dict[ProofVerdict, NoticeLevel] = {"ok": "info", "at_risk": "warning", "late": "error",
                                            "unknown": "warning", "failed": "error"}
@@ -562,9 +555,11 @@ class PostTracker:
         #: Lines of a PoSt whose job id is longer than `MAX_JOB_ID_CHARS`: passed over (said
         #: once, at the first).
         self.ids_too_long = 0
-        #: Worker -> what it holds now ("porep-... partition 3"), GPU_PICKUP to GPU_END: the
-        #: latest `MAX_HELD` picked up, oldest first.
-        self.holding: dict[int, str] = {}
+        #: What each worker holds now, the one rule of the gaps' free worker too
+        #: (`gapwatch.cuzk.gpu_workers`, fed the same lines: GPU_PICKUP until prove_start
+        #: returned, where the worker loops back to the queue a PoSt waits in; a monolithic
+        #: worker's job from its `processing job` line). The tracker is one daemon's: daemon 0.
+        self.holds = WorkerHolds()
         self.completed = 0
         #: PoSt ended (GPU_END) without a known arrival, waiting for their completion line; and
         #: completion lines not paired yet (time, total_ms).
@@ -630,6 +625,8 @@ class PostTracker:
         return out
 
     def _feed(self, ev: LogEvent) -> list[ProverEvent]:
+        if ev.worker is not None:  # as `PipelineFacts.feed` feeds its own
+            self.holds.feed(ev, 0)
         if ev.job_id is not None and len(ev.job_id) > MAX_JOB_ID_CHARS:
             return self._id_too_long(ev, ev.job_id)
         if ev.kind == "timeline":
@@ -638,8 +635,6 @@ class PostTracker:
             if self._stray_monolithic():
                 return []
             return self._monolithic(ev)
-        if ev.kind == "tracing" and ev.name in _WORKER_FREED:
-            self._worker_freed(ev)
         if (ev.kind == "tracing" and ev.level == "ERROR" and ev.name in GPU_WORKER_FAILED_MESSAGES
                 and ev.fields.get("spans") == GPU_WORKER_SPAN):
             return self._gpu_worker_failed(ev)
@@ -654,7 +649,7 @@ class PostTracker:
                     job.arrived_s = ev.t_wall_s
                     self._began(job)
                 if self._pipeline_off is not False:  # a monolithic worker may take it
-                    job.arrival_behind = _behind(self.holding, job.job)
+                    job.arrival_behind = _behind(self.holds, job.job)
                     _behind_at_arrival(job)
                 return []
             self._enqueued[ev.job_id] = ev.t_wall_s
@@ -734,15 +729,9 @@ class PostTracker:
         if job_id is None:
             return []
         proof_kind = _str(ev.fields.get("proof_kind"))
-        if name == MONOLITHIC_PROCESSING_MESSAGE:
-            if w is not None:
-                held = f"{job_id} ({proof_kind})" if proof_kind is not None else job_id
-                keep_latest(self.holding, w, held, MAX_HELD)
-        elif name == MONOLITHIC_COMPLETED_MESSAGE or name in MONOLITHIC_FAILED_MESSAGES:
-            if w is not None:
-                self.holding.pop(w, None)
-        else:
+        if name not in MONOLITHIC_JOB_MESSAGES:
             return []
+        self.holds.monolithic(ev, 0)
         kind = post_kind(proof_kind, job_id)
         if kind is None:
             return []
@@ -803,9 +792,6 @@ class PostTracker:
         kind = post_kind(_str(ev.fields.get("proof_kind")), job_id)
         if kind is None:
             return []
-        w = ev.worker
-        if w is not None and self.holding.get(w) == job_id:  # not a later pickup read first
-            del self.holding[w]
         return self._fail(ev, job_id, kind, one_step=False)
 
     def _unnamed_failure(self, ev: LogEvent) -> list[ProverEvent]:
@@ -1022,7 +1008,7 @@ class PostTracker:
         # restart here, and its PoSt's GPU_END after it is still that line (bounded by
         # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
         self._clocks.clear()
-        self.holding.clear()
+        self.holds.restarted(0, at_s)
         self._on_gpu.clear()
         self._whole_run.lost()  # until its start line is read
         # A new run: its own start line (read after this, where it is read) says again how
@@ -1037,7 +1023,6 @@ class PostTracker:
         engine_s = self._engine_time(ev)
         if self._apart and ev.partition is None and self._passed_apart(ev, job_id, engine_s):
             return []
-        self._track_workers(ev, name, job_id)
         self._track_gpu(ev, name, job_id)
         on_engine = self._jobs.get(job_id)
         if engine_s is None and on_engine is not None and on_engine.engine_clock:
@@ -1099,7 +1084,7 @@ class PostTracker:
             self.offsets_began_again += 1
             self._lose_run(clock, ev.t_wall_s)
             clock = self._clocks[ev.stream] = _EngineClock()
-            self.holding.clear()
+            self.holds.restarted(0, ev.t_wall_s)
             self._on_gpu.clear()
             self._whole_run.lost()  # a new run, its start line not read
             self._pipeline_said_at_start = False  # a new run, its start line not read
@@ -1167,30 +1152,6 @@ class PostTracker:
         self._given_up_ids.pop(job_id, None)  # started again: a new proof (a SYNTH_START)
         return job
 
-    def _worker_freed(self, ev: LogEvent) -> None:
-        """A line in a GPU worker's span (`gpu_worker{worker_id job_id partition}`, engine.rs:
-        3005-3012) after which the worker is free again, its job done there (`_WORKER_FREED`):
-        it holds that job no more. With `CUZK_DISABLE_SPLIT_PROVE=1` no GPU_END is written
-        (3078-3118) and the result lines are these: what the worker held stayed held until its
-        next pickup, and a PoSt queued meanwhile was said to wait "behind" a job done long
-        before. Only the job it names (a newer pickup of the worker stays)."""
-        w, job = ev.worker, ev.job_id
-        if w is None or job is None or ev.fields.get("spans") != GPU_WORKER_SPAN:
-            return
-        part = f" partition {ev.partition}" if ev.partition is not None else ""
-        if self.holding.get(w) == f"{job}{part}":
-            del self.holding[w]
-
-    def _track_workers(self, ev: LogEvent, name: str, job_id: str) -> None:
-        w = ev.worker
-        if w is None:
-            return
-        if name == "GPU_PICKUP":
-            part = f" partition {ev.partition}" if ev.partition is not None else ""
-            keep_latest(self.holding, w, f"{job_id}{part}", MAX_HELD)
-        elif name == "GPU_END":
-            self.holding.pop(w, None)
-
     def _track_gpu(self, ev: LogEvent, name: str, job_id: str) -> None:
         """A job not split into partitions on the GPU from its GPU_START to its GPU_END
         (`_on_gpu`); more than `MAX_HELD` at once (junk ids that never end) and a finalizer's
@@ -1215,7 +1176,7 @@ class PostTracker:
                 self._srs_used[circuit] = t
         elif name == "GPU_QUEUE":
             job.gpu_queue_s = t
-            job.waited_behind, job.waited_behind_more = _behind(self.holding, job.job)
+            job.waited_behind, job.waited_behind_more = _behind(self.holds, job.job)
         elif name == "GPU_PICKUP":
             job.pickup_s, job.worker, job.gpu = t, ev.worker, ev.gpu
         elif name == "GPU_START":
@@ -1481,12 +1442,19 @@ def _phase_key(job: _Post) -> ProofPhase | None:
     return None
 
 
-def _behind(holding: dict[int, str], job_id: str) -> tuple[list[str], int]:
-    """What a PoSt queued for the GPU waited behind: each worker's work in hand (by worker),
-    at most `MAX_BEHIND` of them, and how many more (see there)."""
-    others = [(w, held) for w, held in sorted(holding.items()) if not held.startswith(job_id)]
-    return ([f"worker {w}: {held}" for w, held in others[:MAX_BEHIND]],
+def _behind(holds: WorkerHolds, job_id: str) -> tuple[list[str], int]:
+    """What a PoSt queued for the GPU waited behind: each worker's work in hand (by worker,
+    `WorkerHolds.held`: none its own), at most `MAX_BEHIND` of them, and how many more."""
+    others = [h for h in holds.held(0) if h.job != job_id]
+    return ([f"worker {h.worker}: {_held_words(h)}" for h in others[:MAX_BEHIND]],
             max(0, len(others) - MAX_BEHIND))
+
+
+def _held_words(hold: Hold) -> str:
+    """`porep-1000-12 partition 3`; a monolithic worker's `porep-1000-7 (porep-c2)`."""
+    if hold.partition is not None:
+        return f"{hold.job} partition {hold.partition}"
+    return f"{hold.job} ({hold.kind})" if hold.kind is not None else hold.job
 
 
 def _behind_at_arrival(job: _Post) -> None:

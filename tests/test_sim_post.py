@@ -250,3 +250,31 @@ def test_record_says_them_on_stderr_and_the_report_from_the_recording(
     assert main(["report", str(out)]) == 0
     assert "Prover events: 2 PoSt proof(s) (1 late, 0 at risk), 1 restart(s), 1 error(s)" \
         in capsys.readouterr().out
+
+
+def test_a_wall_clock_stepped_back_an_hour_leaves_no_post_out_that_the_table_keeps(
+        tmp_path: Path) -> None:
+    """An NTP step of an hour back half-way through a recording of the PoSt scenario (its log
+    recorded in it): every record after it an hour earlier in wall time. The partition table
+    placed nothing by wall time across the step (`report.report_span`) and kept every row; the
+    PoSt list judged the words by the recording's start less 5 minutes and left out the
+    second cycle's 2 PoSt and its error, saying they were "left out of the prover events and
+    the partition table alike". One span for both (`log_span.report_span`)."""
+    from gapwatch.config import Config
+    from gapwatch.offline.report import build_report
+
+    plain, _ = record_sim(tmp_path, "post", 2 * CYCLE_S - 60)
+    lines = plain.read_text().splitlines()
+    half = len(lines) // 2
+    moved = [json.loads(x) for x in lines[half:]]
+    for r in moved:
+        if "t_wall_s" in r:
+            r["t_wall_s"] -= 3600.0
+    stepped = tmp_path / "stepped.jsonl"
+    stepped.write_text("\n".join([*lines[:half], *map(json.dumps, moved)]) + "\n")
+    before, after = (build_report(p, Config(), [], workers=1) for p in (plain, stepped))
+    assert after.partitions is not None and before.partitions is not None
+    assert len(after.partitions.partitions) == len(before.partitions.partitions)
+    assert after.prover_events.proofs().rows == before.prover_events.proofs().rows == 4
+    assert after.prover_events.counts["error"] == before.prover_events.counts["error"] == 2
+    assert not [w for w in after.warnings if "outside the recording's span" in w]

@@ -54,6 +54,7 @@ from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan, log_read_from
 from gapwatch.offline.prover_events import ProofRows, ProverEvents
+from gapwatch.offline.throughput import WallSteps
 from gapwatch.sources.recording import PassedOver, StillWritten, WakeAt
 
 #: States in one canonical order: by data time, then GPU (stable: each GPU's own order kept).
@@ -171,10 +172,13 @@ class _Published:
     detector's `revisable_gap_ids`), so that the loop holds a few hundred gaps, not the run's;
     state changes kept in order."""
 
-    def __init__(self, det: GapDetector, spool: GapSpool, states: list[StateChange]) -> None:
+    def __init__(self, det: GapDetector, spool: GapSpool, states: list[StateChange],
+                 steps: WallSteps) -> None:
         self.ledger = GapLedger()
         self.spool = spool
         self.states = states
+        #: Told every state as it comes (the prover's words are judged by wall time as said).
+        self.steps = steps
         self._det = det
         self._closed = 0
         #: The most closed gaps held at once (`Detected.most_gaps_held`).
@@ -188,6 +192,7 @@ class _Published:
                     self._closed += 1
             else:
                 self.states.append(x)
+                self.steps.add(x)
         if self._closed >= SETTLE_EVERY:
             self.most_held = max(self.most_held, self.ledger.closed_count())
             self.spool.extend(self.ledger.take_final(self._det.revisable_gap_ids()))
@@ -216,13 +221,17 @@ class _Side:
         #: the log events it is fed begin (`log_span.log_read_from`).
         self.builds_timeline = timeline
         self.log_from_s: float | None = None
-        #: The span the prover's events are kept in (`say`): set where a `--log` file was
-        #: read around it, its start from the first event, its end once the data has ended.
+        #: The span the prover's events are kept in (`say`, `log_span.report_span`): from
+        #: the first event, its end once the data has ended; open while `keep_within` is not
+        #: told (a split report's log parse).
         self.said_from_s: float | None = None
         self.said_until_s: float | None = None
-        #: How far outside the span's bounds a word still counts: `MARGIN_S` for a whole
-        #: report, none for a window.
-        self.margin_s = 0.0
+        #: What `keep_within` was told: the recording's (or window's) start, the window.
+        self._span_of: tuple[float, float | None, float | None, bool] | None = None
+        #: The wall clock's steps back so far, fed the states as they come (`_Published`):
+        #: past one, wall times place no word (`log_span.report_span`).
+        self.steps = WallSteps()
+        self._stepped_back = False
         #: The words left out, by kind (`Detected.said_left_out`), but the PoSt proofs': a
         #: proof is said twice or more (late while running, then done), counted by its rows
         #: as the PoSt list counts them (`ProofRows`).
@@ -233,31 +242,36 @@ class _Side:
 
     def keep_within(self, span: LogSpan, windowed: bool, since_s: float | None,
                     until_s: float | None = None) -> None:
-        """The one rule for which of the prover's words are the report's. A window's: those
-        said inside it (`since_s` to `until_s`, then the data's end), its log read around it
-        either way (a `--log` file, `log_window`; the recording's own,
-        `startup_lines.recorded_around`: before it and after it). A whole report's: those said
-        within `MARGIN_S` of the recording's span, as the `--log` lines fed to the detector
-        (`LogSpan.kept`) and the partition table (`report.report_span`): a PoSt logged a
-        minute before `record` began is listed, as its partitions are, by a recording holding
-        its log or by `--log` alike; the rest are counted (`left_out`). No start known (a
-        trace CSV): every word."""
-        if windowed:
-            # Its own start, or the recording's where later (a `--log`'s span starts there).
-            start_s = span.start_s if since_s is None else max(since_s, span.start_s)
-            if start_s > 0:
-                self.said_from_s = start_s
-                self.said_until_s = until_s  # the data's end, once read, where earlier
+        """Which of the prover's words are the report's: those said inside its span, the one
+        rule the partition table keeps its rows by (`log_span.report_span`, as
+        `report.report_span` asks it). A window's log is read around it either way (a `--log`
+        file, `log_window`; the recording's own, `startup_lines.recorded_around`: before it
+        and after it); a whole report's PoSt logged a minute before `record` began is listed,
+        as its partitions are, by a recording holding its log or by `--log` alike; the rest
+        are counted (`left_out`). Its end is the data's, once read (`data_ended`)."""
+        self._span_of = (span.start_s, since_s, until_s, windowed)
+        self._bound(None)
+
+    def data_ended(self, end_s: float | None) -> None:
+        """The data's end (the latest sample's wall time, None: none): the words said after
+        it are judged against it."""
+        self._bound(end_s)
+
+    def _bound(self, end_s: float | None) -> None:
+        if self._span_of is None:
             return
-        if span.start_s > 0:
-            self.margin_s = log_span.MARGIN_S
-            self.said_from_s = span.start_s - log_span.MARGIN_S
+        started_s, since_s, until_s, windowed = self._span_of
+        self.said_from_s, self.said_until_s = log_span.report_span(
+            started_s, since_s, until_s, windowed, end_s, self._stepped_back)
 
     def say(self, said: list[ProverEvent]) -> None:
         """The watcher's words, those inside the span kept (`_inside`), the others counted.
         A restart's cost is kept where its restart is (the list and the count agree: the cost
         of a restart said before the span, its new run's first work inside it, listed the
         cost of a restart the count did not hold)."""
+        if not self._stepped_back and self.steps.worst_s > 0:
+            self._stepped_back = True  # wall times place nothing from here on
+            self._bound(None)
         for e in said:
             inside = self._inside(e)
             if e.kind == "restart":
@@ -376,9 +390,10 @@ def detect_records(
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
                       prover=CuzkProver(max_parallel_synthesis))
     states: list[StateChange] = []
-    published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states)
-    take = published.take
     side = _Side(watch, listener, timeline)
+    published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states,
+                           side.steps)
+    take = published.take
     copies = copies if copies is not None else CopySums()
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
@@ -468,8 +483,7 @@ def detect_records(
                  if t.last_sample_wall_s is not None), default=None)
     if end_of_data is not None:
         end_s = end_of_data(end_s)
-    if side.said_from_s is not None and end_s is not None:
-        side.said_until_s = end_s + side.margin_s  # the words said past it are past the span
+    side.data_ended(end_s)  # the words said past it are past the span
     # A line the recording held too is inside it, wherever it falls.
     rest = (e for e in chain((head,) if head is not None else (), extra)
             if once.paired(e[0]) or span.after_end(e[0], end_s))

@@ -38,6 +38,30 @@ _STARTUP = frozenset(STARTUP_FIELDS) | {"CUDA pinned memory pool initialized",
                                         "pipeline GPU worker started"}
 
 
+def report_span(started_wall_s: float, since_s: float | None, until_s: float | None,
+                windowed: bool, end_s: float | None, stepped_back: bool
+                ) -> tuple[float | None, float | None]:
+    """The one rule for the span a report covers (from, until; None: open on that side): which
+    of the prover's words are the report's (`gapwatch.offline.detect._Side`, judging them as
+    they are said, `end_s` None until the data has ended) and which partitions its table keeps
+    (`gapwatch.offline.report.report_span`). A window's: from its start (`since_s`, or the
+    recording's if later) to the end of the data read (`end_s`; `until_s` while not known),
+    the log read around it (`MARGIN_S` each side, for the gaps' evidence) adding nothing of
+    before or after it. A whole report's: the recording's, `MARGIN_S` either side (as the
+    `--log` lines fed, `LogSpan.kept`): a recording whose log begins before its samples lists
+    the PoSt and the partitions of its first minute alike. Where wall times place nothing (a
+    wall clock stepped back inside the run, as `throughput` says; no start known: a trace
+    CSV's times counted from 0), a window's own bounds only, a whole report's none: the
+    recording's own log after a step back of an hour was left out of the PoSt list, its
+    partitions kept in the table."""
+    if stepped_back or started_wall_s <= 0:
+        return (since_s, until_s) if windowed else (None, None)
+    start_s = started_wall_s if since_s is None else max(started_wall_s, since_s)
+    if windowed:
+        return start_s, end_s if end_s is not None else until_s
+    return start_s - MARGIN_S, None if end_s is None else end_s + MARGIN_S
+
+
 def log_read_from(span: LogSpan | None, since_s: float | None) -> float | None:
     """Where the log events a report feeds begin, the daemon's startup lines aside: a `--log`
     file's `MARGIN_S` before the span's start (`LogSpan.kept`), else a window's recorded ones

@@ -695,30 +695,19 @@ def _partitions(timeline: TimelineBuilder | None,
 
 def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | None, float | None]:
     """The span the report covers, as the partition table keeps its rows by (a partition is
-    the report's when its GPU work overlaps it, `PartitionTiming.works_within`). A window's:
-    from its start (or the recording's, if later; none known for a trace CSV) to the end of
-    the data read (the latest sample's wall time), the `--log` lines read around it (5
-    minutes each side, for the gaps' evidence) adding no partitions of before or after it,
-    nor its `/status` polls its jobs' partitions done before it. A whole report's: the
-    recording's, `MARGIN_S` either side, as its PoSt list and prover events
-    (`detect._Side.keep_within`) and the `--log` lines fed (`LogSpan.kept`): a recording
-    whose log begins before its samples (`record --log --from-start`, or a `--log` from a
-    minute before `record`) listed its first PoSt and restarts, its table not their
-    partitions (203 of 304, 3 PoSt jobs of 5). Across a wall clock stepped back, wall times
-    place nothing (as `throughput` says): the window's own bounds only, or none."""
-    if clock_stepped_back_s(found.states):
-        return (window.since_s, window.until_s) if window is not None else (None, None)
-    start_s: float | None = found.header.started_wall_s
-    if start_s is not None and start_s <= 0:
-        start_s = None  # a trace CSV: no start known
-    if window is not None and window.since_s is not None:
-        start_s = window.since_s if start_s is None else max(start_s, window.since_s)
+    the report's when its GPU work overlaps it, `PartitionTiming.works_within`): the one rule
+    its PoSt list and prover events are kept by too (`log_span.report_span`), of the data read
+    (its latest sample's wall time) and whether its wall clock stepped back. A window's
+    `/status` polls add no partitions of its jobs done before it either. A recording whose log
+    begins before its samples (`record --log --from-start`, or a `--log` from a minute before
+    `record`) listed its first PoSt and restarts, its table not their partitions (203 of 304,
+    3 PoSt jobs of 5)."""
     end_s = max((t.last_sample_wall_s for t in found.totals
                  if t.last_sample_wall_s is not None), default=None)
-    if window is None:
-        return (None if start_s is None else start_s - log_span.MARGIN_S,
-                None if end_s is None else end_s + log_span.MARGIN_S)
-    return start_s, end_s
+    return log_span.report_span(
+        found.header.started_wall_s, window.since_s if window is not None else None,
+        window.until_s if window is not None else None, window is not None, end_s,
+        clock_stepped_back_s(found.states) > 0)
 
 
 #: How `left_out_note` names each kind of the watcher's words left out, in its order: the

@@ -107,16 +107,31 @@ def no_data_stretches(states: Sequence[StateChange]) -> list[NoData]:
     return out
 
 
+class WallSteps:
+    """The largest step back of the wall clock so far, fed a run's states as they come (each
+    GPU's in its data order): `clock_stepped_back_s`'s rule, for the offline loop, which judges
+    the prover's words by wall time as they are said (`gapwatch.offline.detect`)."""
+
+    __slots__ = ("_last", "worst_s")
+
+    def __init__(self) -> None:
+        self._last: dict[int, float] = {}
+        #: The largest step back seen (0.0: none).
+        self.worst_s = 0.0
+
+    def add(self, st: StateChange) -> None:
+        prev = self._last.get(st.gpu)
+        if prev is not None and prev - st.t_wall_s > CLOCK_JUMP_S:
+            self.worst_s = max(self.worst_s, prev - st.t_wall_s)
+        self._last[st.gpu] = st.t_wall_s
+
+
 def clock_stepped_back_s(states: Sequence[StateChange]) -> float:
     """The largest step back of the wall clock inside a run (0.0: none): a GPU's states in
     data order whose wall times go back by more than the detector's `CLOCK_JUMP_S` (at a
     jump the detector says NO_DATA at the last reading, then the next state at the new wall
     time)."""
-    last: dict[int, float] = {}
-    worst = 0.0
+    steps = WallSteps()
     for st in sorted(states, key=lambda x: x.t_mono_ns):
-        prev = last.get(st.gpu)
-        if prev is not None and prev - st.t_wall_s > CLOCK_JUMP_S:
-            worst = max(worst, prev - st.t_wall_s)
-        last[st.gpu] = st.t_wall_s
-    return worst
+        steps.add(st)
+    return steps.worst_s

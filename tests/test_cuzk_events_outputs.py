@@ -280,7 +280,7 @@ def test_proofs_never_said_again_are_counted_in_bounded_memory(
                     job_id=f"wp-{i}", proof=ProofTiming("winning-post", verdict="at_risk",
                                                         done=False))
         for i in range(1000))
-    assert len(log._proofs._words) == 100
+    assert len(log._counted._proofs._words) == 100
     tally = log.proofs()
     assert (tally.rows, tally.at_risk) == (1000, 1000)
 

@@ -53,7 +53,7 @@ from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums
 from gapwatch.offline.gap_spool import Bounded, EventSpool, GapSpool
 from gapwatch.offline.log_span import LogSpan, log_read_from
-from gapwatch.offline.prover_events import ProofRows, ProverEvents
+from gapwatch.offline.prover_events import ProverCounts, ProverEvents
 from gapwatch.offline.throughput import WallSteps
 from gapwatch.sources.recording import PassedOver, StillWritten, WakeAt
 
@@ -129,7 +129,8 @@ class Detected:
     prover_events: ProverEvents = field(default_factory=ProverEvents)
     #: The watcher's words left out, by kind: said outside the report's span (a whole
     #: report's: more than `MARGIN_S` outside the recording's; `_Side.keep_within`). Its
-    #: "proof" counts PoSt proofs, as the PoSt list does (`ProofRows`), not their words.
+    #: "proof" counts PoSt proofs, as the PoSt list does (`ProverCounts.by_proof`), not their
+    #: words.
     said_left_out: dict[str, int] = field(default_factory=dict)
     #: The most closed gaps the loop held in memory at once (the others were final, spooled):
     #: bounded by the window the detector can revise, not by the recording's length.
@@ -232,11 +233,10 @@ class _Side:
         #: past one, wall times place no word (`log_span.report_span`).
         self.steps = WallSteps()
         self._stepped_back = False
-        #: The words left out, by kind (`Detected.said_left_out`), but the PoSt proofs': a
+        #: The words left out (`Detected.said_left_out`), counted as the kept ones are: a
         #: proof is said twice or more (late while running, then done), counted by its rows
-        #: as the PoSt list counts them (`ProofRows`).
-        self._left_out: dict[str, int] = {}
-        self._left_out_proofs = ProofRows()
+        #: as the PoSt list counts them.
+        self._left_out = ProverCounts()
         #: Whether the last restart said was left out: its cost is then left out with it.
         self._restart_left_out = False
 
@@ -280,16 +280,13 @@ class _Side:
                 inside = False
             if inside:
                 self.prover_events.add(e)
-            elif e.kind == "proof":
-                self._left_out_proofs.add(e)
             else:
-                self._left_out[e.kind] = self._left_out.get(e.kind, 0) + 1
+                self._left_out.add(e)
 
     @property
     def left_out(self) -> dict[str, int]:
         """The words left out, by kind (`Detected.said_left_out`): "proof" counts proofs."""
-        proofs = self._left_out_proofs.counts().rows
-        return {**self._left_out, **({"proof": proofs} if proofs else {})}
+        return self._left_out.by_proof()
 
     def _inside(self, e: ProverEvent) -> bool:
         """Whether a word of the watcher's is the report's: said within its span. The `--log`

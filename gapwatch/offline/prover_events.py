@@ -100,6 +100,37 @@ class ProofRows:
         return [e for e in self._rows or () if e is not None]
 
 
+class ProverCounts:
+    """Prover events counted, none kept: every word by kind, and the PoSt proofs by their rows
+    (`ProofRows`: a proof said late while running and again at its end is one). The one count
+    of an offline run's events (`ProverEvents`) and of those it left out (`detect._Side`: said
+    outside the report's span)."""
+
+    __slots__ = ("by_kind", "_proofs")
+
+    def __init__(self) -> None:
+        #: Every event by kind (a proof's every word).
+        self.by_kind: dict[str, int] = {}
+        self._proofs = ProofRows()
+
+    def add(self, e: ProverEvent) -> int:
+        """Count `e`; how many of its kind were counted before it."""
+        seen = self.by_kind.get(e.kind, 0)
+        self.by_kind[e.kind] = seen + 1
+        self._proofs.add(e)
+        return seen
+
+    def proofs(self) -> ProofCounts:
+        """The PoSt rows' counts."""
+        return self._proofs.counts()
+
+    def by_proof(self) -> dict[str, int]:
+        """The counts by kind, "proof" counting proofs (rows), not their words (last)."""
+        rows = self.proofs().rows
+        return {**{k: n for k, n in self.by_kind.items() if k != "proof"},
+                **({"proof": rows} if rows else {})}
+
+
 def _proofs(events: Iterable[ProverEvent]) -> list[ProverEvent]:
     """The rows of `events` (`ProofRows`)."""
     rows = ProofRows(keep=True)
@@ -116,21 +147,24 @@ class ProverEvents(Sequence[ProverEvent]):
 
     def __init__(self, events: Iterable[ProverEvent] = ()) -> None:
         self._kept: list[ProverEvent] = []
-        #: Every event by kind, and those of each kind not kept.
-        self.counts: dict[str, int] = {}
+        #: Every event counted (`counts`: by kind; the PoSt rows), and those of each kind not
+        #: kept.
+        self._counted = ProverCounts()
         self.not_kept: dict[str, int] = {}
-        self._proofs = ProofRows()
         #: The proofs that went wrong, by cause, over every event (the advice's first lines).
         self._troubles = ProofTroubles()
         #: Job ids whose latest word kept is a running proof's.
         self._kept_running: set[str | None] = set()
         self.extend(events)
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """Every event by kind (a proof's every word)."""
+        return self._counted.by_kind
+
     def add(self, e: ProverEvent) -> None:
-        seen = self.counts.get(e.kind, 0)
-        self.counts[e.kind] = seen + 1
+        seen = self._counted.add(e)
         proof = e.kind == "proof" and e.proof is not None
-        self._proofs.add(e)
         self._troubles.add(e)
         # A later word of a proof kept while running is kept past the bound too (a few: the
         # proofs in flight), so that no row kept reads "running" of a proof that ended.
@@ -154,7 +188,7 @@ class ProverEvents(Sequence[ProverEvent]):
 
     def proofs(self) -> ProofCounts:
         """The PoSt rows' counts over every proof event."""
-        return self._proofs.counts()
+        return self._counted.proofs()
 
     def troubles(self) -> list[Trouble]:
         """The proofs that failed, were lost, late or at risk, by cause, over every event."""

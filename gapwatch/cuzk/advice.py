@@ -85,8 +85,6 @@ from gapwatch.cuzk.pool_churn import (
     NO_CHURN_NO_QUEUE_DEPTH,
     QUEUE_DEPTH_GUESS,
     QUEUE_DEPTH_GUESS_WHY,
-    hidden_why,
-    unseen_words,
 )
 from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice, proof_advice_lines
 from gapwatch.cuzk.prover import view_of
@@ -981,7 +979,7 @@ def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
     """`[pipeline] max_gpu_queue_depth`, said as a guess, where the pool churned before it
     failed (`gapwatch.cuzk.pool_churn`; the churn's words added to `facts` where the gaps'
     evidence does not carry them), or where churn could not be seen: the log kept at WARN
-    (`PoolChurnView.churn_hidden`), upstream's reference names the knob the plausible lever for
+    (`PoolChurnView.unseen`), upstream's reference names the knob the plausible lever for
     cudaHostAlloc failures (cuzk-upstream-paths.md 2.3-2.4). ([], "") otherwise: INFO lines
     read and no churn before the failures (or a pool that pinned nothing, said in `facts`), or
     the pacer already on."""
@@ -994,14 +992,15 @@ def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]
     line = facts_of(latest).pool_churn_line if latest is not None else None
     cited = line is not None and line < CITED
     if span is None:
-        if churn.info_kept:
+        unseen = churn.unseen()
+        if unseen is None:
             return [], ""  # the pool's lines were read: no churn came before the failures
         if not cited:
-            facts.append(unseen_words(churn))
-        if not churn.churn_hidden():
+            facts.append(unseen.words)
+        if unseen.hidden_why is None:
             facts.append(NO_CHURN_NO_QUEUE_DEPTH)
             return [], ""
-        why = "; " + hidden_why(churn)
+        why = "; " + unseen.hidden_why
     else:
         if not cited:
             facts.append(span.failure_words())

@@ -113,7 +113,6 @@ from gapwatch.cuzk.pool_churn import (
     POOL_INITIALIZED,
     PoolChurn,
     PoolChurnView,
-    unseen_words,
 )
 from gapwatch.cuzk.restarts import NO_WORK_CAUSE
 from gapwatch.cuzk.unnamed_failure import RunStream
@@ -1553,7 +1552,8 @@ class PipelineFacts(_Limits):
         span = view.before_failure()
         if span is not None:
             return [span.failure_words()]
-        return [] if view.info_kept else [unseen_words(view)]
+        unseen = view.unseen()
+        return [] if unseen is None else [unseen.words]
 
     @staticmethod
     def _pool_words_now(pool: PoolState) -> list[str]:

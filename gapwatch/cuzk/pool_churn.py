@@ -42,11 +42,12 @@ cuzk-daemon main.rs:54-61): at INFO, every pool line (`allocated new buffer`, `c
 `checkin`, `freed buffer (evictor)`, all INFO of target `cuzk_core::pinned_pool`), so churn is
 seen; at WARN, only the failures (the three WARN lines above): churn cannot be seen, and a pool
 that failed is said with its churn "not known", never "none" (`info_kept`: INFO lines of
-`cuzk_core::pinned_pool` were read; `churn_hidden`: no INFO line of any target was), and the
+`cuzk_core::pinned_pool` were read; `info_read` False: no INFO line of any target was), and the
 advice names the churn knob as a guess; at INFO with no line of the pool's, the pool pinned no
 buffer, so none churned (`NOTHING_PINNED`), unless a failed checkout says the pool held buffers
 (`pool_total_gib` above 0, `PoolChurnView.failure_held_gib`): pinned in lines not read, so churn
-is not known (`pinned_unseen`, `churn_hidden`; the knob's guess says why, `hidden_why`); DEBUG
+is not known (`pinned_unseen`; the knob's guess says why): the three cases decided in one place,
+`PoolChurnView.unseen`, read by the gaps' evidence and the advice alike; DEBUG
 adds memory.rs's `evictor freed memory, retrying acquire freed_gib needed_gib` (:219) and
 `waiting for budget (acquire blocked)` (:230): which acquire ran the evictor. The rule needs no
 DEBUG line.
@@ -101,7 +102,7 @@ CHURN_MIN_CYCLES = 3
 MAX_SPANS = 64
 
 #: What is said of churn where the pool failed and no INFO line was read at all (the log kept at
-#: WARN, `PoolChurnView.churn_hidden`): churn may have come unseen, neither claimed nor denied.
+#: WARN, `PoolChurnView.unseen`): churn may have come unseen, neither claimed nor denied.
 NOT_KNOWN = (f"whether the pool churned before its failures is not known: no INFO line of "
              f"{POOL_TARGET} was read, nor of any other target (the log kept above INFO by "
              "RUST_LOG or [logging] level), and its 'freed buffer (evictor)' and 'allocated new "
@@ -126,27 +127,6 @@ def pinned_unseen(held_gib: float) -> str:
             "(pinned_pool.rs:240, 212)")
 
 
-def unseen_words(view: PoolChurnView) -> str:
-    """What is said of churn where the pool failed and none of its INFO lines was read."""
-    if not view.info_read:
-        return NOT_KNOWN
-    if view.failure_held_gib is not None:
-        return pinned_unseen(view.failure_held_gib)
-    return NOTHING_PINNED
-
-
-def hidden_why(view: PoolChurnView) -> str:
-    """Why `[pipeline] max_gpu_queue_depth` is a guess where churn could not be seen
-    (`PoolChurnView.churn_hidden`): the log at WARN, or the pool's own INFO lines missing from a
-    log whose failure says it pinned buffers."""
-    if not view.info_read:
-        return QUEUE_DEPTH_HIDDEN_WHY
-    return ("whether the pool churned is not visible in the lines read (a failed checkout says "
-            f"the pool held buffers, and no INFO line of {POOL_TARGET} was read: its 'freed "
-            "buffer (evictor)' and 'allocated new buffer' lines, pinned_pool.rs:240, 212); "
-            + QUEUE_DEPTH_LEVER)
-
-
 #: The candidate knob for churn, as `gapwatch.cuzk.advice` names it: gapwatch's reading of the
 #: code, never upstream's claim, so always said as a guess. From 0 (no pacer) to 8 is fewer
 #: partitions let ahead of the GPU: down (`gapwatch.cuzk.knobs.Pull`).
@@ -169,17 +149,25 @@ QUEUE_DEPTH_GUESS_WHY = (
     "reading of engine.rs:1257-1265 and memory.rs:214-225, not upstream's claim: measure it "
     "(the churn warnings and the failures should stop)")
 
-#: The churn knob as the plausible lever, where churn could not be seen (`hidden_why`).
+#: The churn knob as the plausible lever, where churn could not be seen
+#: (`ChurnUnseen.hidden_why`).
 QUEUE_DEPTH_LEVER = (
     "[pipeline] max_gpu_queue_depth is the plausible lever for cudaHostAlloc failures "
     "through that churn, gapwatch's reading of engine.rs:1257-1265 and memory.rs:214-225, not "
     "upstream's claim: run cuzk at INFO (RUST_LOG=info) to see the churn, and measure it")
-#: Why it is a guess where churn could not be seen (`PoolChurnView.churn_hidden`): the log kept
+#: Why it is a guess where churn could not be seen (`PoolChurnView.unseen`): the log kept
 #: at WARN shows the failures alone.
 QUEUE_DEPTH_HIDDEN_WHY = (
     "whether the pool churned is not visible at this log level (no INFO line was read, and its "
     "'freed buffer (evictor)' and 'allocated new buffer' lines are INFO, pinned_pool.rs:240, "
     "212); " + QUEUE_DEPTH_LEVER)
+#: Why the churn knob is a guess where a failed checkout says the pool held buffers and none of
+#: its INFO lines was read (`pinned_unseen`).
+_PINNED_UNSEEN_WHY = (
+    "whether the pool churned is not visible in the lines read (a failed checkout says the "
+    f"pool held buffers, and no INFO line of {POOL_TARGET} was read: its 'freed buffer "
+    "(evictor)' and 'allocated new buffer' lines, pinned_pool.rs:240, 212); "
+    + QUEUE_DEPTH_LEVER)
 #: Where the pool pinned nothing in the lines read (`NOTHING_PINNED`): the churn knob is not
 #: advised.
 NO_CHURN_NO_QUEUE_DEPTH = (
@@ -230,6 +218,21 @@ class ChurnSpan:
 
 
 @dataclass(frozen=True, slots=True)
+class ChurnUnseen:
+    """Churn not seen where the pool failed (none of the pool's INFO lines read), one case of
+    three (`PoolChurnView.unseen`): what is said of it, and why the churn knob is a guess where
+    churn could have come unseen."""
+
+    #: `NOT_KNOWN` (no INFO line read at all: the log at WARN), `pinned_unseen` (INFO lines
+    #: read, a failed checkout says the pool held buffers), `NOTHING_PINNED` (INFO lines
+    #: read, the pool pinned nothing in them: it did not churn).
+    words: str
+    #: Why `[pipeline] max_gpu_queue_depth` is a guess; None where churn could not have come
+    #: unseen (nothing pinned): the knob is then not advised (`NO_CHURN_NO_QUEUE_DEPTH`).
+    hidden_why: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class PoolChurnView:
     """What the log said of churn as of now (`PipelineView.pool_churn`): immutable."""
 
@@ -241,19 +244,26 @@ class PoolChurnView:
     spans: tuple[ChurnSpan, ...] = ()
     #: An INFO line of any target was read: the log is at INFO or below, so where no line of
     #: the pool's was, the pool pinned nothing in the lines read (rather than the log hiding
-    #: its churn: `churn_hidden`).
+    #: its churn: `unseen`).
     info_read: bool = False
     #: The latest failed checkout's `pool_total_gib` where above 0: the pool held buffers, so
     #: it pinned some, whatever its INFO lines read say (None: no such line).
     failure_held_gib: float | None = None
 
-    def churn_hidden(self) -> bool:
-        """Churn could have come and not be seen: none of the pool's INFO lines was read, and
-        either no INFO line of any target was (the log kept at WARN) or a failed checkout says
-        the pool held buffers (pinned in lines not read), so its 'freed buffer (evictor)' and
-        'allocated new buffer' lines, INFO, were not read."""
-        return not self.info_kept and (not self.info_read or self.failure_held_gib is not None)
-
+    def unseen(self) -> ChurnUnseen | None:
+        """The one rule of churn not seen (None: the pool's INFO lines were read, so churn
+        is seen or known to be none). Churn could have come unseen where no INFO line of any
+        target was read (the log kept at WARN) or a failed checkout says the pool held
+        buffers (pinned in lines not read): its 'freed buffer (evictor)' and 'allocated new
+        buffer' lines, INFO, were not read. Read by the gaps' pool evidence
+        (`pipeline.PipelineFacts`) and the advice (`advice._pool_churn`)."""
+        if self.info_kept:
+            return None
+        if not self.info_read:
+            return ChurnUnseen(NOT_KNOWN, QUEUE_DEPTH_HIDDEN_WHY)
+        if self.failure_held_gib is not None:
+            return ChurnUnseen(pinned_unseen(self.failure_held_gib), _PINNED_UNSEEN_WHY)
+        return ChurnUnseen(NOTHING_PINNED, None)
     def before_failure(self) -> ChurnSpan | None:
         """The latest span a failure followed, or None."""
         for span in reversed(self.spans):

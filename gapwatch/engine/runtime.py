@@ -618,9 +618,7 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
     def restart() -> Recording:
         recording = read_any(path, Reading(window=window))
         if first is not None and _run_of(recording.header) != _run_of(first):
-            close = getattr(recording.records, "close", None)  # a generator holding the file
-            if close is not None:
-                close()
+            recording.close()
             raise RecordingError(f"{path} is no longer the recording this replay opened "
                                  f"(replaced or rewritten since: it starts at "
                                  f"{fmt.clock(recording.header.started_wall_s)} on "

@@ -345,7 +345,8 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
     of more than one prover (two cuzk daemons polled, `gapwatch.cuzk.daemons`: which log is
     whose is not known, and one's uptime placed both daemons' lines, as live it does not,
     `gapwatch.engine.runtime`)."""
-    records = read_any(path).records
+    rec = read_any(path)
+    records = rec.records
     first: tuple[str, float] | None = None
     after = 0
     try:
@@ -364,9 +365,7 @@ def recorded_timeline_epoch(path: str | Path) -> float | None:
                 first = (r.prover, epoch)
         return first[1] if first is not None else None
     finally:
-        close = getattr(records, "close", None)  # a generator holding the file open
-        if close is not None:
-            close()
+        rec.close()
 
 
 def parse_log_input(path: str | Path, config: Config, log_paths: list[str],

@@ -65,9 +65,7 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
     `since_s`, as they were recorded; [] where there are none (see the module docstring).
     Raises RecordingError (the recording)."""
     rec = read_any(path)
-    close = getattr(rec.records, "close", None)  # a generator holding the file open
-    if close is not None:
-        close()
+    rec.close()
     probed = False
     for file in reversed(rec.files):
         with open(file, "rb") as f:
@@ -128,9 +126,7 @@ def recorded_around(path: str | Path, window: TimeWindow
             elif window.until_s is not None and r.t_wall_s >= window.until_s:
                 after.append(r)
     finally:
-        close = getattr(rec.records, "close", None)
-        if close is not None:
-            close()
+        rec.close()
     return before, after
 
 

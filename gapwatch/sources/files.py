@@ -53,9 +53,7 @@ def header_of(path: str | Path) -> SessionHeader:
     """The header `read_any` would give `path` (a set's: the first run's, with every GPU),
     its records not read. Raises RecordingError."""
     rec = read_any(path)
-    close = getattr(rec.records, "close", None)  # a generator holding a file open
-    if close is not None:
-        close()
+    rec.close()
     return rec.header
 
 

@@ -254,6 +254,15 @@ class Recording:
     #: The file (of a set: its last) was still being written when read to its end; None: not.
     still_written: StillWritten | None = None
 
+    def close(self) -> None:
+        """Stop reading before the end: the file (a set's segment) its lazy records hold open
+        is closed now, not when the generator is collected (records read whole, a list, hold
+        none). The one way a reader that stops early lets go of it: the header alone, a scan
+        of the file's start, a replay that found the file replaced."""
+        close = getattr(self.records, "close", None)  # a generator holding the file open
+        if close is not None:
+            close()
+
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
         # A message may quote the bad input (a CSV cell): a screen of it is enough.
         message = cut_text(message, PROBLEM_CHARS)

@@ -1780,6 +1780,24 @@ def test_gapwatch_parse_of_cuzks_stdout_and_stderr_says_a_quick_post_not_timed_n
     assert ">3.0" in row and row.endswith(" unknown")
 
 
+def _post_and_held_at_its_queue(text: str, job: str) -> tuple[ProverEvent, list[int] | None]:
+    """`job`'s last word from the watcher, and the workers the gaps' rule (`PipelineFacts`,
+    fed the same lines) held when its GPU_QUEUE was read."""
+    from gapwatch.cuzk.pipeline import PipelineFacts
+
+    parser, watch, facts = LogParser(offline=True), CuzkWatch(), PipelineFacts()
+    said: list[ProverEvent] = []
+    held_at_queue: list[int] | None = None
+    for i, line in enumerate(text.splitlines()):
+        for e in parser.parse_line(line, "x", i, 0.0):
+            facts.feed(e)
+            said += watch.feed(e)
+            if e.name == "GPU_QUEUE" and e.job_id == job:
+                held_at_queue = [h.worker for h in facts.holds.held(0)]
+    [ev] = [e for e in said + watch.finish() if e.proof is not None and e.job_id == job]
+    return ev, held_at_queue
+
+
 def test_a_post_waits_behind_the_workers_the_gaps_call_held_never_one_they_call_free() -> None:
     """Worker 0's `prove_start returned` (engine.rs:3148): it loops back to the GPU queue and
     pops the next item (3023); partition 3's finalizer runs on apart to its GPU_END (3196). A
@@ -1787,8 +1805,6 @@ def test_a_post_waits_behind_the_workers_the_gaps_call_held_never_one_they_call_
     partition 3" (the watcher held a worker to its GPU_END) while the gaps' rule, fed the same
     lines, called worker 0 free. One rule now (`gpu_workers.WorkerHolds`): it waited behind
     worker 1, which held partition 4 until the PoSt's pickup, and only it."""
-    from gapwatch.cuzk.pipeline import PipelineFacts
-
     job = "winpost-1000-5e6f7a8b"
     span = ("INFO gpu_worker{{worker_id={w} gpu=0 job_id=porep-1000-5 proof_kind=porep-c2 "
             "batch_size=1 partition=Some({p})}}: cuzk_core::engine: GPU_TIMING prove_start "
@@ -1808,16 +1824,7 @@ def test_a_post_waits_behind_the_workers_the_gaps_call_held_never_one_they_call_
             f"TIMELINE,14970,GPU_PICKUP,{job},worker=1\n"
             f"TIMELINE,14980,GPU_START,{job},worker=1\n"
             f"TIMELINE,15970,GPU_END,{job},worker=1,gpu_ms=1000\n")
-    parser, watch, facts = LogParser(offline=True), CuzkWatch(), PipelineFacts()
-    said: list[ProverEvent] = []
-    held_at_queue: list[int] | None = None
-    for i, line in enumerate(text.splitlines()):
-        for e in parser.parse_line(line, "x", i, 0.0):
-            facts.feed(e)
-            said += watch.feed(e)
-            if e.name == "GPU_QUEUE":
-                held_at_queue = [h.worker for h in facts.holds.held(0)]
-    [ev] = [e for e in said + watch.finish() if e.proof is not None and e.job_id == job]
+    ev, held_at_queue = _post_and_held_at_its_queue(text, job)
     assert held_at_queue == [1]
     assert ev.proof is not None
     assert ev.proof.waited_behind == ["worker 1: porep-1000-5 partition 4"]
@@ -1829,8 +1836,6 @@ def test_a_partition_failed_in_its_workers_span_frees_the_worker_for_the_gaps_an
     `partition GPU proving failed` written in its GPU worker's span (engine.rs:656 via 3105), no
     GPU_END. The watcher let worker 0 go there; the gaps' rule held it to its next pickup, one
     worker busy for it while the PoSt queued after said none."""
-    from gapwatch.cuzk.pipeline import PipelineFacts
-
     job = "winpost-1000-9a8b7c6d"
     text = (_START
             + "TIMELINE,9970,GPU_PICKUP,porep-1000-5,worker=0,partition=3\n"
@@ -1843,15 +1848,6 @@ def test_a_partition_failed_in_its_workers_span_frees_the_worker_for_the_gaps_an
             f"TIMELINE,12970,GPU_PICKUP,{job},worker=0\n"
             f"TIMELINE,12980,GPU_START,{job},worker=0\n"
             f"TIMELINE,13970,GPU_END,{job},worker=0,gpu_ms=1000\n")
-    parser, watch, facts = LogParser(offline=True), CuzkWatch(), PipelineFacts()
-    said: list[ProverEvent] = []
-    held_at_queue: list[int] | None = None
-    for i, line in enumerate(text.splitlines()):
-        for e in parser.parse_line(line, "x", i, 0.0):
-            facts.feed(e)
-            said += watch.feed(e)
-            if e.name == "GPU_QUEUE":
-                held_at_queue = [h.worker for h in facts.holds.held(0)]
-    [ev] = [e for e in said + watch.finish() if e.proof is not None and e.job_id == job]
+    ev, held_at_queue = _post_and_held_at_its_queue(text, job)
     assert held_at_queue == []
     assert ev.proof is not None and ev.proof.waited_behind == []

@@ -508,3 +508,23 @@ def test_the_troubles_and_the_summary_count_a_proof_by_the_same_last_word() -> N
     log = prover_events.ProverEvents(events)
     assert log.proofs().at_risk == 0
     assert log.troubles() == []
+
+
+def test_a_proof_said_late_while_hundreds_run_is_counted_once_and_hooked_once() -> None:
+    """A WinningPoSt said late while running, 300 PoSt said running meanwhile whose GPU jobs
+    were lost (never said again), then its end, late. `/metrics`' `ProofOnce` and `--on-event`'s
+    `LateOnce` kept 256 running proofs: they had let it go, took its end for another proof's
+    first word, and counted it twice (`gapwatch_prover_events_total{kind="proof"}` and
+    `gapwatch_proofs_late_total` 2 for one proof; `post_late` run twice). They keep the proofs
+    the report counts by (`LastWords`, one bound)."""
+    def proof(t: float, job: str, verdict: ProofVerdict, done: bool) -> ProverEvent:
+        return ProverEvent(t_wall_s=t, kind="proof", level="info", message="", job_id=job,
+                           proof=ProofTiming("winning-post", verdict=verdict, done=done))
+    events = [proof(0.0, "wp-late", "late", False)]
+    events += [proof(1.0 + i, f"wp-lost-{i}", "late", False) for i in range(300)]
+    events += [proof(400.0, "wp-late", "late", True)]
+    once, late = prover_watch.ProofOnce(), prover_watch.LateOnce()
+    firsts = [e.job_id for e in events if once.first(e)]
+    lates = [e.job_id for e in events if late.first(e)]
+    assert firsts.count("wp-late") == lates.count("wp-late") == 1
+    assert len(firsts) == len(lates) == 301

@@ -59,10 +59,6 @@ class ProverWatch(Protocol):
         ...
 
 
-#: Late proofs remembered by `LateOnce` (far more than are ever in flight).
-LATE_JOBS_KEPT = 256
-
-
 def went_late(event: ProverEvent) -> bool:
     """Whether `event` says a proof went late: past its deadline (still running, ended, given
     up for room), or lost in a restart (it will never complete: as late as a proof gets, what
@@ -81,29 +77,64 @@ def failed(event: ProverEvent) -> bool:
     return event.kind == "proof" and p is not None and p.verdict == "failed"
 
 
-class _RunningJobs:
-    """The job ids of proofs said while running, for `LateOnce` and `ProofOnce`: a proof's
-    first word is said, its later ones not, its last forgets it. Bounded: the latest
-    `LATE_JOBS_KEPT` ids (far more than are ever in flight)."""
+#: Proofs still running whose latest word `LastWords` holds, of every tally of proofs by their
+#: last word (the advice's `ProofTroubles`, the report's PoSt rows and counts) and of every
+#: rule of a proof's first word (`ProofOnce`, `LateOnce`: /metrics and `--on-event`): one
+#: bound, so that none of them counts the same proof apart from the others. Far above what is ever
+#: in flight (cuzk's watcher follows 256 PoSt a daemon and says the oldest given up past that),
+#: because a proof whose GPU job was lost is never said again: it stays here until let go, and
+#: a proof said running while hundreds such stayed was let go (counted by that word) before its
+#: own last word came, and counted again by it. ~0.5 KB a proof: 2 MB at the bound.
+MAX_RUNNING_PROOFS = 4 * 1024
+
+
+class Settled(NamedTuple):
+    """What one event did to the proofs `LastWords` holds (`LastWords.add`)."""
+
+    #: The tag of the same proof's earlier word, which this one replaces (None: it had none
+    #: held: its first word, or not a proof's).
+    replaced: int | None
+    #: The last word this event settles: its own (`ProofTiming.last_word`), or the oldest
+    #: running proof's latest word, let go past `MAX_RUNNING_PROOFS`; None: none.
+    last: ProofTiming | None
+
+
+class LastWords:
+    """Each proof's latest word until its last (`ProofTiming.last_word`), by job id, in the
+    order each was last said: the one keeper every tally of proofs "each once, by its last word"
+    reads (`ProofTroubles`; the report's `offline.prover_events.ProofRows`), and every rule of
+    "each once, at its first word" (`ProofOnce`, `LateOnce`: a word that replaces none is a
+    proof's first). A job id said again
+    after its proof's last word is another proof (Curio retries a PoSt lost in a restart under
+    the same id). Bounded: at most `MAX_RUNNING_PROOFS` running, past that the oldest settled by
+    its latest word. Each word may carry a tag of its caller's (a row's place), handed back when
+    a later word of the same proof replaces it."""
+
+    __slots__ = ("_running",)
 
     def __init__(self) -> None:
-        self._jobs: dict[str, None] = {}
+        self._running: OrderedDict[str | None, tuple[ProofTiming, int]] = OrderedDict()
 
-    def first(self, job: str, final: bool) -> bool:
-        """Whether this word of `job`'s proof is its first (`final`: its last word, which
-        forgets it: a later proof under its id is another)."""
-        if job in self._jobs:
-            if final:
-                del self._jobs[job]
-            return False
-        if not final:
-            self._jobs[job] = None
-            if len(self._jobs) > LATE_JOBS_KEPT:
-                del self._jobs[next(iter(self._jobs))]
-        return True
+    def add(self, e: ProverEvent, tag: int = -1) -> Settled:
+        """Take any prover event (those not a proof's change nothing)."""
+        p = e.proof
+        if e.kind != "proof" or p is None:
+            return Settled(None, None)
+        before = self._running.pop(e.job_id, None)
+        replaced = None if before is None else before[1]
+        if p.last_word:
+            return Settled(replaced, p)
+        self._running[e.job_id] = (p, tag)
+        if len(self._running) > MAX_RUNNING_PROOFS:
+            return Settled(replaced, self._running.popitem(last=False)[1][0])
+        return Settled(replaced, None)
 
-    def forget(self, job: str) -> None:
-        self._jobs.pop(job, None)
+    def running(self) -> Iterator[ProofTiming]:
+        """The latest word of each proof still running, oldest first."""
+        return (p for p, _tag in self._running.values())
+
+    def __len__(self) -> int:
+        return len(self._running)
 
 
 def _final(event: ProverEvent) -> bool:
@@ -115,21 +146,18 @@ class LateOnce:
     """Which of a proof's late words is its first: a proof is said late while it runs and
     again when it ends (its last word: done, or given up), one proof all the same. A later
     proof under its job id (Curio retries a PoSt lost in a restart under the same id) is
-    another. Bounded: the latest `LATE_JOBS_KEPT` job ids said late and still running."""
+    another. The proofs said late and still running are kept by `LastWords` (its bound)."""
 
     def __init__(self) -> None:
-        self._jobs = _RunningJobs()
+        self._late = LastWords()
 
     def first(self, event: ProverEvent) -> bool:
         """Take every prover event (a proof's last word forgets it); True when it says a proof
         went late (`went_late`) and is that proof's first late word."""
-        final = _final(event)
-        job = event.job_id
         late = went_late(event)
-        if late and job is not None:
-            return self._jobs.first(job, final)
-        if final and job is not None:
-            self._jobs.forget(job)
+        if event.job_id is not None and (late or _final(event)):
+            replaced = self._late.add(event).replaced  # a last word forgets it, late or not
+            return late and replaced is None
         return late
 
 
@@ -140,18 +168,17 @@ class ProofOnce:
     fired twice for one late WinningPoSt). Its first word counts, at its level: a late proof
     is counted at level error the moment it goes late, not again at its end. A later proof
     under its job id (Curio retries a PoSt lost in a restart under the same id) is another.
-    Bounded: the latest `LATE_JOBS_KEPT` job ids said while running."""
+    The proofs said while running are kept by `LastWords` (its bound)."""
 
     def __init__(self) -> None:
-        self._running = _RunningJobs()
+        self._running = LastWords()
 
     def first(self, event: ProverEvent) -> bool:
         """Take every prover event; True unless it is a later word of a proof already said
         (any event that is not a proof's is its own first word)."""
-        job = event.job_id
-        if event.kind != "proof" or event.proof is None or job is None:
+        if event.kind != "proof" or event.proof is None or event.job_id is None:
             return True
-        return self._running.first(job, _final(event))
+        return self._running.add(event).replaced is None
 
 
 class TroubleKey(NamedTuple):
@@ -206,63 +233,6 @@ def trouble_key(p: ProofTiming) -> TroubleKey | None:
     if p.verdict in ("late", "at_risk"):
         return TroubleKey(p.proof_kind, p.verdict, p.cause)
     return None
-
-
-#: Proofs still running whose latest word `LastWords` holds, of every tally of proofs by their
-#: last word (the advice's `ProofTroubles`, the report's PoSt rows and counts): one bound, so
-#: that the troubles and the summary never count the same proofs apart. Far above what is ever
-#: in flight (cuzk's watcher follows 256 PoSt a daemon and says the oldest given up past that),
-#: because a proof whose GPU job was lost is never said again: it stays here until let go, and
-#: a proof said running while hundreds such stayed was let go (counted by that word) before its
-#: own last word came, and counted again by it. ~0.5 KB a proof: 2 MB at the bound.
-MAX_RUNNING_PROOFS = 4 * 1024
-
-
-class Settled(NamedTuple):
-    """What one event did to the proofs `LastWords` holds (`LastWords.add`)."""
-
-    #: The tag of the same proof's earlier word, which this one replaces (None: it had none
-    #: held: its first word, or not a proof's).
-    replaced: int | None
-    #: The last word this event settles: its own (`ProofTiming.last_word`), or the oldest
-    #: running proof's latest word, let go past `MAX_RUNNING_PROOFS`; None: none.
-    last: ProofTiming | None
-
-
-class LastWords:
-    """Each proof's latest word until its last (`ProofTiming.last_word`), by job id, in the
-    order each was last said: the one keeper every tally of proofs "each once, by its last word"
-    reads (`ProofTroubles`; the report's `offline.prover_events.ProofRows`). A job id said again
-    after its proof's last word is another proof (Curio retries a PoSt lost in a restart under
-    the same id). Bounded: at most `MAX_RUNNING_PROOFS` running, past that the oldest settled by
-    its latest word. Each word may carry a tag of its caller's (a row's place), handed back when
-    a later word of the same proof replaces it."""
-
-    __slots__ = ("_running",)
-
-    def __init__(self) -> None:
-        self._running: OrderedDict[str | None, tuple[ProofTiming, int]] = OrderedDict()
-
-    def add(self, e: ProverEvent, tag: int = -1) -> Settled:
-        """Take any prover event (those not a proof's change nothing)."""
-        p = e.proof
-        if e.kind != "proof" or p is None:
-            return Settled(None, None)
-        before = self._running.pop(e.job_id, None)
-        replaced = None if before is None else before[1]
-        if p.last_word:
-            return Settled(replaced, p)
-        self._running[e.job_id] = (p, tag)
-        if len(self._running) > MAX_RUNNING_PROOFS:
-            return Settled(replaced, self._running.popitem(last=False)[1][0])
-        return Settled(replaced, None)
-
-    def running(self) -> Iterator[ProofTiming]:
-        """The latest word of each proof still running, oldest first."""
-        return (p for p, _tag in self._running.values())
-
-    def __len__(self) -> int:
-        return len(self._running)
 
 
 class ProofTroubles:

@@ -494,17 +494,24 @@ def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: 
                       for t in times]
 
 
+def _one_among_300_lost(job: str, running: ProofVerdict, ended: ProofVerdict,
+                        others: ProofVerdict) -> list[ProverEvent]:
+    """A WinningPoSt `job` said `running` while it runs, 300 said running meanwhile (`others`)
+    and never again (their GPU jobs lost), then its end, `ended`."""
+    def proof(t: float, job: str, verdict: ProofVerdict, done: bool) -> ProverEvent:
+        return ProverEvent(t_wall_s=t, kind="proof", level="info", message="", job_id=job,
+                           proof=ProofTiming("winning-post", verdict=verdict, done=done))
+    return [proof(0.0, job, running, False),
+            *(proof(1.0 + i, f"wp-lost-{i}", others, False) for i in range(300)),
+            proof(400.0, job, ended, True)]
+
+
 def test_the_troubles_and_the_summary_count_a_proof_by_the_same_last_word() -> None:
     """A WinningPoSt said at risk while running, then done on time, with 300 PoSt said running
     meanwhile whose GPU jobs were lost (never said again). The advice's troubles held 256
     running proofs, the summary's counts 4,096: the troubles let the first one go at its "at
     risk" word and "What to change" said 1 WinningPoSt at risk while the summary said none."""
-    def proof(t: float, job: str, verdict: ProofVerdict, done: bool) -> ProverEvent:
-        return ProverEvent(t_wall_s=t, kind="proof", level="info", message="", job_id=job,
-                           proof=ProofTiming("winning-post", verdict=verdict, done=done))
-    events = [proof(0.0, "wp-risky", "at_risk", False)]
-    events += [proof(1.0 + i, f"wp-lost-{i}", "ok", False) for i in range(300)]
-    events += [proof(400.0, "wp-risky", "ok", True)]
+    events = _one_among_300_lost("wp-risky", "at_risk", "ok", others="ok")
     log = prover_events.ProverEvents(events)
     assert log.proofs().at_risk == 0
     assert log.troubles() == []
@@ -517,12 +524,7 @@ def test_a_proof_said_late_while_hundreds_run_is_counted_once_and_hooked_once() 
     first word, and counted it twice (`gapwatch_prover_events_total{kind="proof"}` and
     `gapwatch_proofs_late_total` 2 for one proof; `post_late` run twice). They keep the proofs
     the report counts by (`LastWords`, one bound)."""
-    def proof(t: float, job: str, verdict: ProofVerdict, done: bool) -> ProverEvent:
-        return ProverEvent(t_wall_s=t, kind="proof", level="info", message="", job_id=job,
-                           proof=ProofTiming("winning-post", verdict=verdict, done=done))
-    events = [proof(0.0, "wp-late", "late", False)]
-    events += [proof(1.0 + i, f"wp-lost-{i}", "late", False) for i in range(300)]
-    events += [proof(400.0, "wp-late", "late", True)]
+    events = _one_among_300_lost("wp-late", "late", "late", others="late")
     once, late = prover_watch.ProofOnce(), prover_watch.LateOnce()
     firsts = [e.job_id for e in events if once.first(e)]
     lates = [e.job_id for e in events if late.first(e)]

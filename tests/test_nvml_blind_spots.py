@@ -30,8 +30,10 @@ from gapwatch.offline.report import build_report, to_json
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prometheus import GapwatchCollector
 from gapwatch.sinks.recorder import Recorder
+from gapwatch.sources import nvml as nvml_source
 from gapwatch.sources.files import read_any
 from gapwatch.sources.nvml import NvmlSource
+from gapwatch.sources.procmem import ProcStatusReader
 from gapwatch.ui.widgets.status_footer import status_alerts, status_parts
 
 MS = 1_000_000
@@ -149,8 +151,12 @@ def test_records_closing_line_names_the_hole(
     blind spot is 3 periods), as the prover exits. On a loaded box a tick can also be 30 ms
     late of itself (a second, shorter blind spot with no process: the closing line then says
     "NVML blocked 2 times, ...; the longest: ..."), so the line is read for the hole, not for
-    its being the only one (it failed once in ten full runs of the suite on 2 cores)."""
+    its being the only one (it failed once in ten full runs of the suite on 2 cores). The
+    exiting pid is read from a /proc of the test's own: the box's pid 4242 was once a real
+    `python`, and the line named it."""
     fake = install(monkeypatch, [FakeDevice(activity=PROVING, processes=[4242])])
+    root = str(fake_proc(tmp_path / "root", {4242: PROVER_STATUS}))
+    monkeypatch.setattr(nvml_source, "ProcStatusReader", lambda _root: ProcStatusReader(root))
     fake.sleep = time.sleep
     fake.stalls_on_call.append(("nvmlGpmSampleGet", 20, 200 * MS, (4242,)))
     assert main(["record", "--period-ms", "10", "--duration", "1", "--quiet",
@@ -158,6 +164,6 @@ def test_records_closing_line_names_the_hole(
     err = capsys.readouterr().err
     closing = [line for line in err.splitlines() if line.startswith("gapwatch record: stopped")]
     assert closing and re.search(r"(; |; the longest: )NVML blocked 0\.\d s at \d\d:\d\d:\d\d "
-                                 r"while pid 4242 exited: the driver frees its pinned memory",
+                                 r"while pid 4242 \(cuzk-daemon\) exited: the driver frees its pinned memory",
                                  closing[0]), err
     assert any(line.startswith("warning: NVML blocked 0.") for line in err.splitlines())

@@ -14,6 +14,7 @@ from ui_fakes import (
     STARVED_GAPS,
     WALL0_S,
     FakeRuntime,
+    Terminal,
     fill_breakdown,
     fixed_wall,
     gap,
@@ -329,6 +330,47 @@ async def test_a_storm_of_prover_notices_keeps_at_most_three_toasts_on_screen(
         toasts = list(app.screen.query(Toast))
         assert 1 <= len(toasts) <= 3
         assert any("storm line 199" in str(t.render()) for t in toasts)
+
+
+@pytest.mark.parametrize("keys", [[], ["question_mark"], ["enter"]],
+                         ids=["dashboard", "help", "gap detail"])
+async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keys: list[str],
+) -> None:
+    """Three notices of a few lines each, one after another: their toasts are taller than the
+    pane, so Textual's rack scrolls to show the newest, and the layout that removed a toast
+    once it timed out repainted where it was before that scroll. Its text stayed drawn over
+    the charts and the headline (minutes after a replay ended: nothing else repaints there)
+    until a full repaint (`?`, Esc). What the terminal was sent is what a full repaint draws."""
+    from textual.widgets._toast import Toast
+
+    from gapwatch.core.models import Notice
+    from gapwatch.ui import app as app_module
+    from gapwatch.ui.messages import NoticeRaised
+
+    monkeypatch.setattr(app_module, "TOAST_S", 0.5)
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    terminal = Terminal(app)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause()
+        await pilot.press(*keys)
+        await pilot.pause()
+        screen = app.screen
+        for i in range(3):
+            app.post_message(NoticeRaised(Notice(
+                t_ns(50), WALL0_S + 50, "warning",
+                f"prover restart at 09:07:1{i}: notice {i} " + "x" * 300)))
+            await pilot.pause()
+        assert "notice 2" in terminal.text()
+        assert app.screen is screen and len(app.screen_stack) == 1 + len(keys)
+        while app.screen.query(Toast):
+            await pilot.pause(0.1)
+        await pilot.pause()
+        sent, full = terminal.text(), screen_text(app)
+    assert "xxxxxxxx" not in sent
+    assert sent.splitlines() == [line.rstrip() for line in full.splitlines()]
 
 
 async def test_a_notice_of_a_megabyte_is_a_toast_of_a_few_rows_not_a_stall(

@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.cells import cell_len
+from textual._compositor import ChopsUpdate, LayoutUpdate
+from textual.strip import Strip
+
 from gapwatch.config import Config, build_config
 from gapwatch.core.models import (
     CopyRecord,
@@ -276,3 +280,47 @@ async def screens_after_keys(app: object, keys: list[str],
             await pilot.pause()
             out.append(screen_text(app))
     return out
+
+
+class Terminal:
+    """The cells a terminal shows: every update the app sends it (`App._display`, which a test
+    app sends nowhere) written over the last, as a terminal keeps what it was last told.
+    `screen_text` is what a full repaint would draw now; where the two differ, the pane shows
+    what is no longer there (a ghost) until something repaints those cells."""
+
+    def __init__(self, app: object) -> None:
+        width, height = app.size  # type: ignore[attr-defined]
+        self._rows = [[" "] * width for _ in range(height)]
+        send = app._display  # type: ignore[attr-defined]
+
+        def display(screen: object, update: object) -> None:
+            if isinstance(update, LayoutUpdate):
+                for y, line in enumerate(update.strips, update.region.y):
+                    x = update.region.x
+                    for strip in line:
+                        self._write(x, y, strip)
+                        x += strip.cell_length
+            elif isinstance(update, ChopsUpdate):
+                # As `ChopsUpdate.render_segments` writes them: each changed span's chops.
+                for y, x1, x2 in update.spans:
+                    for end, (x, strip) in zip(update.chop_ends[y], update.chops[y].items(),
+                                               strict=True):
+                        if strip is None or x > x2 or end <= x1:
+                            continue
+                        if not (x2 > x >= x1 and end <= x2):
+                            strip = strip.crop(0, min(end, x2) - x)
+                        self._write(x, y, strip)
+            send(screen, update)
+
+        app._display = display  # type: ignore[attr-defined]
+
+    def _write(self, x: int, y: int, strip: Strip) -> None:
+        row = self._rows[y]
+        for segment in strip:
+            for ch in segment.text:
+                if 0 <= x < len(row):
+                    row[x] = ch
+                x += cell_len(ch)
+
+    def text(self) -> str:
+        return "\n".join("".join(row).rstrip() for row in self._rows)

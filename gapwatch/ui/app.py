@@ -57,6 +57,7 @@ from gapwatch.ui.messages import (
     WordsChanged,
 )
 from gapwatch.ui.svg import self_contained
+from gapwatch.ui.toasts import repaint_where_toasts_leave
 from gapwatch.ui.view import View, newest_time_ns
 from gapwatch.ui.widgets.copy_line import CopyLine
 from gapwatch.ui.widgets.detail_chart import MIN_ROWS as DETAIL_MIN_LINES
@@ -750,6 +751,9 @@ class DashboardScreen(Screen[None]):
     def __init__(self, resized: Callable[[], None], *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
         self._resized = resized
+
+    def on_mount(self) -> None:
+        repaint_where_toasts_leave(self)
 
     def on_resize(self, event: events.Resize) -> None:
         self.call_after_refresh(self._resized)

@@ -31,6 +31,7 @@ from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.kinds import gap_words
+from gapwatch.ui.toasts import repaint_where_toasts_leave
 
 #: Log lines shown around a gap: this long before its start and after its end, at most this many.
 LOG_AROUND_S = 5.0
@@ -193,6 +194,7 @@ class GapDetailScreen(ModalScreen[None]):
                          id="gap-detail-text")
 
     def on_mount(self) -> None:
+        repaint_where_toasts_leave(self)
         self.query_one("#gap-detail-scroll").focus()
 
     def action_close_detail(self) -> None:

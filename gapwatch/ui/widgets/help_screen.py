@@ -23,6 +23,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from gapwatch.core.fmt import visible
+from gapwatch.ui.toasts import repaint_where_toasts_leave
 
 HELP = """\
 gapwatch: why the GPU stops being busy   (↑↓ PgDn scroll, esc closes)
@@ -127,6 +128,7 @@ class HelpScreen(ModalScreen[None]):
             yield Static(Text(self.text()), id="help-text")
 
     def on_mount(self) -> None:
+        repaint_where_toasts_leave(self)
         self.query_one("#help-scroll").focus()
 
     def action_dismiss_help(self) -> None:

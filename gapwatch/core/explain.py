@@ -38,6 +38,7 @@ from gapwatch.core.hints import (
     host_pressure,
     memory_phrases,
     process_memory_words,
+    prover_leads,
 )
 from gapwatch.core.prover import NO_VIEW, ProverView
 
@@ -112,21 +113,21 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     traced = copies.traced is True
     memory = memory_phrases(kind, events, copies if traced else None, gap.since_s,
                             view.unpinned_by_design)
-    prover_leads = kind == "host_stall" and bool(view.words)
-    parts = [view.words] if prover_leads else []
+    leads = prover_leads(kind, view.words)
+    parts = [view.words] if leads else []
     parts.append(activity_phrase(kind, gap.duration_s, gap.is_open, gap.confidence,
                                  gap.rx_bytes_per_s, gap.tx_bytes_per_s, gap.link_bytes_per_s,
                                  evidence.link_down, gap.quiet_below_bytes_per_s))
     if gap.hole_after_s is not None:
         parts.append(hole_phrase(gap.hole_after_s))
     parts += cause_phrases(kind, events, traced, bool(memory), view.cause)
-    if view.words and not prover_leads:
+    if view.words and not leads:
         parts.append(view.words)
     if view.error_words:
         parts.append(view.error_words)
     if evidence.hardware:
         parts.append(evidence.hardware)
-    if prover_leads:
+    if leads:
         parts += memory
     if not traced and kind in ("pcie_starved", "transfer_bound"):
         procs = process_memory_words(copies.process_list())
@@ -135,4 +136,4 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     pressure = host_pressure(evidence.host)
     if pressure:
         parts.append(f"host: {pressure}")
-    return HINT_SEP.join(parts if prover_leads else memory + parts)
+    return HINT_SEP.join(parts if leads else memory + parts)

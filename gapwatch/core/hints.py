@@ -255,11 +255,27 @@ def _synthesis(event: EventEvidence) -> bool:
     return "SYNTH" in event.name.upper() or "synthesis" in event.raw
 
 
-def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = None) -> str:
+def prover_leads(kind: str, prover_words: str) -> bool:
+    """Whether what is said of a gap leads with the prover's cause (`prover_words`, "" for
+    none): a host stall the prover gave a cause (a restart, a batch wait). PCIe was quiet, so
+    no copy's memory was what the GPU waited on, and the prover's words stand instead of a
+    guess. The one rule of a gap's hint (`explain.hint_of`) and of its group in the snapshot's
+    summary (`hint_cause`)."""
+    return kind == "host_stall" and bool(prover_words)
+
+
+def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = None,
+               prover_words: str = "") -> str:
     """The cause of a gap as its log names it, without that gap's figures: the same words for
     every gap of a kind that idled for the same reason (what the snapshot summary groups by).
     `since_s`: the start of the gap's own evidence window, as `memory_phrases` reads it (a host
-    stall's pageable buffers are its own window's)."""
+    stall's pageable buffers are its own window's). `prover_words`: the prover's cause of the
+    gap, without its figures ("" for none); where it leads the gap's hint (`prover_leads`) it
+    leads here, the memory after it, as in the hint: summary.md said "synthesis did not keep up
+    with the GPU?" of gaps over a restart whose hints (and "What to change") said the restart."""
+    if prover_leads(kind, prover_words):
+        return prover_words + (f"; {PAGEABLE_SEEN_WORDS}" if _pageable_seen(events, since_s)
+                               else "")
     unpinned = _partitions(events, "unpinned")
     failed = _pool_failed(events)
     if kind == "unknown":

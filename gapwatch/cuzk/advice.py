@@ -50,7 +50,7 @@ from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverGapFacts, ProverState, known
-from gapwatch.core.models import Gap
+from gapwatch.core.models import Gap, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.prover_watch import ProofTroubles, Trouble
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -607,13 +607,17 @@ def with_proofs(gap_advice: AdviceReport, troubles: list[Trouble]) -> AdviceRepo
 
 
 def session_advice(snap: StoreSnapshot, gaps: Iterable[Gap],
-                   payoff: Callable[[Sequence[Gap]], IfClosed | None] | None = None
-                   ) -> AdviceReport:
+                   payoff: Callable[[Sequence[Gap]], IfClosed | None] | None = None,
+                   events: Iterable[ProverEvent] | None = None) -> AdviceReport:
     """What to change over what a session holds (`with_proofs`): `gaps` (the caller's: the
     help's every one, the snapshot's those of the span it holds), the one open now included,
-    and the troubles of the prover events the session holds (`ProofTroubles`)."""
+    and the troubles of `events` (`ProofTroubles`): the caller's, of the same span as `gaps`
+    (the snapshot's; its summary.md said "4 WinningPoSt late" of the whole session beside the
+    gaps of the 5 minutes it covers, its own recording's report 2); None: every prover event
+    the session holds (the help's)."""
     return with_proofs(advise(gaps, view_of(snap.pipeline), payoff),
-                       ProofTroubles(snap.prover_events).troubles())
+                       ProofTroubles(snap.prover_events if events is None else events)
+                       .troubles())
 
 
 def _digest(stall: str, gaps: Iterable[Gap]) -> StallGaps:

@@ -68,6 +68,14 @@ PROVER_CAUSE_WORDS: dict[str, tuple[str, str]] = {
 }
 
 
+def cause_words(cause: str | None) -> str:
+    """A prover cause in the hint's words, without any gap's figures or who said it ("" for
+    none): the same for every gap of that cause (summary.md's hints group by it,
+    `gapwatch.core.hints.hint_cause`); a hint's `prover_phrase` leads with them."""
+    entry = PROVER_CAUSE_WORDS.get(cause or "")
+    return "" if entry is None else entry[0]
+
+
 #: What said a gap's prover cause, as its hint names it (`prover_phrase`'s `said_by`).
 _SAID_BY = {"log": "prover log", "status": "prover status", "processes": "GPU processes"}
 

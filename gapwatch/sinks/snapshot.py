@@ -34,11 +34,21 @@ from gapwatch.core import fmt
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.health import GPU_ERROR_KINDS, event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
-from gapwatch.core.models import Gap, GpuSample, HostSample, LogEvent, Notice, Record, SessionHeader
+from gapwatch.core.models import (
+    Gap,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    Notice,
+    ProverEvent,
+    Record,
+    SessionHeader,
+)
 from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, open_gap_words, session_advice
+from gapwatch.cuzk.prover import cause_words
 from gapwatch.sinks.recorder import write_recording
 
 RECORDING_NAME = "recording.jsonl.gz"
@@ -77,13 +87,21 @@ def _newest_wall_s(snap: StoreSnapshot) -> float | None:
     return max(times) if times else None
 
 
+def history_since(snap: StoreSnapshot, history_s: float) -> float | None:
+    """The start of the span a snapshot holds: `history_s` before the newest reading (None: no
+    reading, nothing held). Every count of its summary.md is of this span."""
+    newest = _newest_wall_s(snap)
+    return None if newest is None else newest - history_s
+
+
 def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
     """Samples, log events, prover status snapshots, notices and gaps of the last `history_s`
-    (before the newest reading), in time order: the body of the snapshot's recording."""
+    (before the newest reading, `history_since`), in time order: the body of the snapshot's
+    recording."""
     newest = _newest_wall_s(snap)
-    if newest is None:
+    since = history_since(snap, history_s)
+    if newest is None or since is None:
         return []
-    since = newest - history_s
     records: list[Record] = []
     for samples in snap.gpu_samples.values():
         records.extend(s for s in samples if s.t_wall_s >= since)
@@ -113,11 +131,12 @@ def covered_text(records: Sequence[Record], history_s: float) -> str:
 
 def hint_lines(gaps: Sequence[Gap], evidence_before_s: float) -> list[str]:
     """The hints grouped once per distinct cause (kind + `hint_cause`, each gap's own evidence
-    window beginning `evidence_before_s` before it, as the detector explained it), most gaps
-    first."""
+    window beginning `evidence_before_s` before it, as the detector explained it, and the
+    prover's cause leading where it leads the gap's hint), most gaps first."""
     groups: dict[tuple[str, str], list[Gap]] = {}
     for g in gaps:
-        cause = hint_cause(g.kind, g.log_events, g.start_s - evidence_before_s)
+        cause = hint_cause(g.kind, g.log_events, g.start_s - evidence_before_s,
+                           cause_words(g.prover_cause))
         groups.setdefault((g.kind, cause), []).append(g)
     lines = []
     for (kind, cause), these in sorted(groups.items(), key=lambda kv: -len(kv[1])):
@@ -167,11 +186,14 @@ def render_summary(
     out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
             "the same reason), with the latest such gap's hint in full.", ""]
     out += hint_lines(gaps, config.detector.evidence_before_s) or ["- none"]
-    out += _advice_section(snap, gaps, records)
+    out += _advice_section(snap, gaps, records,
+                           _events_since(snap, history_since(snap, config.snapshot.history_s)))
     out += _warnings_section(records)
     out += _host_section(hosts)
     if status_lines:
-        out += ["", "## Sampler and inputs", ""] + [f"- {line}" for line in status_lines]
+        out += ["", "## Sampler and inputs", "",
+                "The session's, when the snapshot was taken (not only this span's).", ""]
+        out += [f"- {line}" for line in status_lines]
     out += _files_section(records, gaps, hosts)
     out += ["", "## Config", "", "```json",
             encode_json(config.model_dump(mode="json"), indent=2).decode(), "```", ""]
@@ -180,8 +202,13 @@ def render_summary(
     return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
 
 
-def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Record]
-                    ) -> list[str]:
+def _events_since(snap: StoreSnapshot, since: float | None) -> list[ProverEvent]:
+    """The prover events of the span from `since` (none where the span holds nothing)."""
+    return [] if since is None else [e for e in snap.prover_events if e.t_wall_s >= since]
+
+
+def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Record],
+                    events: Sequence[ProverEvent]) -> list[str]:
     """What to change (`gapwatch.cuzk.advice`), with the payoff over the span recorded here:
     the snapshot's GPU time, first to last sample of each GPU (busy time is not summed here,
     so only the throughput gain is given).
@@ -190,7 +217,8 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     taken while gaps happen (by hand, or the moment a GPU enters BREAKDOWN, often on the gap
     still open), and one that left the open gap out said "nothing to change: no gap" then. An
     open gap is as the detector last published it (its idle time so far, its kind and cause
-    of that moment), each named first as still open; retracted gaps are never in `gaps`."""
+    of that moment), each named first as still open; retracted gaps are never in `gaps`. The
+    PoSt troubles first, of the span's prover events (`events`) as the gaps are of its span."""
     first: dict[int, float] = {}
     last: dict[int, float] = {}
     for r in records:
@@ -202,8 +230,8 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     def payoff(these: Sequence[Gap]) -> IfClosed:
         return if_closed(None, span, sum(g.duration_s for g in these))
 
-    # The PoSt that failed or were late, of the events the snapshot holds, first.
-    report = session_advice(snap, gaps, payoff)
+    # The PoSt that failed or were late, of the span's events (as its gaps are), first.
+    report = session_advice(snap, gaps, payoff, events)
     still_open = [f"- gap {g.gap_id} on GPU{g.gpu} ({g.kind}), from "
                   f"{fmt.clock(g.start_s, millis=True)}, {open_gap_words(g)}"
                   for g in gaps if g.is_open and not g.retracted]
@@ -278,7 +306,8 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
     out += _table(["GPU", "chaining", "health (memory, temperature, power of limit, throttle)"],
                   rows)
     if snap.hw_events or snap.gpu_errors:
-        out += ["", "GPU errors (NVML):", ""]
+        out += ["", "GPU errors (NVML), every one the session kept, from before this span too:",
+                ""]
         out += _hw_lines(snap)
     return out
 

@@ -17,7 +17,7 @@ from parsed_logs import starved_gap as gap_at
 from gapwatch.core.evidence_types import HostEvidence, ProverState
 from gapwatch.core.models import Gap, LogEvent
 from gapwatch.cuzk.advice import Advice, AdviceReport, advise
-from gapwatch.cuzk.knobs import LOWER, RAISE, Pull
+from gapwatch.cuzk.knobs import LOWER, RAISE_MARGIN, Pull
 from gapwatch.cuzk.pipeline import PipelineFacts, PipelineView
 from gapwatch.logs.parse import LogParser
 
@@ -103,8 +103,10 @@ def test_the_safety_margin_is_raised_in_steps_of_one_partitions_buffers_with_eac
     assert "The budget is total_budget_gib=512, 'memory budget initialized', engine.rs:1198" in \
         change
     assert change.endswith("= 75 GiB: 37 step(s) fit before that floor")
-    # The headline's direction is unchanged: raise it (the budget down).
-    assert margin.step == RAISE and margin.pulls == (Pull("[memory] total_budget", False),)
+    # The headline's direction is unchanged: raise it (the budget down), said with the case it
+    # holds in, as the change says it (no line says whether the budget is "auto").
+    assert margin.step == RAISE_MARGIN and margin.step.verb == "raise"
+    assert margin.pulls == (Pull("[memory] total_budget", False),)
 
 
 def _steps(change: str) -> int:

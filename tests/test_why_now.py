@@ -6,9 +6,14 @@ from __future__ import annotations
 from gapwatch.core.evidence_types import CopiesEvidence, EventEvidence
 from gapwatch.core.models import Gap, GpuInfo, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.core.units import GIB
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.knobs import RAISE
+from gapwatch.cuzk.knobs import RAISE, RAISE_MARGIN
+from gapwatch.cuzk.pipeline import PipelineView, PoolState
 from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
+
+#: `[memory] safety_margin`'s step with its condition (`knobs.RAISE_MARGIN`).
+MARGIN_WORDS = "raise [memory] safety_margin (or lower total_budget if not auto)"
 
 
 def _gap(gap_id: int, start_s: float, dur_s: float, kind: str = "pcie_starved",
@@ -71,14 +76,40 @@ def test_the_verdict_says_which_way_its_setting_moves_as_the_advice_does() -> No
     and says the setting with it, or the value it is set to."""
     failed = [EventEvidence(80.0, "pool", warning="pinned_pool_fallback")]
     pool = why_now(_snap(_gap(2, 75.0, 6.0, log_events=failed)), 0)
-    assert (pool.setting, pool.step) == ("[memory] safety_margin", RAISE)
-    assert pool.change_words() == "raise [memory] safety_margin"
+    assert (pool.setting, pool.step) == ("[memory] safety_margin", RAISE_MARGIN)
+    assert pool.change_words() == MARGIN_WORDS
     held = why_now(_snap(_gap(2, 75.0, 6.0, kind="host_stall", prover_cause="batch_wait")), 0)
     assert held.change_words() == "set [scheduler] max_batch_size = 1"
     # No step said (an advice made without one): `CHANGE`'s words, no direction claimed.
     bare = WhyNow(0, "BREAKDOWN", "pinned_pool", "x", "[memory] safety_margin", "raise it")
     assert bare.change_words() == "change [memory] safety_margin"
     assert WhyNow(0, "BREAKDOWN").change_words() == ""
+
+
+def test_a_step_whose_way_the_log_cannot_tell_says_its_condition_in_every_output() -> None:
+    """/metrics' `step` (so the alert's why and fleet's detail), the event's line and the
+    headline said "raise [memory] safety_margin" where the advice says to raise it only if
+    total_budget is "auto", and with an explicit total_budget to lower that instead: on such a
+    box the margin changes nothing. cuzk logs the budget it uses, never whether it was "auto":
+    the step says both ways, in the same words whatever the log's figures (a bounded label)."""
+    from dataclasses import replace
+
+    from gapwatch.sinks.verdict_metrics import verdict_families
+
+    failed = [EventEvidence(80.0, "pool", warning="pinned_pool_fallback")]
+    said: set[str] = set()
+    for pipeline in (PipelineView(),
+                     PipelineView(budget_total_bytes=512 * GIB,
+                                  pool=PoolState(checkout_failed=3, total_gib=46.59)),
+                     PipelineView(budget_total_bytes=200 * GIB)):
+        snap = replace(_snap(_gap(2, 75.0, 6.0, log_events=failed)), pipeline=pipeline)
+        why = why_now(snap, 0)
+        assert why.setting == "[memory] safety_margin"
+        (step,) = [s.labels["step"] for s in next(iter(verdict_families(snap))).samples]
+        assert step == why.change_words()
+        assert f"; {step};" in why.line()
+        said.add(step)
+    assert said == {MARGIN_WORDS}
 
 
 def test_no_gap_in_the_window_or_no_window_yet_is_no_cause() -> None:

@@ -60,6 +60,7 @@ from gapwatch.cuzk.knobs import (
     CHANGE,
     LOWER,
     RAISE,
+    RAISE_MARGIN,
     UNSET,
     Pull,
     Setting,
@@ -153,8 +154,9 @@ class Advice:
     #: Which way it moves cuzk's knobs (`gapwatch.cuzk.knobs.Pull`).
     pulls: tuple[Pull, ...] = ()
     #: Which way `change` moves the setting itself, typed (`gapwatch.cuzk.knobs.Step`): what a
-    #: headline with no room for `change`'s conditions says ("raise [memory] safety_margin");
-    #: None only for an advice made without one.
+    #: headline with no room for `change`'s figures says ("lower [scheduler]
+    #: max_batch_wait_ms"; with its condition where the way rests on a value the log does not
+    #: say); None only for an advice made without one.
     step: Step | None = None
 
 
@@ -963,7 +965,8 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
 def _margin(change: str) -> Setting:
     """`[memory] safety_margin` with `change` (`PinNeed.margin_change`). It is read only with
     total_budget = "auto" (config.rs:100-104): with an explicit budget, raising it changes
-    nothing, so the change says which to turn. Either reading lowers the budget: its pull is
+    nothing, so the change says which to turn, and so does its step (`RAISE_MARGIN`: the log
+    never says whether the budget was "auto"). Either reading lowers the budget: its pull is
     the budget's, down (`Pull`)."""
     return Setting(
         "[memory] safety_margin", change,
@@ -975,7 +978,7 @@ def _margin(change: str) -> Setting:
         "checkout means pinning a new buffer failed (pipeline.rs falls back to pageable "
         "a/b/c, copied at 1-4 GB/s)",
         "extern/cuzk/cuzk-core/src/pinned_pool.rs, memory.rs, pipeline.rs, "
-        "config.rs:100-104, cuzk.example.toml", RAISE, lowers(TOTAL_BUDGET))
+        "config.rs:100-104, cuzk.example.toml", RAISE_MARGIN, lowers(TOTAL_BUDGET))
 
 
 def _pool_churn(gaps: StallGaps, pipeline: PipelineView, facts: list[str]

@@ -10,9 +10,11 @@ them shares, importing none of their rules.
 The direction is typed (`Step`, `Pull`), never read back from the change's words: "raise it
 above 18 (0 = 18)", "8, if it is 0" and "raise it if total_budget is \"auto\" ...; with an
 explicit total_budget, lower that instead" say their direction to a person, not to a rule. The
-step is the setting's own (what a one-line headline has room for: "raise [memory]
-safety_margin", "set [scheduler] max_batch_size = 1"); the pulls are the knobs it moves, its
-inverse said as the knob (safety_margin raised is the budget lowered).
+step is the setting's own (what a one-line headline has room for: "set [scheduler]
+max_batch_size = 1", and the condition where the direction rests on a value the log does not
+say: "raise [memory] safety_margin (or lower total_budget if not auto)"); the
+pulls are the knobs it moves, its inverse said as the knob (safety_margin raised is the budget
+lowered).
 """
 
 from __future__ import annotations
@@ -46,12 +48,19 @@ class Step:
     verb: Literal["raise", "lower", "set", "unset", "change"]
     #: The value `set` sets (`1`, `true`); None for the other verbs.
     value: str | None = None
+    #: The other way and the case it holds in, where which holds rests on a value the log
+    #: does not say (`[memory] safety_margin`: "or lower total_budget if not auto"): said with
+    #: the step, so no one-line headline states a guess as certain. A fixed phrase of the
+    #: setting's advice, never a figure: the words stay one of a bounded set (they are
+    #: /metrics' `step` label). None: the step holds whatever the values.
+    otherwise: str | None = None
 
     def words(self, setting: str) -> str:
-        """`raise [memory] safety_margin`, `set [scheduler] max_batch_size = 1`."""
-        if self.value is not None:
-            return f"{self.verb} {setting} = {self.value}"
-        return f"{self.verb} {setting}"
+        """`raise [memory] safety_margin (or lower total_budget if not auto)`,
+        `set [scheduler] max_batch_size = 1`."""
+        said = f"{self.verb} {setting}" if self.value is None else (
+            f"{self.verb} {setting} = {self.value}")
+        return said if self.otherwise is None else f"{said} ({self.otherwise})"
 
 
 RAISE = Step("raise")
@@ -60,6 +69,13 @@ UNSET = Step("unset")
 #: A change whose direction is conditional (its words say which way when): no headline claims
 #: one direction for it.
 CHANGE = Step("change")
+#: `[memory] safety_margin` raised, said with its other way: cuzk reads the margin only with
+#: total_budget = "auto" (config.rs:100-104); with an explicit budget the same change is that
+#: budget lowered. The log says the budget cuzk uses (`memory budget initialized
+#: total_budget_gib`), never whether it was "auto": /metrics' `step`, the alert, fleet and the
+#: headline said "raise [memory] safety_margin", which changes nothing on a box with an
+#: explicit budget.
+RAISE_MARGIN = Step("raise", otherwise="or lower total_budget if not auto")
 
 
 def set_to(value: str) -> Step:

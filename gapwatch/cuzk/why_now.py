@@ -51,20 +51,22 @@ class WhyNow:
     step: Step | None = None
 
     def change_words(self) -> str:
-        """`raise [memory] safety_margin`, `set [scheduler] max_batch_size = 1`: the setting
-        with its step (`Step.words`), as the dashboard's headline, `line` (the alert's and
-        the event's) and /metrics' `step` label all say it: one rule, so none says "change"
-        where another says "raise". An advice made without a step says `CHANGE`'s words (no
-        direction claimed); "" when no setting closes the cause."""
+        """`set [scheduler] max_batch_size = 1`, `raise [memory] safety_margin (or lower
+        total_budget if not auto)`: the setting with its step
+        (`Step.words`, its condition with it), as the dashboard's headline, `line` (the
+        alert's and the event's) and /metrics' `step` label all say it: one rule, so none
+        says "change" where another says "raise". An advice made without a step says
+        `CHANGE`'s words (no direction claimed); "" when no setting closes the cause."""
         if self.setting == NO_CAUSE:
             return ""
         return (self.step or CHANGE).words(self.setting)
 
     def line(self) -> str:
         """`GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool could not pin;
-        raise [memory] safety_margin; payoff ~1.8x`: the alert's and the event's one line (the
-        alert's is made by Prometheus from the `gapwatch_gpu_verdict_info` labels, the step's
-        words among them: `gapwatch.sinks.verdict_metrics`)."""
+        raise [memory] safety_margin (or lower total_budget if not auto); payoff
+        ~1.8x`: the alert's and the event's one line (the alert's is made by Prometheus from
+        the `gapwatch_gpu_verdict_info` labels, the step's words among them:
+        `gapwatch.sinks.verdict_metrics`)."""
         out = f"GPU{self.gpu} {self.state}"
         if self.cause == NO_CAUSE:
             return out

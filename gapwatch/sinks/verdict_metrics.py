@@ -7,13 +7,15 @@ them per box.
 
 Families:
 - `gapwatch_gpu_verdict_info{gpu,state,cause,cause_words,setting,step}` 1: an info metric.
-  `step` is the setting with the way its advice moves it (`WhyNow.change_words`: `raise
-  [memory] safety_margin`, `set [scheduler] max_batch_size = 1`), the words the dashboard's
-  headline says, for the alert's `why`. Every label value is one of a fixed set (chaining
-  states, stall names and their words, cuzk's setting names, each with the steps the advice
-  table gives it, whose set values are constants, "none"), so the series count stays bounded
-  however long gapwatch runs: `step` follows `setting` (one step a setting, but for
-  `[synthesis] threads`, whose step depends on the log read: raise or change).
+  `step` is the setting with the way its advice moves it (`WhyNow.change_words`: `set
+  [scheduler] max_batch_size = 1`; with its condition where the way rests on a value the log
+  does not say: `raise [memory] safety_margin (or lower total_budget if
+  not auto)`), the words the dashboard's headline says, for the alert's `why`. Every label
+  value is one of a fixed set (chaining states, stall names and their words, cuzk's setting
+  names, each with the steps the advice table gives it, whose set values and conditions are
+  constants, "none"), so the series count stays bounded however long gapwatch runs: `step`
+  follows `setting` (one step a setting, but for `[synthesis] threads`, whose step depends on
+  the log read: raise or change).
 - `gapwatch_gpu_verdict_payoff_ratio{gpu}`: the throughput gain of closing the cause's gaps
   over the window (absent when there is no cause).
 - `gapwatch_gpu_verdict_idle_seconds{gpu}`: the cause's idle seconds in the window.
@@ -34,8 +36,8 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
     info = InfoMetricFamily("gapwatch_gpu_verdict", "The GPU's chaining state now, the stall "
                             "that idled it longest in the detector's window (cause), in words, "
                             "the setting that closes it ('none' when no setting does), and "
-                            "that setting with the way to move it (step: 'raise [memory] "
-                            "safety_margin').",
+                            "that setting with the way to move it (step: 'set [scheduler] "
+                            "max_batch_size = 1').",
                             labels=["gpu"])
     payoff = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_ratio", "Throughput gain expected "
                                "from closing the cause's gaps in the window (work taken as "

@@ -423,7 +423,7 @@ class GpuHeader(TextLines):
         return [line]
 
     def _change_words(self, view: View, gpu: int) -> str:
-        """`; raise [memory] safety_margin (payoff ~1.8x)` for the GPU's gaps in the window
+        """`; set [scheduler] max_batch_size = 1 (payoff ~1.8x)` for the GPU's gaps in the window
         (`cuzk.why_now`, the alerts' and --on-event's facts: the setting with the way its
         advice moves it), "" when no setting closes them; worked out once per store version."""
         key = (view.snap.version, gpu)

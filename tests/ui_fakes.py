@@ -303,13 +303,13 @@ class Terminal:
             elif isinstance(update, ChopsUpdate):
                 # As `ChopsUpdate.render_segments` writes them: each changed span's chops.
                 for y, x1, x2 in update.spans:
-                    for end, (x, strip) in zip(update.chop_ends[y], update.chops[y].items(),
-                                               strict=True):
-                        if strip is None or x > x2 or end <= x1:
+                    for end, (x, chop) in zip(update.chop_ends[y], update.chops[y].items(),
+                                              strict=True):
+                        if chop is None or x > x2 or end <= x1:
                             continue
                         if not (x2 > x >= x1 and end <= x2):
-                            strip = strip.crop(0, min(end, x2) - x)
-                        self._write(x, y, strip)
+                            chop = chop.crop(0, min(end, x2) - x)
+                        self._write(x, y, chop)
             send(screen, update)
 
         app._display = display  # type: ignore[attr-defined]

@@ -44,7 +44,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.models import POOL_FALLBACK_WARNINGS, FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.core.values import count_field, int_field, is_bad_count
+from gapwatch.core.values import int_field
 from gapwatch.cuzk.daemons import Daemons
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
@@ -57,6 +57,8 @@ from gapwatch.cuzk.log_lines import (
     UNPLACED_FIELD,
     WORKER_STARTED_MESSAGE,
     LockAttributor,
+    is_bad_step,
+    step_ms,
 )
 from gapwatch.cuzk.partition_table import (
     FIRST_WAVE,
@@ -122,9 +124,10 @@ class RunTimeline:
     #: The `sectors` each batch's `synthesis complete, sending to GPU batch_size>1` line said
     #: (engine.rs:2746-2752), the first `MAX_SIZES` kept: one value is the batch size.
     batch_sectors: frozenset[int] = frozenset()
-    #: Durations in cuzk's timing lines that were negative (a garbled or hostile line), each
-    #: read as no duration ("-"): counted so that the table says why its cells are empty.
-    negative_durations: int = 0
+    #: Durations in cuzk's timing lines that no step takes (negative, or over a day:
+    #: `log_lines.step_ms`; a garbled or hostile line), each read as no duration ("-"), never
+    #: summed nor placed: counted so that the table says why its cells are empty.
+    bad_durations: int = 0
 
     @property
     def wall_s(self) -> float | None:
@@ -173,14 +176,15 @@ class RunTimeline:
             out.append(f"{self.other_jobs} {what}")
         return ", ".join(out)
 
-    def negative_note(self) -> str | None:
-        """What the table says of `negative_durations` (the report's and `parse --timeline`'s
-        one sentence), or None: there were none."""
-        n = self.negative_durations
+    def bad_durations_note(self) -> str | None:
+        """What the table says of `bad_durations` (the report's and `parse --timeline`'s one
+        sentence), or None: there were none."""
+        n = self.bad_durations
         if not n:
             return None
-        return (f"{n} negative duration(s) in cuzk's timing lines (synth_ms, gpu_ms or a lock "
-                "region's *_ms; a garbled or hostile line): each read as no duration, '-'")
+        return (f"{n} duration(s) in cuzk's timing lines that no step takes (negative, or over "
+                "a day: synth_ms, gpu_ms or a lock region's *_ms; a garbled or hostile line): "
+                "each read as no duration, '-', never summed")
 
 
 #: Batch sizes kept at most (`RunTimeline.batch_sectors`): a hostile log's endless sizes.
@@ -268,16 +272,19 @@ _LOCK_DURATIONS: Final = ("mutex_held_ms", "mutex_wait_ms", "gpu_total_ms", "ntt
 
 def _lock_row(e: LogEvent) -> _LockRow:
     f = e.fields
-    # Durations: a negative one is no duration (a hostile or garbled line: -935 ms held the
-    # mutex, taken as given, made the partition table's sums and shares negative).
-    held, wait, total, ntt, barrier = (count_field(f.get(k)) for k in _LOCK_DURATIONS)
-    return (e.job_id, e.partition, e.worker, held, wait, total, ntt, barrier,
-            f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
+    # Durations: one no step takes is no duration (a hostile or garbled line: -935 ms held
+    # the mutex, taken as given, made the partition table's sums and shares negative; 1e17
+    # ms made its wall time 1e14 s), and its busy span none either (a recording's event
+    # placed it by that figure).
+    held, wait, total, ntt, barrier = (step_ms(f.get(k)) for k in _LOCK_DURATIONS)
+    busy = ((f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
+            if held is not None or "mutex_held_ms" not in f else (None, None))
+    return (e.job_id, e.partition, e.worker, held, wait, total, ntt, barrier, *busy)
 
 
-def _negatives(fields: dict[str, FieldValue], keys: Iterable[str]) -> int:
-    """How many of `keys` hold a negative duration (what `count_field` reads as none)."""
-    return sum(is_bad_count(fields.get(k)) for k in keys)
+def _bad_steps(fields: dict[str, FieldValue], keys: Iterable[str]) -> int:
+    """How many of `keys` hold a duration no step takes (what `step_ms` reads as none)."""
+    return sum(is_bad_step(fields.get(k)) for k in keys)
 
 
 #: Workers' jobs and monolithic jobs' kinds kept at most (the latest): a few dozen are in
@@ -356,7 +363,7 @@ class TimelineBuilder:
         self._attributor: LockAttributor | None = LockAttributor()
         #: The first GPU the events named: a second switches that attribution off.
         self._gpu: int | None = None
-        #: Negative durations read as none (`RunTimeline.negative_durations`); those of the
+        #: Durations no step takes, read as none (`RunTimeline.bad_durations`); those of the
         #: lock regions redone here apart: they count only where the parser's do not win.
         self._negative = 0
         self._negative_own = 0
@@ -436,9 +443,9 @@ class TimelineBuilder:
             _keep(self._worker_job, (self._run, e.worker), e.job_id)
         mono_kind = (None if e.partition is not None
                      else self._mono_kind.get((self._run, e.job_id), "monolithic"))
-        gpu_ms = None if start else count_field(e.fields.get("gpu_ms"))
+        gpu_ms = None if start else step_ms(e.fields.get("gpu_ms"))
         if not start:
-            self._negative += _negatives(e.fields, ("gpu_ms",))
+            self._negative += _bad_steps(e.fields, ("gpu_ms",))
         self._ops.add(self._run, e.job_id, _part(e.partition, e.worker), e.t_wall_s, GPU_EDGE,
                       start, e.t_wall_s, e.worker, e.gpu, gpu_ms, mono_kind)
 
@@ -482,8 +489,8 @@ class TimelineBuilder:
             self._gpu_edge(e)
         elif kind == "timeline" and name == "SYNTH_END":
             self._synth_end(e)
-            ms = count_field(e.fields.get("synth_ms"))
-            self._negative += _negatives(e.fields, ("synth_ms",))
+            ms = step_ms(e.fields.get("synth_ms"))
+            self._negative += _bad_steps(e.fields, ("synth_ms",))
             if ms is not None:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif _says_unpinned(e):
@@ -493,7 +500,7 @@ class TimelineBuilder:
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins
-            self._negative += _negatives(e.fields, _LOCK_DURATIONS)
+            self._negative += _bad_steps(e.fields, _LOCK_DURATIONS)
             self._lock(_lock_row(e), e.t_wall_s, own=False)
             return
         attributor = self._attributor
@@ -507,7 +514,7 @@ class TimelineBuilder:
                                                None, e.fields.get("prove_start_ms"),
                                                e.fields.get(UNPLACED_FIELD) is True)
         if lock is not None:
-            self._negative_own += _negatives(lock.fields, _LOCK_DURATIONS)
+            self._negative_own += _bad_steps(lock.fields, _LOCK_DURATIONS)
             self._lock(_lock_row(LogEvent(
                 t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
@@ -553,7 +560,7 @@ class TimelineBuilder:
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
         run = summary.timeline(PartitionRows(rows, summary.count))
-        run.negative_durations = self._negative + (0 if self._parser_locks
+        run.bad_durations = self._negative + (0 if self._parser_locks
                                                    else self._negative_own)
         run.batch_sectors = frozenset(self._batch_sectors)
         return run

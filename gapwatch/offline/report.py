@@ -907,7 +907,7 @@ def _partitions_json(run: RunTimeline | None, items: bool = True) -> dict[str, A
         "batch_jobs": run.batch_jobs,
         "other_jobs": run.other_jobs,
         "sectors_per_batch": run.sectors_per_batch,
-        "negative_durations": run.negative_durations,
+        "bad_durations": run.bad_durations,
         "items": [_partition_json(p) for p in run.partitions] if items else [],
     }
 

@@ -258,6 +258,16 @@ def step_ms(value: FieldValue) -> int | None:
     return n if n is not None and n <= MAX_STEP_MS else None
 
 
+def busy_span(fields: dict[str, FieldValue]) -> tuple[FieldValue, FieldValue]:
+    """A lock region's busy span as its event gives it (`gpu_busy_start_s`, `gpu_busy_end_s`),
+    or (None, None) where its `mutex_held_ms`, which placed it, is none a step takes
+    (`step_ms`): a recording's event placed by `mutex_held_ms=99999999999999999` began 1e14 s
+    before the log (the partition table's wall time, the Perfetto trace's lock slice)."""
+    if "mutex_held_ms" in fields and step_ms(fields["mutex_held_ms"]) is None:
+        return None, None
+    return fields.get("gpu_busy_start_s"), fields.get("gpu_busy_end_s")
+
+
 def is_bad_step(value: FieldValue) -> bool:
     """An integer where a duration was wanted that `step_ms` drops: counted, said."""
     return is_bad_count(value) or (type(value) is int and value > MAX_STEP_MS)

@@ -57,6 +57,7 @@ from gapwatch.cuzk.log_lines import (
     UNPLACED_FIELD,
     WORKER_STARTED_MESSAGE,
     LockAttributor,
+    busy_span,
     is_bad_step,
     step_ms,
 )
@@ -277,9 +278,7 @@ def _lock_row(e: LogEvent) -> _LockRow:
     # ms made its wall time 1e14 s), and its busy span none either (a recording's event
     # placed it by that figure).
     held, wait, total, ntt, barrier = (step_ms(f.get(k)) for k in _LOCK_DURATIONS)
-    busy = ((f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
-            if held is not None or "mutex_held_ms" not in f else (None, None))
-    return (e.job_id, e.partition, e.worker, held, wait, total, ntt, barrier, *busy)
+    return (e.job_id, e.partition, e.worker, held, wait, total, ntt, barrier, *busy_span(f))
 
 
 def _bad_steps(fields: dict[str, FieldValue], keys: Iterable[str]) -> int:

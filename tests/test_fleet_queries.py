@@ -285,6 +285,17 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
            "raise [memory] safety_margin" in line
 
 
+def test_a_box_detail_minute_of_idle_seconds_no_counter_can_have_is_none() -> None:
+    """1e308 idle seconds in a minute made a detail line of 300 digits; the table's IDLE5m
+    reads the same counter and calls it not known (`rows.CAN_BE`)."""
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 1e308), (660.0, 12.5)]))
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), "b:9400", now_s=700.0)
+    assert [m.t_wall_s for m in minutes] == [660.0]
+    assert max(len(m.line()) for m in minutes) < 100
+
+
 def test_a_box_detail_of_a_gapwatch_without_the_step_label_says_change_setting() -> None:
     from gapwatch.fleet.detail import Verdict
 

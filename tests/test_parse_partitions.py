@@ -311,7 +311,8 @@ def test_a_duration_no_step_takes_is_no_duration_counted_said_and_never_summed()
     assert run.bad_durations == 3
     note = run.bad_durations_note()
     assert note is not None and note.startswith("3 duration(s) in cuzk's timing lines that no "
-                                                "step takes (negative, or over a day")
+                                                "step takes (negative, over a day, or longer than "
+                                                "cuzk's run had run")
     assert note in format_timeline(run)
     # A recording's lock event placed by the absurd figure (an older gapwatch's parse) places
     # no busy span either.
@@ -319,6 +320,20 @@ def test_a_duration_no_step_takes_is_no_duration_counted_said_and_never_summed()
               if ev.kind == PARTITION_KIND and ev.fields.get("mutex_held_ms") ==
               99999999999999999 else ev for ev in events]
     assert derive_timeline(placed).wall_s == clean.wall_s
+
+
+def test_a_duration_longer_than_its_run_had_run_is_no_duration() -> None:
+    """Under a day, yet longer than the engine had run when the step ended (`starting cuzk
+    engine` opens the log 8 s before the first SYNTH_END): 22 hours of mutex held made the
+    wall time 22 hours. Without the start read, only the day bounds it."""
+    text = (DATA / "pageable.log").read_text()
+    clean = derive_timeline(_parsed(text.splitlines()))
+    bad_text = (text.replace("mutex_held_ms=942", "mutex_held_ms=80000000", 1)
+                .replace("partition=0,synth_ms=2891", "partition=0,synth_ms=3600000", 1))
+    run = derive_timeline(_parsed(bad_text.splitlines()))
+    assert run.wall_s == clean.wall_s and run.bad_durations == 2
+    headless = [line for line in bad_text.splitlines() if "starting cuzk engine" not in line]
+    assert derive_timeline(_parsed(headless)).bad_durations == 0
 
 
 def test_negative_durations_are_counted_and_said_under_the_table() -> None:
@@ -335,7 +350,8 @@ def test_negative_durations_are_counted_and_said_under_the_table() -> None:
     assert run.bad_durations == 2
     note = run.bad_durations_note()
     assert note is not None and note.startswith("2 duration(s) in cuzk's timing lines that no "
-                                                "step takes (negative, or over a day")
+                                                "step takes (negative, over a day, or longer than "
+                                                "cuzk's run had run")
     assert note in format_timeline(run)
     assert any(note in line for line in _partition_lines(run))
     clean = LogParser()

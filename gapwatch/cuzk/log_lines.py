@@ -247,30 +247,39 @@ _IN_LOCK_KEYS = ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms
 #: `mutex_held_ms=99999999999999999` (3 million years) made a ten-minute log's wall time 1e14 s,
 #: GPU efficiency 0 % and GPU occupied 100 %.
 MAX_STEP_MS = 86_400_000
+#: What a step may seem to outlast its run by, s: the run's start (`starting cuzk engine`) and
+#: the line that ends the step are timed by their own lines, and cuzk truncates to the ms.
+RUN_SLACK_S = 1.0
 
 
-def step_ms(value: FieldValue) -> int | None:
+def step_ms(value: FieldValue, within_s: float | None = None) -> int | None:
     """A duration of cuzk's timing lines, ms, or None where it is none a step can take:
-    negative (`count_field`), over a day (`MAX_STEP_MS`), not an integer. The one rule for
-    those figures, read where they are summed or placed: the partition table, the lock
-    region's busy span."""
+    negative (`count_field`), over a day (`MAX_STEP_MS`), not an integer, or longer than the
+    time its run had run when the step ended (`within_s`: since the run's `starting cuzk
+    engine`, where the log read it; None: not known): every step is timed inside the engine,
+    whose TIMELINE epoch is set at that line (engine.rs:1242). The one rule for those figures,
+    read where they are summed or placed: the partition table, the lock region's busy span."""
     n = count_field(value)
-    return n if n is not None and n <= MAX_STEP_MS else None
+    if n is None or n > MAX_STEP_MS:
+        return None
+    return n if within_s is None or n <= (within_s + RUN_SLACK_S) * 1000 else None
 
 
-def busy_span(fields: dict[str, FieldValue]) -> tuple[FieldValue, FieldValue]:
+def busy_span(fields: dict[str, FieldValue], within_s: float | None = None
+              ) -> tuple[FieldValue, FieldValue]:
     """A lock region's busy span as its event gives it (`gpu_busy_start_s`, `gpu_busy_end_s`),
     or (None, None) where its `mutex_held_ms`, which placed it, is none a step takes
-    (`step_ms`): a recording's event placed by `mutex_held_ms=99999999999999999` began 1e14 s
-    before the log (the partition table's wall time, the Perfetto trace's lock slice)."""
-    if "mutex_held_ms" in fields and step_ms(fields["mutex_held_ms"]) is None:
+    (`step_ms`, `within_s` as there): a recording's event placed by
+    `mutex_held_ms=99999999999999999` began 1e14 s before the log (the partition table's wall
+    time, the Perfetto trace's lock slice)."""
+    if "mutex_held_ms" in fields and step_ms(fields["mutex_held_ms"], within_s) is None:
         return None, None
     return fields.get("gpu_busy_start_s"), fields.get("gpu_busy_end_s")
 
 
-def is_bad_step(value: FieldValue) -> bool:
+def is_bad_step(value: FieldValue, within_s: float | None = None) -> bool:
     """An integer where a duration was wanted that `step_ms` drops: counted, said."""
-    return is_bad_count(value) or (type(value) is int and value > MAX_STEP_MS)
+    return is_bad_count(value) or (type(value) is int and step_ms(value, within_s) is None)
 
 
 def warning_of(text: str) -> str | None:

@@ -84,6 +84,7 @@ from gapwatch.sources.time_window import TimeWindow
 
 if TYPE_CHECKING:  # imported where they are used: a replay or report does not load them
     from gapwatch.logs.follow import LogFollower
+    from gapwatch.offline.log_around import LogAround
     from gapwatch.offline.replay_logs import ReplayLogs
     from gapwatch.sinks.prometheus import ExporterHandle
     from gapwatch.sources.cuzk_status_server import CuzkStatusServer
@@ -558,6 +559,8 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
     around = _recorded_around(path, paths, config, window)
+    if around is not None:  # at once, as the logs below
+        opened.callback(around.close)
     _feed_around(src.recording, around)
     logs = _replay_logs(path, src.recording.header, paths, config, window)
     if logs is not None:  # at once: a failure from here on closes it too
@@ -569,44 +572,43 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
 
 
 def _recorded_around(path: str, paths: list[str], config: Config, window: TimeWindow | None
-                     ) -> tuple[list[LogEvent], list[LogEvent]]:
+                     ) -> LogAround | None:
     """A window's replay of a recording holding its log, without `--log`: the log events it
     holds before the window (the daemon's startup lines, then the `log_span.MARGIN_S` before
     it) and after it (the margin after), fed before and after the window's records, as the
     window's report feeds them (`gapwatch.offline.report.detect_either`): the PoSt in flight
     at the window's start, the restarts before it, the proof that ends after it. Without
     them a replay of a window was told less than the report of it: a WinningPoSt begun before
-    the window and late inside it was never said late. ([], []) for a whole replay, one with
-    `--log` files (their own lines are read around the window: `replay_logs`) or cuzk's
-    lines off. Raises SourceUnavailable (the recording cannot be read again)."""
+    the window and late inside it was never said late. On disk (`log_around.LogAround`: the
+    caller closes it), read again at each play. None for a whole replay, one with `--log`
+    files (their own lines are read around the window: `replay_logs`) or cuzk's lines off.
+    Raises SourceUnavailable (the recording cannot be read again, no room for the spool)."""
     if window is None or paths or not config.logs.cuzk:
-        return [], []
-    from gapwatch.offline.startup_lines import (  # local: keeps the live commands light
-        lead_in_after,
-        recorded_around,
-        recorded_startup,
-    )
+        return None
+    from gapwatch.base.sorted_spool import SpoolError  # local: keeps the live commands light
+    from gapwatch.offline.startup_lines import recorded_around, recorded_startup
 
     try:
         startup = [] if window.since_s is None else recorded_startup(path, window.since_s)
-        lead, trail = recorded_around(path, window)
+        return recorded_around(path, window, startup)
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
-    return lead_in_after(startup, lead), trail
+    except SpoolError as exc:  # as `_replay_logs` says it
+        raise SourceUnavailable(f"no room for its temporary files: {exc.filename}: "
+                                f"{exc.strerror}") from None
 
 
-def _feed_around(recording: Recording, around: tuple[list[LogEvent], list[LogEvent]]) -> None:
+def _feed_around(recording: Recording, around: LogAround | None) -> None:
     """The recording's records with the log read around its window (`_recorded_around`)
-    before and after them, as the report chains them (`gapwatch.offline.report.detect`)."""
-    before, after = around
-    if before or after:
-        recording.records = chain(before, recording.records, after)
+    before and after them, as the report chains them (`gapwatch.offline.report.detect`),
+    read from its spool again at each call."""
+    if around:
+        recording.records = chain(around.before(), recording.records, around.after())
 
 
 def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
                     first: SessionHeader | None = None,
-                    around: tuple[list[LogEvent], list[LogEvent]] = ([], [])
-                    ) -> Callable[[], Recording]:
+                    around: LogAround | None = None) -> Callable[[], Recording]:
     """For a replay seeking back: the file opened again, the session emptied with a new
     detector (as `_new_runtime` builds it). A file that is no longer the recording of the
     header `first` (replaced or rewritten by another run since: its host or start differ) is a

@@ -565,10 +565,30 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
     logs = _replay_logs(path, src.recording.header, paths, config, window)
     if logs is not None:  # at once: a failure from here on closes it too
         opened.callback(_close_once_unread, rt, logs)
+    if window is not None:
+        rt.session.tell_within(_window_span(src.recording.header, window))
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window,
                                                      src.recording.header, around))
     rt.read_logs = {path: "read whole" for path in paths}
+
+
+def _window_span(header: SessionHeader, window: TimeWindow
+                 ) -> Callable[[float | None], tuple[float | None, float | None]]:
+    """The span whose watcher's words a windowed replay tells (`Session.tell_within`): the
+    window's report's (`log_span.report_span`: from the window's start to the data's end,
+    the window's end until it is known), so that the 5 minutes of log read after the window
+    (`_recorded_around`, or the `--log` lines near it) say nothing the report leaves out: an
+    error, a restart and its cost 15 to 52 s past a window's end were said by its replay. The
+    report's rule for a wall clock stepped back inside the run (the window's bounds alone)
+    is not followed: the replay does not look for steps."""
+    from gapwatch.offline.log_span import report_span  # local: keeps the live commands light
+
+    def span_of(end_s: float | None) -> tuple[float | None, float | None]:
+        return report_span(header.started_wall_s, window.since_s, window.until_s, True, end_s,
+                           False)
+
+    return span_of
 
 
 def _recorded_around(path: str, paths: list[str], config: Config, window: TimeWindow | None

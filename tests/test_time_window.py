@@ -27,7 +27,15 @@ from gapwatch.commands.argtypes import joined_moments
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.logs import parse
-from gapwatch.offline import log_span, log_split, log_window, report_parallel, startup_lines
+from gapwatch.offline import (
+    gap_spool,
+    log_span,
+    log_split,
+    log_window,
+    report,
+    report_parallel,
+    startup_lines,
+)
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.sources import gzip_lines, recording, recording_set, time_window
 from gapwatch.sources.files import header_of
@@ -869,12 +877,26 @@ def test_the_last_start_before_the_window_is_the_one_kept_not_a_later_one() -> N
 def test_a_split_window_of_a_recording_with_its_log_inside_reads_as_one_process(
     sim_log_inside: Path, small_steps: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The log read around the window (`startup_lines.recorded_around`) on disk in runs of
+    64 events, read by both workers, each at its own offsets: the one-process report."""
     monkeypatch.setattr(startup_lines, "PAST_BYTES", 16 << 10)
     monkeypatch.setattr(report_parallel, "MIN_PARALLEL_BYTES", 1)
     monkeypatch.setattr(report_parallel, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 64)
+    split: list[bool] = []
+
+    def detect_parallel(*args: Any, **kwargs: Any) -> Any:
+        around = kwargs["around"]
+        assert around is not None and around.runs > 2
+        found = report_parallel.detect_parallel(*args, **kwargs)
+        split.append(found is not None)
+        return found
+
+    monkeypatch.setattr(report, "detect_parallel", detect_parallel)
     w = _window(sim_log_inside, "+120s", "+200s")
     one = build_report(sim_log_inside, Config(), workers=1, window=w)
     two = build_report(sim_log_inside, Config(), workers=2, window=w)
+    assert split == [True]
     assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
     assert sum(len(g.log_events) for g in one.gaps) > 100
 

@@ -78,6 +78,14 @@ class LogAround:
     def __bool__(self) -> bool:
         return bool(self._startup) or self.spooled
 
+    def __reduce__(self) -> tuple[type[LogAround], tuple[list[LogEvent]]]:
+        """Its startup lines, for a spawned worker (`report_parallel`: a split report in a
+        process with threads), which is never handed the spools (the split reads in one
+        process then): they were a list, pickled with the worker's job."""
+        if self.spooled:
+            raise TypeError("the log around a window is on disk: not for another process")
+        return LogAround, (self._startup,)
+
     def close(self) -> None:
         """Free the disk space (it reads as the startup lines alone after)."""
         self._lead.close()

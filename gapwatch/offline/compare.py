@@ -61,14 +61,24 @@ from gapwatch.cuzk.settings import (
     changes,
     runs_after,
 )
-from gapwatch.offline.compare_stats import Better, Spread, Test, Verdict, judge, spread
+from gapwatch.offline.compare_stats import (
+    Better,
+    Spread,
+    Test,
+    Verdict,
+    judge,
+    judge_counts,
+    spread,
+)
 from gapwatch.offline.compare_windows import (
     ALL,
     PAGEABLE_SHARE,
+    POST_FAILED,
     POST_LATENCY,
     GpuWindows,
     Grid,
     NoData,
+    PostOutcome,
     SlimCopy,
     SlimGap,
     SlimPost,
@@ -253,12 +263,18 @@ def _posts_not_kept(n: int) -> list[str]:
 
 
 def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
+    """Each PoSt's last word (`ProofTiming.last_word`: one a proof), proved, failed or lost
+    (given up). A failed one's time is to its failure, a lost one's to when it was given up:
+    no latency (None), but each counts among the PoSts that ended without a proof: kept to
+    proved ones only, a run failing half its WinningPoSts read "better" for its fast survivors."""
     out = []
     for e in events:
         p = e.proof
-        if (e.kind == "proof" and p is not None and p.proved and p.total_s is not None
-                and p.proof_kind in POST_KINDS):  # a failed one's time is to its failure
-            out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s, p.total_s))
+        if e.kind != "proof" or p is None or not p.last_word or p.proof_kind not in POST_KINDS:
+            continue
+        outcome: PostOutcome = ("proved" if p.proved else "failed" if p.done else "lost")
+        out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s,
+                            p.total_s if outcome == "proved" else None, outcome))
     return out
 
 
@@ -291,6 +307,8 @@ class Figure:
     before_windows: Spread
     after_windows: Spread
     test: Test
+    #: A share counted whole (`POST_FAILED`): each side's (hits, of how many); None: by windows.
+    counts: tuple[tuple[int, int], tuple[int, int]] | None = None
 
     def said(self, verdict: Verdict) -> Figure:
         """The same figure with `verdict` in place of its test's (said, not judged)."""
@@ -320,9 +338,9 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     """Both sides cut into the same windows, every figure judged (see the module docstring)."""
     shorter = min(before.span_s, after.span_s)
     w = window_s or choose_window_s(shorter)
-    wins, wholes = {}, {}
+    wins, wholes, counted = {}, {}, {}
     for s in (before, after):
-        wins[s.label], wholes[s.label] = _windows(s, w)
+        wins[s.label], wholes[s.label], counted[s.label] = _windows(s, w)
     for s in (before, after):
         _zeros_for_absent(wins[s.label], wholes[s.label], _other(s, before, after, wins),
                           prover_seen=_prover_seen(s))
@@ -336,6 +354,13 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         for name in _figure_names(b_win, a_win, b_all, a_all):
             better, share = _direction(name, batch_changed)
             bw, aw = b_win.get(name, []), a_win.get(name, [])
+            b_n = counted["BEFORE"].get(gpu, {}).get(name, (0, 0))
+            a_n = counted["AFTER"].get(gpu, {}).get(name, (0, 0))
+            if name.startswith(POST_FAILED):
+                figures.append(Figure(gpu, name, better, share, b_all.get(name),
+                                      a_all.get(name), spread([]), spread([]),
+                                      judge_counts(b_n, a_n, better), (b_n, a_n)))
+                continue
             test = judge(bw, aw, better, share)
             if (not bw or not aw) and b_all.get(name) is not None \
                     and a_all.get(name) is not None:
@@ -344,6 +369,7 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                 test = Test(None, None, "too few windows")
             figures.append(Figure(gpu, name, better, share, b_all.get(name), a_all.get(name),
                                   spread(bw), spread(aw), test))
+    figures, failing = _latency_of_survivors(figures)
     if _log_on_one_side(before, after) is not None:
         figures = [_cause_unlike(f) for f in figures]
     unlike_rows = batch_rows_unlike(before, after) or rate_units_unlike(before, after)
@@ -354,7 +380,7 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                                      figures, gpu, batch_changed) for gpu in keys)
     if load_differs:
         figures = [_load_said(f) for f in figures]
-    notes = _notes(before, after, w) + ([unlike_rows] if unlike_rows else []) + [
+    notes = _notes(before, after, w) + failing + ([unlike_rows] if unlike_rows else []) + [
         note for s in (before, after)
         if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
     if batch_changed and not load_differs and _waits_became_want_of_work(figures):
@@ -364,6 +390,41 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                       hardware_differs=bool(hardware_differences(before, after)),
                       load_same_words=_load_same_words(figures, batch_changed),
                       rate_label=rate_label(before, after))
+
+
+def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str]]:
+    """PoSt latency is of the proofs that came; a side that failed or lost a larger share of
+    that kind's PoSts (`POST_FAILED`) is never the better one by it: a failed WinningPoSt
+    loses its block as a late one does, and a run failing half its proofs fast read "better"
+    (x0.24) for its survivors. Such a latency verdict is said "not comparable", and why, as
+    a note; the failures' own row judges them (Fisher's exact test)."""
+    failed = {(f.gpu, f.name.removeprefix(POST_FAILED)): f for f in figures
+              if f.name.startswith(POST_FAILED)}
+    out, notes = [], []
+    for f in figures:
+        fails = failed.get((f.gpu, f.name.removeprefix(POST_LATENCY)))
+        if (f.name.startswith(POST_LATENCY) and fails is not None and fails.counts is not None
+                and fails.before is not None and fails.after is not None
+                and f.test.verdict in ("better", "worse")):
+            favoured_after = f.test.verdict == "better"
+            mine, other = ((fails.after, fails.before) if favoured_after
+                           else (fails.before, fails.after))
+            if mine > other:
+                f = f.said("not comparable")
+                notes.append(_survivors_note(fails, favoured_after))
+        out.append(f)
+    return out, notes
+
+
+def _survivors_note(fails: Figure, after_favoured: bool) -> str:
+    assert fails.counts is not None
+    (fb, nb), (fa, na) = fails.counts
+    kind = fails.name.removeprefix(POST_FAILED)
+    who, other = ("AFTER", "BEFORE") if after_favoured else ("BEFORE", "AFTER")
+    where = "" if fails.gpu == ALL else f" on GPU {fails.gpu}"
+    return (f"{kind}{where}: AFTER failed or lost {fa} of {na}, BEFORE {fb} of {nb}: no proof "
+            f"came of those (a lost block, as a late one); {who}'s shorter latency is of the "
+            f"proofs that came, not judged better than {other}'s")
 
 
 def batch_settings_changed(before: Side, after: Side) -> bool:
@@ -560,7 +621,7 @@ def _direction(name: str, batch_changed: bool = True) -> tuple[Better, bool]:
         return "none", False
     if name == "busy share":
         return "higher", True
-    if name == PAGEABLE_SHARE:
+    if name == PAGEABLE_SHARE or name.startswith(POST_FAILED):
         return "lower", True
     if name == "partitions/h" or name.startswith("H2D rate"):
         return "higher", False
@@ -572,7 +633,8 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     cause), H2D rates by memory kind."""
     names = {n for m in maps for n in m}
     order = ["busy share", "partitions/h", "gaps/h", "idle s/h"]
-    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_LATENCY)
+    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_FAILED,
+              POST_LATENCY)
     out = [n for n in order if n in names]
     for prefix in groups:
         out += sorted(n for n in names if n.startswith(prefix))
@@ -651,16 +713,17 @@ def _extent(side: Side) -> tuple[float, float]:
 
 
 def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[float]]],
-                                                  dict[int, dict[str, float | None]]]:
+                                                  dict[int, dict[str, float | None]],
+                                                  dict[int, dict[str, tuple[int, int]]]]:
     """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
     accumulators summed over every window, the last partial one too; busy share: the
     report's; per hour of the GPU's working span; partitions per hour: `throughput`'s, of all
     GPUs and of each).
     A side `unwindowed` gives no window values: its accumulators are one window over all it
-    holds, for the whole-run figures."""
+    holds, for the whole-run figures. Third, the shares counted whole (`_post_counts`)."""
     start = side.start_s
     if start is None:
-        return {}, {}
+        return {}, {}, {}
     n = _windows_in(side, window_s)
     cut = unwindowed(side, window_s) is None
     if cut:
@@ -685,6 +748,7 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
     wholes = {gpu: _whole(w, *spans[gpu]) for gpu, w in acc.items() if gpu in spans}
+    counts = {gpu: _post_counts(w) for gpu, w in acc.items() if gpu in spans}
     for gpu, figures in wholes.items():
         pph = pph_all if gpu == ALL else partitions_per_hour(
             ends, side.totals, no_data, side.stepped_back_s, gpu)
@@ -694,7 +758,13 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
         wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
     else:  # every figure it has, without a window value (the other side's absent kinds: 0)
         wins = {gpu: {name: [] for name in wholes.get(gpu, {})} for gpu in acc}
-    return wins, wholes
+    return wins, wholes, counts
+
+
+def _post_counts(w: GpuWindows) -> dict[str, tuple[int, int]]:
+    """Each PoSt kind's (failed or lost, ended) over the whole side, by `POST_FAILED` name."""
+    return {f"{POST_FAILED}{kind}": (sum(w.posts_failed.get(kind, ())), sum(ended))
+            for kind, ended in w.posts_ended.items() if sum(ended)}
 
 
 def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | None]:
@@ -722,6 +792,8 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
     for kind, post_s in w.post_s.items():
         proofs = sum(w.posts[kind])
         out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
+    for name, (failed, ended) in _post_counts(w).items():
+        out[name] = failed / ended
     return out
 
 
@@ -983,5 +1055,8 @@ def _figure_json(f: Figure) -> dict[str, Any]:
             "before_windows": _spread_json(f.before_windows),
             "after_windows": _spread_json(f.after_windows),
             "delta_mean": f.test.delta_mean, "p_value": f.test.p_value,
-            "verdict": f.test.verdict}
+            "verdict": f.test.verdict,
+            **({} if f.counts is None else {
+                "before_count": {"failed": f.counts[0][0], "ended": f.counts[0][1]},
+                "after_count": {"failed": f.counts[1][0], "ended": f.counts[1][1]}})}
 

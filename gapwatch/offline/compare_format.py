@@ -19,7 +19,7 @@ from gapwatch.offline.compare import (
     usable_windows,
 )
 from gapwatch.offline.compare_stats import Spread
-from gapwatch.offline.compare_windows import ALL, POST_LATENCY
+from gapwatch.offline.compare_windows import ALL, POST_FAILED, POST_LATENCY
 
 WIDTH = 100
 PATH_CHARS = 60
@@ -60,8 +60,12 @@ def _bare(f: Figure, v: float | None) -> str:
     return _num(v)
 
 
-def cell(f: Figure, whole: float | None, s: Spread) -> str:
-    """The whole-run value and the windows' median [p10-p90]."""
+def cell(f: Figure, whole: float | None, s: Spread, side: int = 0) -> str:
+    """The whole-run value and the windows' median [p10-p90]; a share counted whole
+    (`Figure.counts`, `side` 0 BEFORE, 1 AFTER) with its counts, "50 % (10 of 20)"."""
+    if f.counts is not None and whole is not None:
+        hits, n = f.counts[side]
+        return f"{value(f, whole)} ({hits} of {n})"
     if s.n == 0:
         return value(f, whole)
     return f"{value(f, whole)} [{_bare(f, s.p10)}-{_bare(f, s.p90)}]"
@@ -111,6 +115,8 @@ def label(name: str, rate: str = "partitions/h") -> str:
         return "  " + name.removeprefix("idle s/h: ")
     if name.startswith(POST_LATENCY):
         return "PoSt s: " + name.removeprefix(POST_LATENCY)
+    if name.startswith(POST_FAILED):
+        return "PoSt failed: " + name.removeprefix(POST_FAILED)
     return name
 
 
@@ -190,7 +196,7 @@ def figure_lines(c: Comparison) -> list[str]:
                     "verdict"]
         name = label(f.name, c.rate_label)
         out.append(f"  {name[:27]:<28}{cell(f, f.before, f.before_windows)[:19]:<20}"
-                   f"{cell(f, f.after, f.after_windows)[:19]:<20}{change(f)[:8]:<9}"
+                   f"{cell(f, f.after, f.after_windows, 1)[:19]:<20}{change(f)[:8]:<9}"
                    f"{f.test.verdict}")
     return out
 
@@ -305,7 +311,7 @@ def format_markdown(c: Comparison) -> str:
         name = c.rate_label if f.name == "partitions/h" else f.name
         out.append(f"| {_gpu_label(f.gpu)} | {_md(name)} | "
                    f"{_md(cell(f, f.before, f.before_windows))} | "
-                   f"{_md(cell(f, f.after, f.after_windows))} | {_md(change(f))} | "
+                   f"{_md(cell(f, f.after, f.after_windows, 1))} | {_md(change(f))} | "
                    f"**{f.test.verdict}** |")
     # An advice's "changed:" line (indented under it in the text) as a nested item.
     out += [""] + [f"{'  ' if line.startswith('    ') else ''}- {_md(line.strip(), None)}"

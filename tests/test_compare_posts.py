@@ -4,17 +4,20 @@ more of them is never the better one for its survivors' latency (docs/compare.md
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from gapwatch.core.models import ProofTiming, ProverEvent
 from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport
+from gapwatch.cuzk.post_advice import ProofAdvice
 from gapwatch.cuzk.settings import ProverSettings
 from gapwatch.offline.compare import Comparison, Figure, Side, _slim_posts, compare, to_json
 from gapwatch.offline.compare_format import format_text
 from gapwatch.offline.compare_windows import SlimPost
 
 SPAN_S = 2400.0
+EVICTION = "[memory] eviction_min_idle"
 
 
 def _side(label: str, posts: list[SlimPost]) -> Side:
@@ -96,3 +99,35 @@ def test_a_sides_posts_keep_the_failed_and_the_lost_each_by_its_last_word() -> N
         SlimPost(None, "winning-post", 20.0, None, "failed"),
         SlimPost(None, "winning-post", 30.0, None, "lost"),
     ]
+
+
+def _advised_eviction(side: Side, eviction_min_idle: str) -> Side:
+    """`side` whose report advised `[memory] eviction_min_idle` for 4 late WinningPoSts (its
+    SRS evicted between them), with the setting as its cuzk log showed it."""
+    late = ProofAdvice("winning-post", "late", 4, "srs_evicted", None, EVICTION,
+                       "4 WinningPoSt late: [memory] eviction_min_idle: raise it")
+    return replace(side, advice=AdviceReport(proofs=[late]),
+                   settings=ProverSettings(values={EVICTION: eviction_min_idle}, log_lines=50))
+
+
+def test_the_payoff_judges_the_posts_advice_by_its_setting_and_the_post_figure_it_moves(
+        ) -> None:
+    before = _advised_eviction(_side("BEFORE", _posts(34.0)), "15s")
+    after = _advised_eviction(_side("AFTER", _posts(6.0)), "10m")
+    c = compare(before, after)
+    [row] = to_json(c)["payoff"]["proof_advice"]
+    assert row["setting"] == EVICTION and row["verdict"] == "late" and row["count"] == 4
+    assert row["changed"] is True
+    assert row["shown_by"] == [{"setting": EVICTION, "before": "15s", "after": "10m"}]
+    assert row["figure"]["figure"] == "PoSt latency s: winning-post"
+    assert row["figure"]["verdict"] == "better"
+    payoff = format_text(c).split("Payoff:")[1]
+    assert "advised no setting" not in payoff
+    assert "  [memory] eviction_min_idle: 4 winning-post late (PoSt)\n" in payoff
+    assert "    changed: [memory] eviction_min_idle 15s → 10m\n" in payoff
+    assert "    PoSt s: winning-post: 35 → 7.0: better\n" in payoff
+    # Unchanged, it says so, and the figure still says what became of the proofs.
+    same = compare(before, _advised_eviction(_side("AFTER", _posts(34.0)), "15s"))
+    payoff = format_text(same).split("Payoff:")[1]
+    assert "    unchanged: [memory] eviction_min_idle 15s on both\n" in payoff
+    assert "    PoSt s: winning-post: 35 → 35: no measurable change\n" in payoff

@@ -53,7 +53,9 @@ from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.pipeline import POST_KINDS
+from gapwatch.cuzk.post_advice import ProofAdvice
 from gapwatch.cuzk.settings import (
+    AdvisedChange,
     ProverSettings,
     SettingChange,
     SettingsSeen,
@@ -941,15 +943,13 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         # By what shows the setting (`advised_change`), not by its name among the changed
         # ones: cuzk logs `[pipeline] max_parallel_synthesis` only as synth_worker_count, the
         # budget in GiB, env knobs by their lines, so a name match never marked them.
-        moved = advised_change(x.setting, b.settings, a.settings)
         advice.append({
             "setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
             "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
             "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
-            "changed": moved.changed, "changed_not_known_why": moved.why_not_known,
-            "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
-                         for s in moved.shown_by]})
+            **_changed_json(advised_change(x.setting, b.settings, a.settings))})
     top = c.figures[0].gpu if c.figures else ALL
+    proofs = [_proof_advice_payoff(x, c, top) for x in b.advice.proofs if x.setting is not None]
     whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
     verdicts = {f.name: f.test.verdict for f in c.figures if f.gpu == top}
     too_short = {name for name, v in verdicts.items() if v == "too few windows"}
@@ -978,6 +978,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         share = (ratio - 1) / (predicted - 1)
     return {
         "advice": advice,
+        "proof_advice": proofs,
         "all_gaps": {"busy_fraction": b.payoff_all.busy_fraction,
                      "throughput_gain": predicted},
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
@@ -987,6 +988,36 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                      "load_differs": c.load_differs,
                      "hardware_differs": c.hardware_differs},
     }
+
+
+#: The PoSt figure an advice for proofs of each verdict was meant to move: a late or at-risk
+#: proof's latency, a failed or lost one's share without a proof.
+PROOF_ADVICE_MOVES = {"late": POST_LATENCY, "at_risk": POST_LATENCY, "failed": POST_FAILED,
+                      "lost": POST_FAILED}
+
+
+def _changed_json(moved: AdvisedChange) -> dict[str, Any]:
+    """Whether an advised setting changed, and what showed it (the payoff's advice rows)."""
+    return {"changed": moved.changed, "changed_not_known_why": moved.why_not_known,
+            "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
+                         for s in moved.shown_by]}
+
+
+def _proof_advice_payoff(x: ProofAdvice, c: Comparison, top: int) -> dict[str, Any]:
+    """A PoSt advice of BEFORE's report that names a setting (`ProofAdvice`): whether the
+    setting changed, as the gaps' advice is read (`advised_change`), and the PoSt figure it was
+    meant to move (`PROOF_ADVICE_MOVES`) on the GPUs the achieved line reads. The payoff said
+    "BEFORE's report advised no setting" beside a report advising `[memory] eviction_min_idle`
+    for its late WinningPoSts."""
+    assert x.setting is not None
+    name = PROOF_ADVICE_MOVES.get(x.verdict, POST_LATENCY) + x.proof_kind
+    f = next((f for f in c.figures if f.gpu == top and f.name == name), None)
+    return {"setting": x.setting, "proof_kind": x.proof_kind, "verdict": x.verdict,
+            "count": x.count, "cause": x.cause,
+            **_changed_json(advised_change(x.setting, c.before.settings, c.after.settings)),
+            "figure": {"figure": name, "before": None if f is None else f.before,
+                       "after": None if f is None else f.after,
+                       "verdict": None if f is None else f.test.verdict}}
 
 
 def to_json(c: Comparison) -> dict[str, Any]:

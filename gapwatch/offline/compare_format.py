@@ -8,6 +8,7 @@ shown through `fmt.visible`, never obeyed by the terminal.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.offline.compare import (
@@ -210,7 +211,9 @@ def payoff_lines(c: Comparison) -> list[str]:
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
                    + (f"{gain:.2f}× throughput" if gain else "gain unknown"))
         out.append(_changed_line(a["changed"], a["shown_by"], a["changed_not_known_why"]))
-    if not p["advice"]:
+    for x in p["proof_advice"]:
+        out += _proof_advice_lines(x, c)
+    if not p["advice"] and not p["proof_advice"]:
         out.append("  BEFORE's report advised no setting")
     allg = p["all_gaps"]
     if allg["throughput_gain"]:
@@ -234,6 +237,25 @@ def payoff_lines(c: Comparison) -> list[str]:
         line += "; other GPUs or links, so not a measure of the change"
     out.append(line)
     return out
+
+
+def _proof_advice_lines(x: dict[str, Any], c: Comparison) -> list[str]:
+    """A PoSt advice's setting, whether it changed, and the PoSt figure it was meant to move
+    (`compare._proof_advice_payoff`)."""
+    how = {"at_risk": "at risk"}.get(x["verdict"], x["verdict"])
+    out = [f"  {x['setting']}: {x['count']} {x['proof_kind']} {how} (PoSt)",
+           _changed_line(x["changed"], x["shown_by"], x["changed_not_known_why"])]
+    f = x["figure"]
+    share = f["figure"].startswith(POST_FAILED)
+    out.append(f"    {label(f['figure'], c.rate_label)}: {_plain(f['before'], share)} → "
+               f"{_plain(f['after'], share)}: {f['verdict'] or 'on neither side'}")
+    return out
+
+
+def _plain(v: float | None, share: bool) -> str:
+    if v is None:
+        return "-"
+    return f"{v * 100:.0f} %" if share else _num(v)
 
 
 def _above_bound(share: float) -> str:

@@ -971,6 +971,33 @@ def test_a_restart_inside_a_side_is_said_with_the_settings_that_changed_at_it() 
     assert all(len(line) <= 100 for line in format_text(c).splitlines())
 
 
+def test_an_at_windows_restart_note_counts_only_its_own_and_says_a_span_that_leaves_them_out(
+        ) -> None:
+    """`compare REC --at 14:30 --span 25m`: each side is a window of one recording whose log
+    is read whole (its startup lines replayed for the settings). The note counted the starts
+    after each side's window too (BEFORE 4 where `report --since 14:05 --until 14:30` says 1)
+    and said `--at` the recording's last one, outside both windows: followed, it said itself
+    again. Each side counts the starts its window holds (`since <= t < until`) after its first
+    busy reading; the way out keeps the moment and takes a span that holds none of them."""
+    starts = [_START.format(m) for m in ("00:00", "10:00", "40:00", "50:00", "57:00")]
+    settings = _settings_of(*starts)
+    before = _side("BEFORE", [], span_s=1440.0, t0_s=_T0 + 360)
+    before.window = TimeWindow(_T0 + 300, _T0 + 1800, "--at 14:30 --span 25m")
+    after = _side("AFTER", [], span_s=1380.0, t0_s=_T0 + 1860)
+    after.window = TimeWindow(_T0 + 1800, _T0 + 3300, "--at 14:30 --span 25m")
+    before.settings = after.settings = settings
+    notes = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+    assert [n.split(" restart(s)")[0] for n in notes] == ["BEFORE holds 1", "AFTER holds 2"]
+    # BEFORE's since after 14:10, AFTER's until before 14:40: 599 s on each side.
+    assert all(n.endswith("leave them out: --at 2026-05-12T14:30:00 --span 599s") for n in notes)
+    # Followed, no side holds a restart.
+    before.window = TimeWindow(_T0 + 1800 - 599, _T0 + 1800, "--at 14:30 --span 599s")
+    after.window = TimeWindow(_T0 + 1800, _T0 + 1800 + 599, "--at 14:30 --span 599s")
+    before.totals = [replace(t, first_busy_s=_T0 + 1800 - 590) for t in before.totals]
+    after.totals = [replace(t, last_busy_s=_T0 + 1800 + 590) for t in after.totals]
+    assert not [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+
+
 def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> None:
     # 200 starts 10 s apart after the first busy reading: the first 64 were kept, and the note
     # said "64 restart(s)" and `--at` the 64th (14:10:40) where the loop went on to 14:33:20.

@@ -57,6 +57,7 @@ from gapwatch.cuzk.post_advice import ProofAdvice
 from gapwatch.cuzk.settings import (
     AdvisedChange,
     ProverSettings,
+    Restarts,
     SettingChange,
     SettingsSeen,
     advised_change,
@@ -850,7 +851,9 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         other = after if with_log is before else before
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    f"({_causes_without_log(other)})")
-    out += [note for s in (before, after) if (note := _restart_note(s)) is not None]
+    spans = [n for s in (before, after) if (n := _span_without_restarts(s)) is not None]
+    out += [note for s in (before, after)
+            if (note := _restart_note(s, min(spans, default=None))) is not None]
     out += [note for s in (before, after) if (note := _gpu_health_note(s)) is not None]
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
@@ -893,27 +896,72 @@ def _gpu_health_note(side: Side) -> str | None:
             "as the settings (docs/health.md)")
 
 
-def _restart_note(side: Side) -> str | None:
+def _restart_note(side: Side, span_s: int | None = None) -> str | None:
     """Said when cuzk started again after the side's first busy reading: the side is two runs
     or more (each start begins with an unpinned first wave and reloads its SRS,
     cuzk-upstream-paths.md 4.4), and its settings column shows only the last start's values;
     where a setting changed at a restart, the change the comparison is about may sit inside
     the side. A start before the first busy reading (the side's own start, or the startup
-    lines replayed from before an `--at` window) is no restart inside it."""
-    first = side.start_s
-    if first is None:
-        return None
-    runs = runs_after(side.settings, first)
-    if not runs.times:
+    lines replayed from before an `--at` window) is no restart inside it, nor one after its
+    window's end (`runs_after`: the window's rule, `report --since/--until`'s): they were
+    counted, and the `--at` said of them lay outside the window. `span_s`: the `--span` that
+    leaves both sides' restarts out (`_span_without_restarts`), said of a side read as a
+    window."""
+    runs = _restarts_inside(side)
+    if runs is None:
         return None
     changed = "; ".join(f"{k} {' → '.join(v)}" for k, v in sorted(runs.changed.items()))
-    last = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(runs.times[-1]))
     count = f"more than {len(runs.times)}" if runs.more else str(len(runs.times))
     return (f"{side.label} holds {count} restart(s) of cuzk after its first busy "
             "reading (each begins with an unpinned first wave and reloads its SRS), so its "
             "figures mix the runs"
             + (f"; changed at them: {changed} (its settings show the last)" if changed else "")
-            + f"; compare across the last: --at {last}")
+            + _restarts_left_out(side, runs.times, span_s))
+
+
+def _restarts_inside(side: Side) -> Restarts | None:
+    """cuzk's starts inside the side after its first busy reading (`_restart_note`), or None."""
+    first = side.start_s
+    if first is None:
+        return None
+    runs = runs_after(side.settings, first, None if side.window is None else side.window.until_s)
+    return runs if runs.times else None
+
+
+def _at_s(side: Side) -> float | None:
+    """The `--at` moment of a side read as its window (BEFORE's end, AFTER's start), in whole
+    seconds as it is said; None: a whole recording."""
+    w = side.window
+    at = None if w is None else w.until_s if side.label == "BEFORE" else w.since_s
+    return None if at is None else math.floor(at)
+
+
+def _span_without_restarts(side: Side) -> int | None:
+    """The longest `--span`, whole seconds, whose window on this side holds none of its
+    restarts (BEFORE's since after its last, AFTER's until before its first); None: no
+    restart, or not a window; 0: none does (a restart within a second of the moment)."""
+    runs, at_s = _restarts_inside(side), _at_s(side)
+    if runs is None or at_s is None:
+        return None
+    t = runs.times
+    return max(0, math.ceil(at_s - t[-1] if side.label == "BEFORE" else t[0] - at_s) - 1)
+
+
+def _restarts_left_out(side: Side, times: tuple[float, ...], span_s: int | None) -> str:
+    """What to run instead, in words: a whole recording, compared across its last restart
+    (`--at` it: inside its data); a side read as an `--at` window, the same moment with a span
+    that leaves both sides' restarts out: `--at` the last restart, said of a window, lay
+    outside it, and from it the next run said it again."""
+    at_s = _at_s(side)
+    if at_s is None:
+        return f"; compare across the last: --at {_iso(times[-1])}"
+    if not span_s:
+        return ""
+    return f"; leave them out: --at {_iso(at_s)} --span {span_s}s"
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
 
 
 def _silent_in_span(side: Side) -> str:

@@ -1116,3 +1116,47 @@ def test_idle_with_the_pipeline_empty_is_the_loads_never_judged_worse() -> None:
     assert verdicts["idle s/h, prover: empty_pipeline"] == "load"
     assert verdicts["idle s/h, prover: batch_wait"] == "better"
     assert not c.load_differs
+
+
+def _box(label: str, gpus: dict[int, tuple[float, list[SlimGap]]]) -> Side:
+    """A side of the GPUs given, each (seconds between its partitions, its gaps), an hour."""
+    sides = [_side(label, gaps) for gaps in (g for _every_s, g in gpus.values())]
+    totals = [replace(s.totals[0], gpu=gpu) for s, gpu in zip(sides, gpus, strict=True)]
+    ends: list[tuple[int | None, float]] = [
+        (gpu, i * every_s) for gpu, (every_s, _g) in gpus.items()
+        for i in range(1, int(3600 // every_s))]
+    busy = sum(t.busy_s for t in totals) / sum(t.active_s for t in totals)
+    return replace(sides[0], totals=totals, partition_ends=ends, busy_fraction=busy,
+                   gaps=[g for _e, gaps in gpus.values() for g in gaps],
+                   partitions_per_hour=len(ends), payoff_all=IfClosed(300.0, 0.99, 1.23))
+
+
+def test_two_gpus_against_one_achieve_by_each_boxs_totals_said_not_comparable() -> None:
+    """BEFORE: GPU 0 starved (2,400 partitions/h), GPU 1 at full speed (4,000/h); AFTER: one
+    GPU at 4,000/h. The achieved line mixed the box's busy share, GPU 0's partitions/h (×1.67)
+    and a box-wide prediction ("277 % of the predicted gain") while the box's partitions/h fell
+    6,400 → 4,000. Each box against the other, and not a measure of the change."""
+    starved = [g._replace(gpu=0) for g in _every(20.0, 8.0, "pcie_starved", "pinned_pool")]
+    before = _box("BEFORE", {0: (1.5, starved), 1: (0.9, [])})
+    after = _box("AFTER", {0: (0.9, [])})
+    c = compare(before, after, window_s=60.0)
+    assert _figure(c, "partitions/h").test.verdict == "better"  # GPU 0 against GPU 0: true
+    ach = predicted_vs_achieved(c)["achieved"]
+    assert ach["basis"] == "partitions/h"
+    assert before.partitions_per_hour and after.partitions_per_hour
+    # The boxes' totals (about 6,400 and 4,000 an hour), not GPU 0's 2,400.
+    assert ach["throughput_ratio"] == after.partitions_per_hour / before.partitions_per_hour
+    assert ach["verdict"] == "not comparable" and ach["share_of_predicted_gain"] is None
+    assert ach["gpu_counts"] == [2, 1]
+    line = " ".join(format_text(c).split("  achieved:")[1].split("\n\n")[0].split())
+    assert "0.62× by partitions/h of each box: not comparable: 2 GPU(s) before, 1 after" in line
+    assert "predicted gain" not in line
+    # With a GPU more on each side, "all GPUs" is the box: its partitions/h, 2 GPUs' output
+    # against 3's, is not comparable either.
+    three = _box("AFTER", {0: (0.9, []), 1: (0.9, []), 2: (0.9, [])})
+    assert _figure(compare(before, three, window_s=60.0), "partitions/h",
+                   gpu=ALL).test.verdict == "not comparable"
+    # Like with like, one GPU each, the ratio is judged and its share claimed.
+    one = _box("BEFORE", {0: (1.5, starved)})
+    same = predicted_vs_achieved(compare(one, after, window_s=60.0))["achieved"]
+    assert same["verdict"] == "better" and same["share_of_predicted_gain"] is not None

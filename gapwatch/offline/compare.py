@@ -378,6 +378,10 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     unlike_rows = batch_rows_unlike(before, after) or rate_units_unlike(before, after)
     if unlike_rows is not None:
         figures = [f.said("not comparable") if f.name == "partitions/h" else f for f in figures]
+    if len(before.totals) != len(after.totals):
+        # All GPUs' partitions/h is the box's, per wall hour: two GPUs' output against one's.
+        figures = [f.said("not comparable") if f.name == "partitions/h" and f.gpu == ALL
+                   else f for f in figures]
     load_known = before.statuses > 0 and after.statuses > 0
     load_differs = any(_load_differs(wins["BEFORE"].get(gpu, {}), wins["AFTER"].get(gpu, {}),
                                      figures, gpu, batch_changed) for gpu in keys)
@@ -998,13 +1002,26 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
             **_changed_json(advised_change(x.setting, b.settings, a.settings))})
     top = c.figures[0].gpu if c.figures else ALL
     proofs = [_proof_advice_payoff(x, c, top) for x in b.advice.proofs if x.setting is not None]
-    whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
-    verdicts = {f.name: f.test.verdict for f in c.figures if f.gpu == top}
+    counts = (len(b.totals), len(a.totals))
+    # The box's figures against the box's: the figures of one GPU (the only one both sides
+    # have) are not the box where a side has others (GPU 0's partitions/h beside the box's
+    # busy share and a box-wide prediction read "277 % of the predicted gain" while the box's
+    # partitions/h fell 6386 -> 3976). Then the sides' own whole-run totals, untested.
+    box = top == ALL or counts == (1, 1)
+    whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top} if box else {
+        "partitions/h": (b.partitions_per_hour, a.partitions_per_hour),
+        "busy share": (b.busy_fraction, a.busy_fraction)}
+    verdicts: dict[str, Verdict] = {f.name: f.test.verdict for f in c.figures
+                                    if f.gpu == top and box}
+    if counts[0] != counts[1]:
+        # Two GPUs' totals against one's measure the GPUs as much as the setting.
+        verdicts = {name: "not comparable" for name in ("busy share", "partitions/h")}
     too_short = {name for name, v in verdicts.items() if v == "too few windows"}
     ratio, basis = None, None
     pb, pa = whole.get("partitions/h", (None, None))
     bb, ba = whole.get("busy share", (b.busy_fraction, a.busy_fraction))
-    if pb and pa and verdicts.get("partitions/h") != "not comparable":
+    # Rows of unlike units (batches, PoSt jobs) are no one measure at any GPU count.
+    if pb and pa and not (batch_rows_unlike(b, a) or rate_units_unlike(b, a)):
         ratio, basis = pa / pb, "partitions/h"
     elif bb and ba is not None:
         ratio, basis = ba / bb, "busy share"
@@ -1034,7 +1051,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                      "share_of_predicted_gain": share,
                      "not_measured": not_measured,
                      "load_differs": c.load_differs,
-                     "hardware_differs": c.hardware_differs},
+                     "hardware_differs": c.hardware_differs,
+                     "gpu_counts": list(counts)},
     }
 
 

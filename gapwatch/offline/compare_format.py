@@ -222,9 +222,13 @@ def payoff_lines(c: Comparison) -> list[str]:
     ach = p["achieved"]
     line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "
             f"{fmt.frac_pct(ach['busy_after'])}")
+    gpus_b, gpus_a = ach["gpu_counts"]
     if ach["throughput_ratio"] is not None:
         line += f", {ach['throughput_ratio']:.2f}× by {label(ach['basis'], c.rate_label)}"
-        if ach["verdict"] not in (None, "better", "worse"):
+        if gpus_b != gpus_a:
+            line += (f" of each box: not comparable: {gpus_b} GPU(s) before, {gpus_a} after "
+                     "(the GPUs changed as well as the settings)")
+        elif ach["verdict"] not in (None, "better", "worse"):
             line += f": {ach['verdict']}"
     if ach["not_measured"] is not None:
         line += f"; throughput not measured: {ach['not_measured']}"

@@ -26,6 +26,7 @@ from gapwatch.cuzk.advice import Advice, AdviceReport, advise
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.settings import ProverSettings, SettingsSeen
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline import compare_stats
 from gapwatch.offline.compare import (
     Comparison,
     Figure,
@@ -35,8 +36,8 @@ from gapwatch.offline.compare import (
     read_side,
     to_json,
 )
-from gapwatch.offline.compare_format import format_markdown, format_text
-from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation
+from gapwatch.offline.compare_format import change, format_markdown, format_text
+from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation, spread
 from gapwatch.offline.compare_windows import (
     ALL,
     Grid,
@@ -1160,3 +1161,25 @@ def test_two_gpus_against_one_achieve_by_each_boxs_totals_said_not_comparable() 
     one = _box("BEFORE", {0: (1.5, starved)})
     same = predicted_vs_achieved(compare(one, after, window_s=60.0))["achieved"]
     assert same["verdict"] == "better" and same["share_of_predicted_gain"] is not None
+
+
+def test_windows_all_apart_are_never_no_measurable_change_and_gone_is_said_only_of_a_change(
+        ) -> None:
+    """gaps/h 1892 → 0: every BEFORE window above 1000 (a start-up ramp in its first three),
+    every AFTER window 0. The test, widened for that ramp's drift (p 0.048), said "no
+    measurable change" beside "gone": the sides looked alike, and did not. Windows all apart
+    that the test cannot tell from drift are too few windows; a figure that falls to 0 is
+    "gone" only beside a verdict that tells a change."""
+    before = [1080.0, 1200.0, 1740.0, 2160.0, 2220.0, 2100.0, 2100.0, 2040.0, 2160.0, 2125.0]
+    after = [0.0] * 10
+    test = judge(before, after, "lower", False)
+    assert test.p_value is not None and test.p_value > 0.01
+    assert test.verdict == "too few windows"
+    # Windows that overlap, the test not telling them apart: no measurable change, as before.
+    assert judge([0.0, 120.0] * 5, [0.0] * 10, "lower", False).verdict == "no measurable change"
+    rows = {}
+    for verdict in ("too few windows", "no measurable change", "better"):
+        f = Figure(0, "gaps/h", "lower", False, 1892.0, 0.0, spread(before), spread(after),
+                   compare_stats.Test(test.p_value, -1892.0, verdict))  # type: ignore[arg-type]
+        rows[verdict] = change(f)
+    assert rows == {"too few windows": "to 0", "no measurable change": "to 0", "better": "gone"}

@@ -72,6 +72,12 @@ def cell(f: Figure, whole: float | None, s: Spread, side: int = 0) -> str:
     return f"{value(f, whole)} [{_bare(f, s.p10)}-{_bare(f, s.p90)}]"
 
 
+#: The verdicts that tell a change: only beside them is a figure gone from one side to none
+#: "gone" (or "new"); beside any other it is "to 0" ("from 0"): "gone  no measurable change"
+#: read as a contradiction.
+TOLD = ("better", "worse", "different load", "load")
+
+
 def change(f: Figure) -> str:
     b, a = f.before, f.after
     if b is None or a is None:
@@ -82,7 +88,9 @@ def change(f: Figure) -> str:
         return f"×{a / b:.2f}"
     if b == a:
         return "="
-    return "gone" if a == 0 else "new"
+    if f.test.verdict in TOLD:
+        return "gone" if a == 0 else "new"
+    return "to 0" if a == 0 else "from 0"
 
 
 def _gpu_label(gpu: int) -> str:

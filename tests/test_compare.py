@@ -1183,3 +1183,34 @@ def test_windows_all_apart_are_never_no_measurable_change_and_gone_is_said_only_
                    compare_stats.Test(test.p_value, -1892.0, verdict))  # type: ignore[arg-type]
         rows[verdict] = change(f)
     assert rows == {"too few windows": "to 0", "no measurable change": "to 0", "better": "gone"}
+
+
+def test_a_gain_beside_advice_left_unchanged_names_what_changed_and_is_not_the_advices() -> None:
+    """`sim:pageable` against `sim:chained`: the advice's `[memory] total_budget` read
+    "unchanged ... on both", then "achieved ... (108 % of the predicted gain)", and no line
+    said what had changed (synth_worker_count 20 → 4). The line under what AFTER achieved
+    names what the sides show changed, and where every advised setting stayed, that the gain
+    is not the advice's."""
+    held = _every(20.0, 8.0, "host_stall", "batch_wait")
+    before = _side("BEFORE", held)
+    before.settings = _settings_of(_DISPATCHER.format(2, 10000), _WORKERS.format("00:00", 1))
+    before.advice = advise([Gap(gap_id=g, gpu=0, kind="host_stall", start_mono_ns=0,
+                                start_s=x.start_s, end_mono_ns=1, end_s=x.start_s + 8.0,
+                                duration_s=8.0, pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6,
+                                link_bytes_per_s=63e9, prover_cause="batch_wait")
+                            for g, x in enumerate(held[:3])], PipelineView())
+    after = _side("AFTER", _every(20.0, 1.0, "host_stall", "batch_wait"))
+    after.settings = _settings_of(_DISPATCHER.format(2, 10000), _WORKERS.format("00:00", 2))
+    c = compare(before, after)
+    assert predicted_vs_achieved(c)["advice_changed"] is False
+    payoff = " ".join(format_text(c).split("Payoff:")[1].split("Method:")[0].split())
+    assert "unchanged: [scheduler] max_batch_size 2 on both" in payoff
+    assert ("what changed: [gpus] gpu_workers_per_device 1 → 2; not the advised settings "
+            "(unchanged): the gain is not the advice's") in payoff
+    # The advice followed: what changed is its setting, and nothing disowns the gain.
+    after.settings = _settings_of(_DISPATCHER.format(2, 1000), _WORKERS.format("00:00", 1))
+    c = compare(before, after)
+    assert predicted_vs_achieved(c)["advice_changed"] is True
+    payoff = " ".join(format_text(c).split("Payoff:")[1].split("Method:")[0].split())
+    assert "what changed: [scheduler] max_batch_wait_ms 10000 → 1000" in payoff
+    assert "not the advice's" not in payoff

@@ -1044,6 +1044,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
     return {
         "advice": advice,
         "proof_advice": proofs,
+        "advice_changed": advice_changed([x["changed"] for x in (*advice, *proofs)]),
         "all_gaps": {"busy_fraction": b.payoff_all.busy_fraction,
                      "throughput_gain": predicted},
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
@@ -1054,6 +1055,18 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                      "hardware_differs": c.hardware_differs,
                      "gpu_counts": list(counts)},
     }
+
+
+def advice_changed(changed: list[bool | None]) -> bool | None:
+    """Whether AFTER followed BEFORE's advice, from each advised setting's `changed`: True
+    where one changed, False where every one is known unchanged, None where there was none
+    or none is known. With False, what AFTER achieved is not the advice's gain: "unchanged ...
+    on both" then read "(108 % of the predicted gain)", and no line said what had changed."""
+    if any(c is True for c in changed):
+        return True
+    if changed and all(c is False for c in changed):
+        return False
+    return None
 
 
 #: The PoSt figure an advice for proofs of each verdict was meant to move: a late or at-risk

@@ -248,7 +248,20 @@ def payoff_lines(c: Comparison) -> list[str]:
     if ach["hardware_differs"]:
         line += "; other GPUs or links, so not a measure of the change"
     out.append(line)
+    out.append(_what_changed(c, p["advice_changed"]))
     return out
+
+
+def _what_changed(c: Comparison, followed: bool | None) -> str:
+    """What the sides show changed, under the achieved line: the gain is that change's. Where
+    every advised setting is unchanged it is not the advice's, and says so."""
+    moved = [f"{ch.setting} {ch.before or '-'} → {ch.after or '-'}" for ch in c.setting_changes]
+    said = ("what changed: " + ", ".join(moved[:4])
+            + (f" (+{len(moved) - 4} more)" if len(moved) > 4 else "")
+            if moved else "no setting the sides show changed")
+    if followed is False:
+        said += "; not the advised settings (unchanged): the gain is not the advice's"
+    return "    " + fmt.visible(said)
 
 
 def _proof_advice_lines(x: dict[str, Any], c: Comparison) -> list[str]:

@@ -1180,7 +1180,7 @@ def test_windows_all_apart_are_never_no_measurable_change_and_gone_is_said_only_
     rows = {}
     for verdict in ("too few windows", "no measurable change", "better"):
         f = Figure(0, "gaps/h", "lower", False, 1892.0, 0.0, spread(before), spread(after),
-                   compare_stats.Test(test.p_value, -1892.0, verdict))  # type: ignore[arg-type]
+                   compare_stats.Test(test.p_value, -1892.0, verdict))
         rows[verdict] = change(f)
     assert rows == {"too few windows": "to 0", "no measurable change": "to 0", "better": "gone"}
 

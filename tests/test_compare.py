@@ -1206,7 +1206,7 @@ def test_a_gain_beside_advice_left_unchanged_names_what_changed_and_is_not_the_a
     payoff = " ".join(format_text(c).split("Payoff:")[1].split("Method:")[0].split())
     assert "unchanged: [scheduler] max_batch_size 2 on both" in payoff
     assert ("what changed: [gpus] gpu_workers_per_device 1 → 2; not the advised settings "
-            "(unchanged): the gain is not the advice's") in payoff
+            "(unchanged), so not the advice's doing") in payoff
     # The advice followed: what changed is its setting, and nothing disowns the gain.
     after.settings = _settings_of(_DISPATCHER.format(2, 1000), _WORKERS.format("00:00", 1))
     c = compare(before, after)

@@ -260,7 +260,7 @@ def _what_changed(c: Comparison, followed: bool | None) -> str:
             + (f" (+{len(moved) - 4} more)" if len(moved) > 4 else "")
             if moved else "no setting the sides show changed")
     if followed is False:
-        said += "; not the advised settings (unchanged): the gain is not the advice's"
+        said += "; not the advised settings (unchanged), so not the advice's doing"
     return "    " + fmt.visible(said)
 
 

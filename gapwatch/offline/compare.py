@@ -29,7 +29,9 @@ from its log: the wait for the next request plus its first synthesis) is load as
 judged, though not taken as want of work (`EMPTY_PIPELINE`). Different GPU sets or lengths are
 said in the head. The prover's settings come from each side's own lines and `/status`
 (`gapwatch.cuzk.settings`); BEFORE's advice and its payoff (work taken as fixed) are set against
-what AFTER achieved.
+what AFTER achieved, box against box. PoSt: each side's PoSts by their last word, proved (their
+latency) or failed or lost (their share, judged on counts: `compare_stats.judge_counts`); a
+side that lost more is never the better one by its survivors' latency.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import random
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -585,6 +586,74 @@ def test_at_on_the_command_line_and_its_refusals(tmp_path: Path,
 
 
 
+def _report_json(path: Path, *argv: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["report", str(path), *argv, "--json"]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_since_windows_each_side_from_its_own_start_as_report_reads_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare BEFORE AFTER --since +5s`: each side read from 5 s after its OWN start (the two
+    recordings began 49 s apart), the window and the figures those of `report SIDE --since
+    +5s`; so a side's start-up (its first wave) can be left out of two recordings, which
+    `--at` (one moment for both) could not. Before: `unrecognized arguments: --since +5s`."""
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--since", "+5s", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    busy = next(f for f in doc["figures"] if f["figure"] == "busy share" and f["gpu"] == 0)
+    for label, path, value in (("BEFORE", PAGEABLE, busy["before"]),
+                               ("AFTER", PINNED, busy["after"])):
+        report = _report_json(path, "--since", "+5s", capsys=capsys)
+        window = doc["sides"][label]["window"]
+        assert {k: window[k] for k in ("since_s", "until_s")} == report["window"]
+        assert window["said"] == "--since +5s"
+        assert value == pytest.approx(report["gpus"][0]["busy_fraction"])
+    sides = doc["sides"]
+    assert sides["BEFORE"]["window"]["since_s"] != sides["AFTER"]["window"]["since_s"]
+
+
+def test_a_sides_own_since_and_until_take_the_place_of_the_shared_ones_and_the_head_says_each(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--after-since +10s` is AFTER's alone (in place of `--since` for it); `--until -2s` is
+    both sides', each before its own end; the head says each side's window with the options
+    that made it, and a side read whole says so beside one that is not."""
+    argv = ["compare", str(PAGEABLE), str(PINNED), "--since", "+5s", "--after-since", "+10s",
+            "--until", "-2s"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for label, path, since in (("BEFORE", PAGEABLE, "+5s"), ("AFTER", PINNED, "+10s")):
+        report = _report_json(path, "--since", since, "--until", "-2s", capsys=capsys)
+        window = doc["sides"][label]["window"]
+        assert {k: window[k] for k in ("since_s", "until_s")} == report["window"]
+    assert doc["sides"]["AFTER"]["window"]["said"] == "--after-since +10s --until -2s"
+    assert main(argv) == 0
+    head = capsys.readouterr().out.split("\n\n")[0]
+    assert "(--since +5s --until -2s)" in head
+    assert "(--after-since +10s --until -2s)" in head
+    # `-1s` after a side's option is its moment, not an option (as `--since -1h` is).
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--before-until", "-1s"]) == 0
+    before, after = capsys.readouterr().out.split("  AFTER ")[:2]
+    assert "(--before-until -1s)" in before
+    assert after.splitlines()[1].strip() == "all of its recording (no window)"
+
+
+def test_a_sides_own_window_that_names_nothing_is_one_line_naming_the_side_and_exit_2(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """As `report --since/--until` refuses them, with the side's name; `--at` with a window of
+    a side's own is refused too (one moment for both, or a window each: not both)."""
+    two = [str(PAGEABLE), str(PINNED)]
+    for argv, words in (([*two, "--since", "+1h"], "BEFORE: the window"),
+                        ([*two, "--after-until", "-1h"], "AFTER: the window"),
+                        ([*two, "--since", "+20s", "--until", "+10s"],
+                         "BEFORE: the window ends before it starts"),
+                        ([str(PAGEABLE), "--at", "+10s", "--after-since", "+15s"],
+                         "--at cuts both sides at one moment; --after-since")):
+        assert main(["compare", *argv]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+
+
+
 def _sim_recording(tmp: Path, scenario: str, seconds: int, seed: int) -> Path:
     out = tmp / f"{scenario}-{seed}.jsonl"
     assert main(["record", "--source", f"sim:{scenario}", "--speed", "0", "--seed", str(seed),
@@ -997,6 +1066,22 @@ def test_an_at_windows_restart_note_counts_only_its_own_and_says_a_span_that_lea
     before.totals = [replace(t, first_busy_s=_T0 + 1800 - 590) for t in before.totals]
     after.totals = [replace(t, last_busy_s=_T0 + 1800 + 590) for t in after.totals]
     assert not [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+
+
+def test_a_restart_inside_a_sides_own_window_is_said_as_of_a_whole_recording_not_a_span(
+        ) -> None:
+    """A side read over its own `--since/--until` shares no moment with the other: a restart
+    inside it points `--at` itself (as a whole recording's does), never `--at` the window's
+    end with a `--span` (the `--at` cut's way out, which named a moment of no cut)."""
+    settings = _settings_of(*[_START.format(m) for m in ("00:00", "10:00")])
+    before = _side("BEFORE", [], span_s=1440.0, t0_s=_T0 + 360)
+    before.window = TimeWindow(_T0 + 300, _T0 + 1800, "--since 14:05 --until 14:30")
+    before.window_own = True
+    after = _side("AFTER", [], span_s=1380.0, t0_s=_T0 + 1860)
+    before.settings = settings
+    [said] = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+    assert said.startswith("BEFORE holds 1 restart(s)")
+    assert said.endswith("compare across the last: --at 2026-05-12T14:10:00")
 
 
 def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> None:

@@ -175,8 +175,12 @@ class Side:
     notes: list[str] = field(default_factory=list)
     #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
     posts: list[SlimPost] = field(default_factory=list)
-    #: The part of the recording read (`compare --at`), or None: all of it.
+    #: The part of the recording read (`compare --at`, or `--since/--until`), or None: all of
+    #: it.
     window: TimeWindow | None = None
+    #: Whether `window` is the side's own (`--since/--until`), not its part of the `--at` cut:
+    #: a restart inside it is then said as of a whole recording's (`_at_s`).
+    window_own: bool = False
     #: Each GPU's stretches with no reading (the detector's NO_DATA state): unknown, not idle
     #: and not busy (`compare_windows`).
     no_data: list[NoData] = field(default_factory=list)
@@ -209,10 +213,12 @@ class Side:
 
 
 def read_side(label: str, path: str | Path, config: Config, logs: list[str],
-              progress: Progress | None = None, window: TimeWindow | None = None) -> Side:
+              progress: Progress | None = None, window: TimeWindow | None = None,
+              window_own: bool = False) -> Side:
     """Detect one side as `report` does and keep only what the comparison reads (`progress`:
     told how far, as `build_report` tells it; `window`: only that part of the recording, as
-    `report --since/--until` reads it).
+    `report --since/--until` reads it; `window_own`: it is the side's own `--since/--until`,
+    not its part of an `--at` cut).
 
     Raises:
         gapwatch.sources.recording.RecordingError: not a usable recording.
@@ -250,7 +256,8 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
             notes=list(rep.notes),
-            window=window, no_data=no_data, stepped_back_s=stepped_back,
+            window=window, window_own=window_own, no_data=no_data,
+            stepped_back_s=stepped_back,
             gpu_errors={k: n for k, n in rep.hw_errors.items() if k in GPU_ERROR_KINDS},
             held_down={g: held for g, h in rep.health.items()
                        if (held := h.held_down()) is not None},
@@ -935,9 +942,11 @@ def _restarts_inside(side: Side) -> Restarts | None:
 
 
 def _at_s(side: Side) -> float | None:
-    """The `--at` moment of a side read as its window (BEFORE's end, AFTER's start), in whole
-    seconds as it is said; None: a whole recording."""
-    w = side.window
+    """The `--at` moment of a side read as its part of the cut (BEFORE's end, AFTER's start),
+    in whole seconds as it is said; None: a whole recording, or a window of the side's own
+    (`--since/--until`: no moment is shared, and its restarts lie inside it, where `--at` the
+    last one cuts as in a whole recording)."""
+    w = None if side.window_own else side.window
     at = None if w is None else w.until_s if side.label == "BEFORE" else w.since_s
     return None if at is None else math.floor(at)
 
@@ -1134,7 +1143,8 @@ def usable_windows(c: Comparison) -> tuple[int, int]:
 def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
     return {"path": s.path, "log_files": s.log_files,
             "window": None if s.window is None else {"since_s": s.window.since_s,
-                                                     "until_s": s.window.until_s},
+                                                     "until_s": s.window.until_s,
+                                                     "said": s.window.said},
             "gpus": [t.gpu for t in s.totals],
             "start_s": s.start_s, "span_s": s.span_s, "windows": _whole_windows(s, window_s),
             "usable_windows": usable,

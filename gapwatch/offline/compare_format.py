@@ -129,10 +129,15 @@ def label(name: str, rate: str = "partitions/h") -> str:
     return name
 
 
-def _side_lines(s: Side) -> list[str]:
+def _side_lines(s: Side, windowed: bool) -> list[str]:
+    """A side's head lines: its path, the window it was read over (`windowed`: either side
+    was read over one, so a side read whole says so too), its GPUs and span."""
     out = [f"  {s.label:<6} {_path(s.path)}"]
     if s.window is not None:
-        out.append(f"         only the {s.window.describe()}")
+        # Wrapped: two of a side's own options with dates run past the width.
+        out += _wrap(s.window.describe(), first="         only the ", rest="           ")
+    elif windowed:
+        out.append("         all of its recording (no window)")
     return [*out, f"         {len(s.totals)} GPU(s), {fmt.duration(s.span_s)} of work from "
                   f"{_when(s.start_s)}"]
 
@@ -148,7 +153,8 @@ def _load_line(c: Comparison) -> str:
 
 
 def head_lines(c: Comparison) -> list[str]:
-    out = ["gapwatch compare", *_side_lines(c.before), *_side_lines(c.after)]
+    windowed = c.before.window is not None or c.after.window is not None
+    out = ["gapwatch compare", *_side_lines(c.before, windowed), *_side_lines(c.after, windowed)]
     for s in (c.before, c.after):
         if s.log_files:
             out.append(f"  {s.label} logs: {', '.join(_path(p) for p in s.log_files)}")

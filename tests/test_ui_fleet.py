@@ -11,10 +11,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix, refused
+from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix, promql, refused, vector
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
+from ui_fakes import screen_text
 
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN
@@ -63,7 +64,7 @@ async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps
         assert table.row_count == 300
         first = [str(c) for c in table.get_row_at(0)]
         assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
-        assert first[6] == "[memory] safety_margin"  # text, not markup
+        assert first[7] == "[memory] safety_margin"  # text, not markup
         assert "300 rows at" in _footer(app)
         await pilot.press("pagedown", "ctrl+end")
         assert table.cursor_row == 299 and table.scroll_y > 0
@@ -224,7 +225,7 @@ async def test_the_screen_ending_cuts_a_refresh_still_waiting_on_prometheus() ->
 
 
 async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_screen() -> None:
-    """Cropped at the BOX column's 21 cells, `gpu-prover-0001.ams.example.net:9400` and `:9401`
+    """Cropped at the BOX column's cells, `gpu-prover-0001.ams.example.net:9400` and `:9401`
     read the same, with nothing to say they were cut; the name now keeps both ends."""
     with fake_prometheus() as fake:
         for port in (9400, 9401):
@@ -234,7 +235,7 @@ async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_sc
             table: DataTable[Text] = app.query_one(DataTable)
             await _until(pilot, lambda: table.row_count == 2)
             names = {str(table.get_row_at(i)[0]) for i in range(2)}
-    assert names == {"gpu-prover…e.net:9400", "gpu-prover…e.net:9401"}
+    assert names == {"gpu-prov…et:9400", "gpu-prov…et:9401"}
 
 
 async def test_question_mark_says_what_each_column_and_health_letter_means() -> None:
@@ -255,3 +256,28 @@ async def test_question_mark_says_what_each_column_and_health_letter_means() -> 
             assert "D data holes" in text and "X a GPU error" in text and "R prover restarts" in text
             await pilot.press("escape")
             assert not isinstance(app.screen, LegendScreen) and app.return_code is None
+
+
+async def test_a_box_losing_posts_is_the_first_row_at_80x24_saying_post_and_its_setting() -> None:
+    """The box whose WinningPoSts went late ranked last at 80x24, SETTING `none`, its PoSt
+    column off screen, and its detail said nothing of PoSt: it is the first row now, its
+    HEADLINE on screen says PoSt and the setting its advice names, and its detail says them
+    above its idle minutes."""
+    with fake_prometheus() as fake:
+        box(fake, "bad:9400", 1, "BREAKDOWN")
+        box(fake, "post:9400", 1, "CHAINED")
+        fake.replies[promql("post_late")] = vector(({"instance": "post:9400"}, 2.0))
+        fake.replies[promql("post_setting")] = vector(
+            ({"instance": "post:9400", "setting": "[memory] eviction_min_idle"}, 1))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count == 2)
+            await pilot.pause(0.1)
+            lines = screen_text(app).splitlines()
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            post = str(app.screen.query_one("#detail-post", Static).content)
+    (first,) = [line for line in lines if line.startswith(("post:9400", "bad:9400"))][:1]
+    assert first.startswith("post:9400") and "PoSt 2 late: [memory] eviction_min_idle" in first
+    assert post.startswith("PoSt in the last 1h: 2 went late")

@@ -38,6 +38,11 @@ from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
 STALE_SEVERITY = 3.5
+#: Rank of a box whose PoSts went late, were lost or failed in the lookback: first, above
+#: BREAKDOWN. A late or failed WinningPoSt is a block reward lost, a WindowPoSt's sectors
+#: faulted: worse than any GPU time idled. Such a box ranked last (its GPUs CHAINED, 100 %
+#: busy) with SETTING `none`.
+POST_SEVERITY = 5.0
 #: A GPU read at its period less than this share of the last 5 minutes is flagged `D`: a
 #: tenth of its time without a fine reading hides gaps of a second or two.
 READ_SHARE_LOW = 0.9
@@ -79,6 +84,10 @@ class FleetRow:
     post_late: float | None = None
     post_untimed: float | None = None
     post_failed: float | None = None
+    #: The cuzk setting the box's PoSt advice names for its PoSts that failed, were lost or
+    #: went late (`gapwatch_proof_advice_info`): "none" where no setting frees them; None
+    #: where the box exports no advice (an older gapwatch, or none went wrong).
+    post_setting: str | None = None
     throttled: float | None = None
     #: The GPUs' own errors in the lookback: XIDs, uncorrected ECC errors, GPUs lost.
     gpu_errors: float | None = None
@@ -95,7 +104,15 @@ class FleetRow:
     down_last_scrape_t_wall_s: float | None = None
     down_scrape_url: str | None = None
 
+    def post_trouble(self) -> bool:
+        """Whether a PoSt went late (lost in a restart among them) or failed in the lookback:
+        the counts as the PoSt column rounds them."""
+        return any(n is not None and round(n) > 0 for n in (self.post_late, self.post_failed))
+
     def severity(self) -> float:
+        # A lost block first, whatever the GPUs' state or the box's freshness (`POST_SEVERITY`).
+        if self.post_trouble():
+            return POST_SEVERITY
         # Freshness not known ranks as stale: its last state may be a dead box's.
         if self.stale is not False and self.state != "BREAKDOWN":
             return STALE_SEVERITY
@@ -124,6 +141,7 @@ class FleetRow:
         out = {k: getattr(self, k) for k in self.__slots__}
         out["idle_s_5m"] = dict(sorted(self.idle_s_5m.items()))
         out["health"] = self.health()
+        out["headline"] = headline(self)
         return out
 
 
@@ -392,6 +410,11 @@ def _merged(name: str, group: list[Series]) -> list[Series]:
     if name == "age_s":
         known = [s for s in group if s.value is not None]
         return known[-1:]
+    if name == "post_setting":
+        # The box's advice may name several (a late proof's setting, a failed one's "none"):
+        # a setting to change is what the row shows, "none" only where no advice names one.
+        named = [s for s in group if s.labels.get("setting") not in (None, "none")]
+        return (named or group)[:1]
     if name == "up":
         # Two jobs scraping one box: scraped by one is scraped (the last in Prometheus's order
         # won, and a canary job's 404 made a box scraped every 5 s stale).
@@ -427,16 +450,21 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
         row.age_s = max(0.0, s.value)
     elif name == "exported":
         row.exported = True
+    elif name == "post_setting":
+        row.post_setting = s.labels.get("setting")
     else:
         setattr(row, name, s.value)
 
 
 #: The table's columns (heading, width) as `cells` fills them: the screen and `--once` share them.
-#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change),
-#: and beside the setting what changing it would gain (which box to fix first).
+#: What 80 columns must show comes first: the box, its state and busy share, and HEADLINE, the
+#: one thing to know of it (`headline`: its PoSts gone wrong, the setting to change and its
+#: gain, ...); the figures behind it follow (the screen scrolls sideways to them). SETTING,
+#: PoSt and HLTH past 80 columns, a box losing blocks read `none` there.
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
-    ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
+    ("BOX", 16), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("HEADLINE", 40), ("IDLE5m", 6),
+    ("AGE", 4), ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4),
+    ("CAUSE", 60),
 )
 #: What each column says, in the columns' order: the fleet screen's `?` (docs/fleet.md has
 #: the queries behind them). One entry per column (a test holds them in step).
@@ -446,6 +474,10 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("STATE", "chaining state now: BREAKDOWN, GAPS, NO_DATA, IDLE, CHAINED (worst first); "
               "~ before it: stale, ? not known if fresh"),
     ("BUSY", "busy share of the detector's window"),
+    ("HEADLINE", "the one thing to know of the box, the first that holds: its PoSts that went "
+                 "late, were lost or failed in the lookback (a block lost: such a box ranks "
+                 "first) and the setting its PoSt advice names; why Prometheus cannot scrape "
+                 "it; the setting to change and its gain; the cause in words"),
     ("IDLE5m", "idle seconds in gaps over the last 5 minutes, with the top kind's letter (S "
                "starved, T transfer, H host, ? unknown)"),
     ("AGE", "how long ago Prometheus last scraped the box"),
@@ -486,6 +518,35 @@ def _said_if_any(mark: str, count: float | None) -> str:
     return f"{mark}{count:.0f}" if count is not None and round(count) > 0 else ""
 
 
+def headline(r: FleetRow) -> str:
+    """The one thing to know of the row, the first that holds (the HEADLINE column): its
+    PoSts gone wrong (`_post_headline`); why Prometheus cannot scrape its box; the setting to
+    change, with its gain; the cause in words; "-". Unsanitised: `cells` makes it visible."""
+    if r.post_trouble():
+        return _post_headline(r)
+    if r.down_why:
+        return r.down_why
+    if r.setting and r.setting != NO_CAUSE:
+        gain = _gain_cell(r)
+        return r.setting if gain == "-" else f"{r.setting} {gain}"
+    if r.cause_words and r.cause_words != "none":
+        return r.cause_words
+    return r.cause if r.cause and r.cause != NO_CAUSE else "-"
+
+
+def _post_headline(r: FleetRow) -> str:
+    """`PoSt 2 late: [memory] eviction_min_idle`: how many PoSts went late (lost in a restart
+    among them) and failed in the lookback, then the setting the box's PoSt advice names,
+    `no cuzk setting` where it names none, or, from a gapwatch that exports no advice, where
+    the advice is read."""
+    said = [f"{round(n)} {how}" for n, how in ((r.post_late, "late"), (r.post_failed, "failed"))
+            if n is not None and round(n) > 0]
+    head = f"PoSt {', '.join(said)}"
+    if r.post_setting is None:
+        return f"{head} (the box's report says why)"
+    return f"{head}: {r.post_setting if r.post_setting != NO_CAUSE else 'no cuzk setting'}"
+
+
 def cells(r: FleetRow) -> tuple[str, ...]:
     """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
     state = f"~{r.state}" if r.stale else f"?{r.state}" if r.stale is None else r.state
@@ -502,9 +563,9 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause
     # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
-    return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
-            fmt.visible(r.setting or "-"), _gain_cell(r), chain, post, r.health(),
-            fmt.visible(cause))
+    return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy,
+            fmt.visible(headline(r)), idle, age, fmt.visible(r.setting or "-"), _gain_cell(r),
+            chain, post, r.health(), fmt.visible(cause))
 
 
 def _gain_cell(r: FleetRow) -> str:

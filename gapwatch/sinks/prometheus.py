@@ -62,6 +62,7 @@ from gapwatch.cuzk.prover import view_of
 from gapwatch.logs.parse import BUILT_IN_KINDS
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
+from gapwatch.sinks.proof_advice_metrics import proof_advice_families
 from gapwatch.sinks.prover_event_metrics import families as prover_event_families
 from gapwatch.sinks.prover_metrics import prover_families
 from gapwatch.sinks.verdict_metrics import verdict_families
@@ -173,6 +174,7 @@ class GapwatchCollector:
         yield from _chaining({gpu: f for gpu, f in snap.chaining.items() if gpu not in lost})
         yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
+        yield from proof_advice_families(snap)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period

@@ -504,3 +504,15 @@ def test_a_box_detail_says_its_posts_gone_wrong_and_the_setting_its_advice_names
     assert "the last WinningPoSt took 35.0 s" in said
     assert "its PoSt advice: change [memory] eviction_min_idle" in said
     assert post_line(rows, "fine:9400", "1h") is None
+
+
+def test_a_box_with_nothing_else_to_say_has_its_health_flags_in_words_in_its_headline() -> None:
+    """HLTH is past 80 columns: a CHAINED box whose prover restarted said nothing there."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("verdict")] = vector(
+            ({"job": "gapwatch", "instance": "b:9400", "gpu": "0", "state": "CHAINED",
+              "cause": "none", "cause_words": "none", "setting": "none"}, 1))
+        fake.replies[promql("restarts")] = vector(({"instance": "b:9400"}, 2))
+        (row,) = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert cells(row)[4] == "prover restarts (HLTH)"

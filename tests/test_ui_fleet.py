@@ -281,3 +281,46 @@ async def test_a_box_losing_posts_is_the_first_row_at_80x24_saying_post_and_its_
     (first,) = [line for line in lines if line.startswith(("post:9400", "bad:9400"))][:1]
     assert first.startswith("post:9400") and "PoSt 2 late: [memory] eviction_min_idle" in first
     assert post.startswith("PoSt in the last 1h: 2 went late")
+
+
+async def test_at_80x24_each_box_says_its_one_thing_and_keeps_its_name_scrolled_sideways(
+        ) -> None:
+    """At 80x24 SETTING was cut to `[pipeline] max_parallel_sy`, the title's legend to `(~ =
+    stale, ? = not known`, and a dead box's reason was in CAUSE only; scrolled sideways to it,
+    BOX went off screen, so the reason named no box. HEADLINE says each box's one thing whole
+    beside a scrollbar, the legend comes before the address, and BOX stays."""
+    synthesis = "[pipeline] max_parallel_synthesis"
+    with fake_prometheus() as fake:
+        for i in range(30):  # enough rows for a scrollbar
+            box(fake, f"box{i:03d}:9400", 1, "GAPS")
+        box(fake, "dead:9400", 1, "GAPS", up=0.0, age_s=77.0)
+        box(fake, "xid:9400", 1, "BREAKDOWN")  # first: on screen
+        fake.replies[promql("verdict")] = vector(*(
+            ({"job": "gapwatch", "instance": f"box{i:03d}:9400", "gpu": "0", "state": "GAPS",
+              "cause": "waits_on_synthesis", "cause_words": "the GPU waits on synthesis",
+              "setting": synthesis}, 1) for i in range(30)))
+        fake.replies[promql("payoff_gain")] = vector(*(
+            ({"job": "gapwatch", "instance": f"box{i:03d}:9400", "gpu": "0"}, 2.1)
+            for i in range(30)))
+        fake.replies[promql("gpu_errors")] = vector(({"instance": "xid:9400", "gpu": "0"}, 1))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count == 32)
+            table.move_cursor(row=0)
+            await pilot.pause(0.1)
+            before = screen_text(app).splitlines()
+            for _ in range(40):
+                await pilot.press("right")
+            await pilot.pause(0.1)
+            after = screen_text(app).splitlines()
+    assert before[0].startswith("gapwatch fleet (~ stale, ? not known if fresh): http://")
+    rows = {line.split()[0]: line for line in before[2:] if line.split()[:1] and
+            line.split()[0].endswith(":9400")}
+    assert f"{synthesis} 2.1x" in rows["box000:9400"]
+    assert "connection refused" in rows["dead:9400"]
+    assert "GPU errors: 1" in rows["xid:9400"]
+    scrolled = [line for line in after[2:] if line.strip()][:12]
+    assert all(line.startswith(("box0", "dead:9400", "xid:9400")) for line in scrolled[:-1])
+    # Scrolled: SETTING, past 80 columns before, is on screen beside BOX.
+    assert "SETTING" not in before[1] and after[1].startswith("BOX") and "SETTING" in after[1]

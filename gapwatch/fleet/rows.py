@@ -477,7 +477,8 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("HEADLINE", "the one thing to know of the box, the first that holds: its PoSts that went "
                  "late, were lost or failed in the lookback (a block lost: such a box ranks "
                  "first) and the setting its PoSt advice names; why Prometheus cannot scrape "
-                 "it; the setting to change and its gain; the cause in words"),
+                 "it; its GPU's errors; the setting to change and its gain; the cause in "
+                 "words; what HLTH flags"),
     ("IDLE5m", "idle seconds in gaps over the last 5 minutes, with the top kind's letter (S "
                "starved, T transfer, H host, ? unknown)"),
     ("AGE", "how long ago Prometheus last scraped the box"),
@@ -519,19 +520,33 @@ def _said_if_any(mark: str, count: float | None) -> str:
 
 
 def headline(r: FleetRow) -> str:
-    """The one thing to know of the row, the first that holds (the HEADLINE column): its
-    PoSts gone wrong (`_post_headline`); why Prometheus cannot scrape its box; the setting to
-    change, with its gain; the cause in words; "-". Unsanitised: `cells` makes it visible."""
+    """The one thing to know of the row, the first that holds (the HEADLINE column, what 80
+    columns show of a box past its state and busy share): its PoSts gone wrong
+    (`_post_headline`); why Prometheus cannot scrape its box; its GPU's own errors; the
+    setting to change, with its gain; the cause in words; then what HLTH flags (clocks held
+    down, prover restarts, data holes: HLTH is past 80 columns); "-". Unsanitised: `cells`
+    makes it visible."""
     if r.post_trouble():
         return _post_headline(r)
     if r.down_why:
         return r.down_why
+    if r.gpu_errors is not None and round(r.gpu_errors) > 0:
+        return f"GPU errors: {round(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
     if r.setting and r.setting != NO_CAUSE:
         gain = _gain_cell(r)
         return r.setting if gain == "-" else f"{r.setting} {gain}"
     if r.cause_words and r.cause_words != "none":
         return r.cause_words
-    return r.cause if r.cause and r.cause != NO_CAUSE else "-"
+    if r.cause and r.cause != NO_CAUSE:
+        return r.cause
+    return _health_headline(r)
+
+
+def _health_headline(r: FleetRow) -> str:
+    """What HLTH flags other than GPU errors, in words, for a row with nothing more to say."""
+    said = [words for letter, words in (("T", "clocks held down"), ("R", "prover restarts"),
+                                        ("D", "data holes")) if letter in r.health()]
+    return f"{', '.join(said)} (HLTH)" if said else "-"
 
 
 def _post_headline(r: FleetRow) -> str:

@@ -52,6 +52,17 @@ def screen_rows(result: Refresh) -> list[tuple[str, tuple[Text, ...]]]:
             for row in result.rows[:MAX_SCREEN_ROWS]]
 
 
+#: What the marks before a state mean, said first on the title line (`title_text`).
+TITLE_LEGEND = "~ stale, ? not known if fresh"
+
+
+def title_text(url: str, selector: str) -> str:
+    """The title line: the marks' legend first, then the Prometheus asked and the selector.
+    The legend came last, after a URL and selector of any length, and 80 columns cut it
+    (`(~ = stale, ? = not known`); what is cut now is the end of the address."""
+    return f"gapwatch fleet ({TITLE_LEGEND}): {fmt.visible(url)} {fmt.visible(selector)}"
+
+
 def footer_text(result: Refresh | None, error: str, url: str) -> str:
     """The footer: when the table was read and how long it took, or what went wrong (the
     table above is then the last good one)."""
@@ -151,15 +162,16 @@ class FleetApp(App[int]):
         self._keys: list[str] = []
         # Made here and held: every refresh reaches them directly, also one that lands while a
         # box's detail screen is on top (tests/test_ui_fleet.py pins that case).
+        # BOX stays on screen while the table scrolls sideways (`fixed_columns`): scrolled to
+        # CAUSE at 80 columns, a row no longer said which box it was.
         self.table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True,
-                                                cell_padding=0)
+                                                cell_padding=0, fixed_columns=1)
         self.footer = Static(footer_text(None, "", client.base_url), id="fleet-footer",
                              markup=False)
 
     def compose(self) -> ComposeResult:
-        yield Static(f"gapwatch fleet: {fmt.visible(self.client.base_url)} "
-                     f"{fmt.visible(self.opts.selector)} (~ = stale, ? = not known if fresh)",
-                     id="fleet-title", markup=False)
+        yield Static(title_text(self.client.base_url, self.opts.selector), id="fleet-title",
+                     markup=False)
         yield self.table
         yield self.footer
 

@@ -47,7 +47,7 @@ def test_a_box_gone_from_the_targets_is_stale_not_dropped() -> None:
 
 def test_a_gpu_a_live_box_no_longer_exports_is_stale_not_its_last_state_fresh() -> None:
     """A GPU gone from a live box's /metrics (lost at a restart of its gapwatch) kept its last
-    state within the lookback, looking as fresh as its box: `~CHAINED` for a GPU that is not
+    state within the lookback, looking as fresh as its box: `CHAINED` for a GPU that is not
     there. The box's other GPUs stay fresh; a failed question judges none."""
     with fake_prometheus() as fake:
         box(fake, "b:9400", 2, "CHAINED")
@@ -55,7 +55,7 @@ def test_a_gpu_a_live_box_no_longer_exports_is_stale_not_its_last_state_fresh() 
         rows = {r.gpu: r for r in refresh(PromClient(fake.url), FleetOptions()).rows}
         assert not rows["0"].stale and rows["0"].exported is True
         assert rows["1"].stale and rows["1"].exported is False and rows["1"].up == 1.0
-        assert cells(rows["1"])[2] == "~CHAINED"
+        assert cells(rows["1"])[2] == "STALE"
         fake.replies[promql("exported")] = Reply(503, b"")
         result = refresh(PromClient(fake.url), FleetOptions())
     assert "exported" in result.errors
@@ -516,3 +516,29 @@ def test_a_box_with_nothing_else_to_say_has_its_health_flags_in_words_in_its_hea
         fake.replies[promql("restarts")] = vector(({"instance": "b:9400"}, 2))
         (row,) = refresh(PromClient(fake.url), FleetOptions()).rows
     assert cells(row)[4] == "prover restarts (HLTH)"
+
+
+def test_a_stopped_box_reads_down_first_its_last_state_as_last_known_never_ok_health() -> None:
+    """A box whose gapwatch was stopped with a gap open read `~IDLE` (its last export the end
+    of data's retraction of that gap), and HLTH `D` for 5 minutes, then `ok`, of a dead box.
+    Its STATE says DOWN, its HEADLINE the last known state as such and why, and its health
+    is marked stale (`~` and the flags it last had), never `ok`, never `D`."""
+    with fake_prometheus() as fake:
+        box(fake, "stopped:9400", 1, "IDLE", up=0.0, age_s=77.0)
+        box(fake, "gone:9400", 1, "GAPS", up=0.0, age_s=700.0)
+        box(fake, "live:9400", 2, "CHAINED")
+        fake.replies[promql("exported")] = vector(({"instance": "live:9400", "gpu": "0"}, 5))
+        fake.replies[promql("read_share_5m")] = vector(
+            ({"instance": "stopped:9400", "gpu": "0"}, 0.4))
+        fake.replies[promql("restarts")] = vector(({"instance": "stopped:9400"}, 0.0),
+                                                  ({"instance": "gone:9400"}, 1.0))
+        rows = {(r.instance, r.gpu): r for r in
+                refresh(PromClient(fake.url), FleetOptions()).rows}
+    stopped, gone = rows[("stopped:9400", "0")], rows[("gone:9400", "0")]
+    lost_gpu = rows[("live:9400", "1")]
+    assert cells(stopped)[2:5] == ("DOWN", "50%", "last known IDLE: connection refused")
+    assert stopped.health() == "~" and cells(stopped)[11] == "~"
+    assert gone.health() == "~R" and cells(gone)[4].startswith("last known GAPS: connection refused")
+    assert cells(lost_gpu)[2] == "STALE"
+    assert cells(lost_gpu)[4] == "last known CHAINED: its box no longer exports this GPU"
+    assert stopped.as_json()["state"] == "IDLE" and stopped.as_json()["health"] == "~"

@@ -125,7 +125,7 @@ async def test_a_dead_box_says_prometheus_reason_in_the_table_and_its_detail() -
             await pilot.pause(0.1)
             up_opened, up_scrape = isinstance(app.screen, DetailScreen), \
                 len(app.screen.query("#detail-scrape"))
-    assert dead[:3] == ["dead:9400", "0", "~CHAINED"]
+    assert dead[:3] == ["dead:9400", "0", "DOWN"]
     # Cut to the column's 60 cells, said by its "…" (the detail has the whole of it).
     assert dead[-1] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b…"
     assert up[-1] == "a/b/c copied from pageable memory"
@@ -314,7 +314,7 @@ async def test_at_80x24_each_box_says_its_one_thing_and_keeps_its_name_scrolled_
                 await pilot.press("right")
             await pilot.pause(0.1)
             after = screen_text(app).splitlines()
-    assert before[0].startswith("gapwatch fleet (~ stale, ? not known if fresh): http://")
+    assert before[0].startswith("gapwatch fleet (? before a state: not known if fresh): http://")
     rows = {line.split()[0]: line for line in before[2:] if line.split()[:1] and
             line.split()[0].endswith(":9400")}
     assert f"{synthesis} 2.1x" in rows["box000:9400"]

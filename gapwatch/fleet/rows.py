@@ -129,13 +129,30 @@ class FleetRow:
         """`T` throttled, `X` GPU errors (XID, uncorrected ECC, GPU lost, a failed row remap),
         `R` prover restarts (in the lookback), `D` data holes (read at its period less than
         `READ_SHARE_LOW` of the last 5 minutes); `-` when none of them is exported, `ok` when
-        they are and none is set."""
+        they are and none is set. A row not fresh (stale, or not known) is never `ok`: `~`
+        (stale) or `?` (not known if fresh) before the flags it last had, D not among them (a
+        dead box is read in no holes: it read `D` for 5 minutes, then `ok`)."""
         holes = None if self.read_share_5m is None else self.read_share_5m < READ_SHARE_LOW
         flags = [("T", self.throttled), ("X", self.gpu_errors), ("R", self.restarts),
                  ("D", holes)]
+        if self.stale is not False:
+            mark = "~" if self.stale else "?"
+            return mark + "".join(letter for letter, v in flags[:3] if v)
         if all(v is None for _, v in flags):
             return "-"
         return "".join(letter for letter, v in flags if v) or "ok"
+
+    def state_word(self) -> str:
+        """The STATE cell: the state, or, for a row not fresh, that first: `DOWN` (Prometheus
+        cannot scrape its box, or it is no target now), `STALE` (its last good scrape too old,
+        or its GPU no longer exported by a live box), the last known state in its HEADLINE
+        (`headline`); `?STATE` where freshness is not known. `~IDLE` of a box stopped with a
+        gap open (its last export the end of data's retraction) read as an idle box."""
+        if self.stale is None:
+            return f"?{self.state}"
+        if not self.stale:
+            return self.state
+        return "DOWN" if self.up == 0.0 or self.down_why is not None else "STALE"
 
     def as_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__}
@@ -472,7 +489,9 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("BOX", "Prometheus's instance (the box's gapwatch /metrics)"),
     ("GPU", "the GPU's index on its box"),
     ("STATE", "chaining state now: BREAKDOWN, GAPS, NO_DATA, IDLE, CHAINED (worst first); "
-              "~ before it: stale, ? not known if fresh"),
+              "DOWN: Prometheus cannot scrape the box, STALE: its last scrape too old or the "
+              "GPU no longer exported (HEADLINE says the last known state); ? before it: not "
+              "known if fresh"),
     ("BUSY", "busy share of the detector's window"),
     ("HEADLINE", "the one thing to know of the box, the first that holds: its PoSts that went "
                  "late, were lost or failed in the lookback (a block lost: such a box ranks "
@@ -491,7 +510,7 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("HLTH", "T clocks held down by heat or a HW slowdown (not the power cap), X a GPU "
              "error (XID, uncorrected ECC, the GPU lost, a failed row remap), R prover "
              "restarts, D data holes (read at its period less than 90 % of the last 5 "
-             "minutes); ok: none"),
+             "minutes); ok: none; ~ before them: the box is stale, its last known flags"),
     ("CAUSE", "the stall that idled the GPU longest in the window, in words, or why "
               "Prometheus cannot scrape the box"),
 )
@@ -526,10 +545,10 @@ def headline(r: FleetRow) -> str:
     setting to change, with its gain; the cause in words; then what HLTH flags (clocks held
     down, prover restarts, data holes: HLTH is past 80 columns); "-". Unsanitised: `cells`
     makes it visible."""
+    if r.stale:
+        return _stale_headline(r)
     if r.post_trouble():
         return _post_headline(r)
-    if r.down_why:
-        return r.down_why
     if r.gpu_errors is not None and round(r.gpu_errors) > 0:
         return f"GPU errors: {round(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
     if r.setting and r.setting != NO_CAUSE:
@@ -540,6 +559,24 @@ def headline(r: FleetRow) -> str:
     if r.cause and r.cause != NO_CAUSE:
         return r.cause
     return _health_headline(r)
+
+
+def _stale_headline(r: FleetRow) -> str:
+    """`last known GAPS: connection refused`: a row not fresh says its last known state as
+    such (its STATE cell says DOWN or STALE) and why, in Prometheus's words (its `scrape
+    failed: ` said by DOWN), or that a live box no longer exports the GPU. How long ago its
+    box last answered is AGE's: said here too, the reason was cut at 80 columns."""
+    if r.down_why:
+        why = r.down_why.removeprefix("scrape failed: ")
+    elif r.exported is False and r.up == 1.0:
+        why = "its box no longer exports this GPU"
+    else:
+        why = "no fresh scrape"
+    return f"last known {r.state}: {why}"
+
+
+def _age_cell(age_s: float | None) -> str:
+    return "-" if age_s is None else f"{age_s:.0f}s" if age_s < 600 else f"{age_s / 60:.0f}m"
 
 
 def _health_headline(r: FleetRow) -> str:
@@ -564,7 +601,7 @@ def _post_headline(r: FleetRow) -> str:
 
 def cells(r: FleetRow) -> tuple[str, ...]:
     """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
-    state = f"~{r.state}" if r.stale else f"?{r.state}" if r.stale is None else r.state
+    state = r.state_word()
     busy = fmt.frac_pct(r.busy_ratio) if r.busy_ratio is not None else "-"
     chain = fmt.frac_pct(r.chaining_ratio) if r.chaining_ratio is not None else "-"
     idle = "-"
@@ -572,8 +609,7 @@ def cells(r: FleetRow) -> tuple[str, ...]:
         top = max(r.idle_s_5m, key=lambda k: r.idle_s_5m[k])
         idle = f"{r.idle_total_s():.0f}s {_KIND_LETTER.get(top, '?')}"
     post = _post_cell(r)
-    age = "-" if r.age_s is None else f"{r.age_s:.0f}s" if r.age_s < 600 else \
-        f"{r.age_s / 60:.0f}m"
+    age = _age_cell(r.age_s)
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause

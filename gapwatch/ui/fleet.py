@@ -53,7 +53,7 @@ def screen_rows(result: Refresh) -> list[tuple[str, tuple[Text, ...]]]:
 
 
 #: What the marks before a state mean, said first on the title line (`title_text`).
-TITLE_LEGEND = "~ stale, ? not known if fresh"
+TITLE_LEGEND = "? before a state: not known if fresh"
 
 
 def title_text(url: str, selector: str) -> str:

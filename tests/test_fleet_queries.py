@@ -500,7 +500,7 @@ def test_a_box_detail_says_its_posts_gone_wrong_and_the_setting_its_advice_names
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     said = post_line(rows, "late:9400", "1h")
     assert said is not None and said.startswith(
-        "PoSt in the last 1h: 2 went late (lost in a restart among them), 1 failed")
+        "PoSt in the last 1h: 2 went late or were lost in a restart, 1 failed")
     assert "the last WinningPoSt took 35.0 s" in said
     assert "its PoSt advice: change [memory] eviction_min_idle" in said
     assert post_line(rows, "fine:9400", "1h") is None

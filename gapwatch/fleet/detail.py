@@ -91,14 +91,14 @@ def scrape_line(rows: list[FleetRow], instance: str) -> str | None:
 
 
 def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
-    """The PoSts of box `instance` that went late (lost in a restart among them) or failed in
+    """The PoSts of box `instance` that went late or were lost in a restart, or failed, in
     the lookback, its last WinningPoSt's latency, and the setting its PoSt advice names
     (`FleetRow.post_setting`), from its rows; None when none went wrong. Made visible."""
     row = next((r for r in rows if r.instance == instance and r.post_trouble()), None)
     if row is None:
         return None
     counts = [f"{round(n)} {how}" for n, how in (
-        (row.post_late, "went late (lost in a restart among them)"), (row.post_failed, "failed"))
+        (row.post_late, "went late or were lost in a restart"), (row.post_failed, "failed"))
         if n is not None and round(n) > 0]
     said = [f"PoSt in the last {fmt.visible(lookback)}: {', '.join(counts)} (a WinningPoSt "
             "late or failed is a block lost, a WindowPoSt a partition's sectors faulted)"]

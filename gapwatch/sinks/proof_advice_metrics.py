@@ -42,9 +42,12 @@ def advice_labels(snap: StoreSnapshot) -> list[dict[str, str]]:
     once, in the advice's order (failed first), every value from its fixed set."""
     out: list[dict[str, str]] = []
     for a in proof_advice(ProofTroubles(snap.prover_events).troubles()):
+        if a.verdict not in ADVICE_VERDICTS:  # none other is made: bounded all the same
+            continue
+        setting = a.setting if a.setting is not None else NO_SETTING
         labels = {"proof_kind": a.proof_kind if a.proof_kind in POST_NAMES else OTHER_KIND,
-                  "verdict": a.verdict if a.verdict in ADVICE_VERDICTS else "late",
-                  "setting": a.setting if a.setting in CAUSE_SETTINGS.values() else NO_SETTING}
+                  "verdict": a.verdict,
+                  "setting": setting if setting in CAUSE_SETTINGS.values() else NO_SETTING}
         if labels not in out:
             out.append(labels)
     return out

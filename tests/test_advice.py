@@ -293,6 +293,7 @@ def test_the_chained_h200_recording_gets_no_setting() -> None:
 def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> None:
     from ui_fakes import WALL0_S, fill_breakdown, header, make_config
 
+    from gapwatch.core.fmt import markdown
     from gapwatch.engine.store import SeriesStore
     from gapwatch.sinks.snapshot import write_snapshot
     from gapwatch.ui.widgets.help_screen import HelpScreen
@@ -312,7 +313,8 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
                           t_wall_s=WALL0_S + 61)
     summary = (path / "summary.md").read_text()
     section = summary.split("## What to change", 1)[1]
-    assert '[memory] safety_margin: raise it if total_budget is "auto"' in section
+    # As Markdown text (`fmt.markdown`: the brackets escaped).
+    assert markdown('[memory] safety_margin: raise it if total_budget is "auto"') in section
     assert "a guess: upstream does not say why cudaHostAlloc fails" in section
     assert "payoff if closed: about" in section
     closed = [g for g in snap.gaps if g.end_s is not None]

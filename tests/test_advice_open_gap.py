@@ -88,12 +88,12 @@ def test_the_snapshot_taken_at_breakdown_advises_the_gap_still_open(
     assert "nothing to change: no gap" not in section
     so_far = (f"still open: idle {fmt.duration(gap.duration_s)} so far, measured to "
               f"{fmt.clock(gap.start_s + gap.duration_s, millis=True)}")
-    # Named first as open, then advised on with its setting and evidence.
-    assert (f"- gap {gap.gap_id} on GPU0 (pcie_starved), from "
-            f"{fmt.clock(gap.start_s, millis=True)}, {so_far}") in section
+    # Named first as open, then advised on with its setting and evidence (as Markdown text).
+    assert "- " + fmt.markdown(f"gap {gap.gap_id} on GPU0 (pcie_starved), from "
+                               f"{fmt.clock(gap.start_s, millis=True)}, {so_far}") in section
     assert (f"1 gap(s) (1 still open), {gap.duration_s:.1f} s idle so far: a/b/c copied from "
             "pageable memory: the pinned pool could not pin") in section
-    assert f"- {SETTING}: raise it" in section
+    assert f"- {fmt.markdown(SETTING)}: raise it" in section
     assert f"evidence: the latest of 1 gap(s), at {fmt.clock(gap.start_s, millis=True)}, " \
            f"{so_far}" in section
     assert "checkout(s) FAILED" in section

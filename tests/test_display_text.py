@@ -4,13 +4,15 @@ pane, the gap table's hints, snapshot summary.md, report text and `parse` all go
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
-from ui_fakes import WALL0_S, fill_breakdown, header, log_event, make_config
+from msgspec.structs import replace
+from ui_fakes import H200, WALL0_S, fill_breakdown, header, log_event, make_config
 
 from gapwatch.cli import main
-from gapwatch.core.fmt import visible
+from gapwatch.core.fmt import markdown, visible
 from gapwatch.engine.store import SeriesStore
 from gapwatch.sinks.snapshot import write_snapshot
 from gapwatch.ui.widgets.log_pane import event_line
@@ -50,7 +52,37 @@ def test_snapshot_summary_shows_escapes_in_quoted_log_lines(tmp_path: Path) -> N
                           t_wall_s=WALL0_S + 61)
     summary = (path / "summary.md").read_text()
     assert no_controls(summary)
-    assert "WARN checkout FAILED \\x1b[?1049l\\x1b]0;title\\x07" in summary
+    # Shown, and as Markdown text: each `\\` and `[` escaped (`fmt.markdown`).
+    assert "WARN checkout FAILED \\\\x1b\\[?1049l\\\\x1b\\]0;title\\\\x07" in summary
+
+
+#: Outside text that Markdown (GitHub's) would act on: HTML, a details block, a javascript:
+#: link, a team mention, an issue reference, a code span, a table cell, a line's own fence.
+HOSTILE_MD = ("<img src=x onerror=alert(1)> <details open><summary>hi</summary> "
+              "[click](javascript:alert(1)) @org/team #123 `code` | cell ```")
+
+
+def test_snapshot_summary_quotes_outside_text_as_text_not_as_markdown(tmp_path: Path) -> None:
+    """summary.md (made to be pasted into a ticket) passed the prover's error texts and a
+    recording's GPU name through as live Markdown and HTML (only `|` escaped in tables), and a
+    quoted log line sat in a fenced block its own ``` could close. Every outside text goes in
+    through `fmt.markdown`, as `compare --markdown`'s does."""
+    gpu = replace(H200, name=f"H100 {HOSTILE_MD}")
+    store = SeriesStore([gpu], period_s=0.1, history_s=600)
+    fill_breakdown(store)
+    store.append_log(log_event(55.0, f"WARN checkout FAILED {HOSTILE_MD}", "pinned_pool_fallback"))
+    hdr = replace(header([gpu]), host=f"box {HOSTILE_MD}")
+    path = write_snapshot(tmp_path, store.snapshot(), hdr, make_config(tmp_path),
+                          t_wall_s=WALL0_S + 61, status_lines=[f"log {HOSTILE_MD}"])
+    summary = (path / "summary.md").read_text()
+    said = summary.split("## Config")[0]  # the config's own JSON block aside
+    # Each character Markdown acts on has its backslash; mentions and references are broken.
+    for live in (r"(?<!\\)</?(img|details|summary)", r"(?<!\\)\]\(javascript",
+                 r"(?<!\\)`(code|``)", r"(?<!\\)\| cell", r"@org", r"#123"):
+        assert re.search(live, said) is None, live
+    assert markdown(f"WARN checkout FAILED {HOSTILE_MD}") in summary
+    # The title, the GPU's row, the log line and the status line.
+    assert summary.count(markdown(HOSTILE_MD)) == 4
 
 
 def test_report_text_shows_escapes_in_paths_and_problems(

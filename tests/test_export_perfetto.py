@@ -280,3 +280,24 @@ def test_export_to_stdout_and_bad_inputs(tmp_path: Path, capsys: pytest.CaptureF
                  "--log", str(tmp_path / "missing.log")]) == 2
     assert "missing.log" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())  # no half-written output left behind
+
+
+def _lock(t: float, held: int, start: float) -> LogEvent:
+    """A recorded lock region (`cuzk_partition`), its busy span placed by `held` as it was."""
+    return LogEvent(t_wall_s=t, time_source="line", kind="cuzk_partition", name="gpu_lock",
+                    raw="", job_id="j", worker=0, partition=1,
+                    fields={"mutex_held_ms": held, "gpu_busy_start_s": start,
+                            "gpu_busy_end_s": t})
+
+
+def test_a_lock_region_placed_by_a_duration_no_step_takes_draws_no_slice() -> None:
+    """A recording's lock event placed by `mutex_held_ms=99999999999999999` drew a slice from
+    1e14 s before the recording (`log_lines.busy_span`: the partition table's rule too)."""
+    b = TraceBuilder(_header())
+    b.extend([_s(100.1, 50.0), _lock(101.0, 400, 100.6),
+              _lock(102.0, 99999999999999999, 102.0 - 1e14), _s(103.0, 60.0)])
+    trace = b.trace()
+    assert validate_trace(trace) == []
+    locks = [e for e in trace["traceEvents"] if e.get("cat") == "gpu_lock"]
+    assert [(e["ts"], e["dur"]) for e in locks] == [
+        (pytest.approx(0.6e6), pytest.approx(0.4e6))]

@@ -18,7 +18,15 @@ from gapwatch.commands.fleet import options, table_lines
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import box_detail, post_line
 from gapwatch.fleet.queries import QUERIES
-from gapwatch.fleet.rows import FleetOptions, cells, refresh
+from gapwatch.fleet.rows import (
+    COLUMNS,
+    MAX_COUNT,
+    MAX_SECONDS,
+    FleetOptions,
+    FleetRow,
+    cells,
+    refresh,
+)
 
 
 def test_rows_come_worst_first_and_a_stale_box_is_kept_below_breakdown() -> None:
@@ -205,6 +213,55 @@ def test_values_that_are_not_finite_are_unknown() -> None:
     assert rows[0].busy_ratio is None
 
 
+#: Every figure the table reads, each answered with the same absurd value.
+_FIGURES = ("busy_ratio", "chaining_ratio", "idle_s_5m", "payoff_gain", "post_last_latency_s",
+            "post_late", "post_untimed", "post_failed", "restarts", "gpu_errors", "throttled",
+            "read_share_5m", "age_s")
+
+
+@pytest.mark.parametrize("value", ["1e308", "-1e308", "-0"])
+def test_values_a_metric_cannot_have_are_unknown_and_every_cell_fits_its_column(
+        value: str) -> None:
+    """A Prometheus answering 1e308, -1e308 or -0 showed `inf%`, `-0%`, `-0.0x`, IDLE and AGE
+    cells of 300 digits and a 522-character line: a busy share outside 0-100 %, a negative
+    count or age, a payoff below 1 are not known, as NaN is; -0 is 0."""
+    labels = {"job": "gapwatch", "instance": "b:9400", "gpu": "0"}
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1, "BREAKDOWN")
+        fake.replies[promql("verdict")] = vector(
+            ({**labels, "state": "BREAKDOWN", "cause": "pinned_pool", "cause_words": "pool",
+              "setting": "[memory] safety_margin"}, 1))
+        for field in _FIGURES:
+            fake.replies[promql(field)] = vector(({**labels, "kind": "pcie_starved"}, value))
+        result = refresh(PromClient(fake.url), FleetOptions())
+    (row,) = result.rows
+    known = {f: getattr(row, f) for f in _FIGURES if f != "idle_s_5m"}
+    if value == "-0":
+        # Zero where zero can be, never "-0"; a payoff of 0 (below 1) is none.
+        assert known["busy_ratio"] == 0.0 and str(known["busy_ratio"]) == "0.0"
+        assert known["payoff_gain"] is None and known["age_s"] == 0.0
+    else:
+        assert set(known.values()) == {None} and not row.idle_s_5m
+    shown = cells(row)
+    assert not any("inf" in c or "-0" in c or "nan" in c for c in shown)
+    for text, (heading, width) in zip(shown, COLUMNS, strict=True):
+        assert len(text) <= width, (heading, text)
+    assert max(map(len, table_lines(result))) <= sum(w + 1 for _, w in COLUMNS)
+
+
+def test_the_largest_figures_a_field_can_hold_fit_their_columns() -> None:
+    """A century of seconds, a count of 2^53, a gain of 2^53: each cell in its column."""
+    row = FleetRow("b:9400", "0", "BREAKDOWN", age_s=MAX_SECONDS, busy_ratio=1.0,
+                   idle_s_5m={"pcie_starved": MAX_SECONDS}, setting="[memory] safety_margin",
+                   payoff_gain=MAX_COUNT, post_last_latency_s=MAX_SECONDS, post_late=MAX_COUNT,
+                   chaining_ratio=1.0)
+    shown = dict(zip((h for h, _ in COLUMNS), cells(row), strict=True))
+    assert (shown["AGE"], shown["IDLE5m"], shown["GAIN"], shown["PoSt"]) == (
+        "100y", "100y S", "9Px", "100y/9P")
+    assert cells(FleetRow("b", "0", age_s=86400.0, idle_s_5m={"host_stall": 1200.0}))[5:7] == (
+        "20m H", "24h")
+
+
 def test_label_text_from_prometheus_is_shown_not_obeyed() -> None:
     with fake_prometheus() as fake:
         box(fake, "evil\x1b[2J:9400", 1)
@@ -226,6 +283,17 @@ def test_a_box_detail_lists_its_minutes_with_the_verdict_then() -> None:
     # The step the box's headline said, not "change": the `step` label.
     assert "GPU0 idle 12.5s (pcie_starved 12.5s): a/b/c copied from pageable memory; " \
            "raise [memory] safety_margin" in line
+
+
+def test_a_box_detail_minute_of_idle_seconds_no_counter_can_have_is_none() -> None:
+    """1e308 idle seconds in a minute made a detail line of 300 digits; the table's IDLE5m
+    reads the same counter and calls it not known (`rows.CAN_BE`)."""
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 1e308), (660.0, 12.5)]))
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), "b:9400", now_s=700.0)
+    assert [m.t_wall_s for m in minutes] == [660.0]
+    assert max(len(m.line()) for m in minutes) < 100
 
 
 def test_a_box_detail_of_a_gapwatch_without_the_step_label_says_change_setting() -> None:

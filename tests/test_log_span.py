@@ -4,12 +4,15 @@ the advice to a pinned-pool setting, citing a line of the other day)."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from gapwatch.config import Config
-from gapwatch.offline.report import build_report, to_json
+from gapwatch.offline.log_span import STRAY_MAX, LogSpan, _File
+from gapwatch.offline.report import ReportData, build_report, to_json
+from gapwatch.sources.time_window import TimeWindow
 
 E2E = Path(__file__).parent / "data" / "h200-e2e"
 
@@ -89,3 +92,112 @@ def test_the_log_of_a_recording_whose_gpu_never_gave_a_reading_is_its_log(
     r = build_report(unread, Config(), [str(log)], workers=1)
     assert not [w for w in r.warnings if "not this recording's log" in w or "span" in w]
     assert any(w.startswith("GPU 0: no SM activity reading at all") for w in r.warnings)
+
+
+# --- a few lines from a clock years off: the file is judged by its other lines -------------
+
+DATA = Path(__file__).parent / "data"
+
+
+def _line(day_time: str, level: str, target: str, message: str) -> str:
+    return f"{day_time}Z {level:>5} {target}: {message}"
+
+
+def _report_with(tmp_path: Path, lines: list[str], window: TimeWindow | None = None
+                 ) -> ReportData:
+    log = tmp_path / "cuzk.log"
+    log.write_text("\n".join(lines) + "\n")
+    return build_report(DATA / "pageable.csv", Config(), [str(log)], window=window)
+
+
+def _pageable_lines() -> list[str]:
+    return (DATA / "pageable.log").read_text().splitlines()
+
+
+def test_a_first_line_from_a_clock_years_ahead_leaves_the_log_this_recordings(
+        tmp_path: Path) -> None:
+    """One line of 2031 first (a clock set ahead until NTP), the rest the recording's: the
+    files are read in the order written, and the first line was the file's first time. The
+    report said "not this recording's log ... none of its events is used" (its span 2031 to
+    2026) while using them all; a window said "no line within the window"."""
+    clean = build_report(DATA / "pageable.csv", Config(), [str(DATA / "pageable.log")])
+    ahead = [_line("2031-01-01T00:00:01.000000", "INFO", "cuzk_core::engine", "hello"),
+             *_pageable_lines()]
+    r = _report_with(tmp_path, ahead)
+    assert not any("not this recording" in w for w in r.warnings)
+    [stray] = [w for w in r.warnings if "timed more than a day" in w]
+    assert "1 line(s)" in stray and "2031-01-01 00:00:01 UTC" in stray
+    assert "judged by its other lines (2026-11-30 09:06:26 UTC to 2026-11-30" in stray
+    assert r.partitions is not None and clean.partitions is not None
+    assert len(r.partitions.partitions) == len(clean.partitions.partitions) > 0
+    window = TimeWindow(datetime(2026, 11, 30, 9, 6, 30, tzinfo=UTC).timestamp(),
+                        datetime(2026, 11, 30, 9, 6, 50, tzinfo=UTC).timestamp(), "test")
+    windowed = _report_with(tmp_path, ahead, window)
+    assert not any("no line within the window" in w for w in windowed.warnings)
+
+
+def test_a_last_line_from_an_earlier_clock_keeps_the_runs_startup_lines(
+        tmp_path: Path) -> None:
+    """The daemon started an hour before the recording (its budget and pool in its startup
+    lines), then the recording's lines, then one line of 2020 last: the file's last time was
+    that line's, before the recording, so the file was another run's and its startup lines
+    were dropped: the advice no longer knew the budget."""
+    start = [_line("2026-11-30T08:00:01.000000", "INFO", "cuzk_daemon", "cuzk-daemon starting"),
+             _line("2026-11-30T08:00:01.010000", "INFO", "cuzk_core::engine",
+                   "memory budget initialized total_budget_gib=512"),
+             _line("2026-11-30T08:00:01.030000", "INFO", "cuzk_core::engine",
+                   "starting cuzk engine pipeline_enabled=true")]
+    fail = [_line("2026-11-30T09:06:30.000000", "WARN", "cuzk_core::pinned_pool",
+                  "cudaHostAlloc failed size_gib=3.882613 cuda_err=2"),
+            _line("2026-11-30T09:06:30.002000", "WARN", "cuzk_core::pipeline",
+                  "pinned pool checkout FAILED \u2014 falling back to unpinned "
+                  "num_constraints=130278869 pool_free=0 pool_total_gib=7.76")]
+    body = [line for line in _pageable_lines() if "starting cuzk engine" not in line]
+    honest = json.dumps(to_json(_report_with(tmp_path, start + body + fail)))
+    assert "total_budget_gib=512" in honest
+    last = _line("2020-01-01T00:00:01.000000", "INFO", "cuzk_core::engine", "bye")
+    r = _report_with(tmp_path, start + body + fail + [last])
+    assert "total_budget_gib=512" in json.dumps(to_json(r))
+    assert not any("not this recording" in w for w in r.warnings)
+    assert any("1 line(s) timed more than a day" in w and "2020-01-01" in w for w in r.warnings)
+
+
+def _file(*times: float) -> _File:
+    f = _File()
+    for t in times:
+        f.see(t)
+    return f
+
+
+def test_strays_are_few_far_and_never_the_bulk() -> None:
+    day = 86_400.0
+    bulk = [1000.0 + i for i in range(100)]
+    # Years off either end: strays, the span the bulk's.
+    f = _file(10 * 365 * day, *bulk, -5 * 365 * day)
+    assert (f.first_s, f.last_s) == (1000.0, 1099.0) and len(f.strays()) == 2
+    assert (f.earliest_s, f.latest_s) == (-5 * 365 * day, 10 * 365 * day)
+    # An hour before the rest (the daemon's start before its first work): no stray.
+    f = _file(1000.0 - 3600, *bulk)
+    assert f.first_s == 1000.0 - 3600 and f.strays() == []
+    # Two lines: neither is the other's stray; three: the one far from two is.
+    assert _file(0.0, 10 * day).strays() == []
+    assert _file(0.0, 1.0, 10 * day).strays() == [10 * day]
+    # More far lines than STRAY_MAX at one end are no strays: they are a part of the file.
+    many = _file(*[-10 * day - i for i in range(STRAY_MAX + 1)], *bulk)
+    assert many.strays() == [] and many.first_s == -10 * day - STRAY_MAX
+
+
+def test_a_file_split_in_two_has_the_span_of_the_file_read_whole() -> None:
+    """A large file is parsed in two processes (`log_split`), the second half's span merged
+    into the first's: the same as one pass over all its lines, in any order."""
+    day = 86_400.0
+    times = [50 * day, *(1000.0 + i for i in range(40)), -50 * day, 2000.0]
+    whole = _file(*times)
+    for cut in range(len(times) + 1):
+        first, second = LogSpan(1.0), LogSpan(1.0)
+        for t in times[:cut]:
+            first.files.setdefault("a", _File()).see(t)
+        second.files["a"] = _file(*times[cut:])
+        first.observed_after(second.files)
+        assert first.files["a"] == whole
+        assert first.files["a"].strays() == [-50 * day, 50 * day]

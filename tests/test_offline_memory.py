@@ -6,6 +6,7 @@ a time; all give the same bytes as holding everything at once."""
 from __future__ import annotations
 
 import gc
+import heapq
 import io
 import random
 import tempfile
@@ -25,12 +26,15 @@ from gapwatch.core.codec import encode_json
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import LogEvent
 from gapwatch.core.sizes import RAW_CHARS, TEXT_CHARS, bounded_event
-from gapwatch.offline import detect, gap_spool
+from gapwatch.offline import detect, gap_spool, log_split, startup_lines
 from gapwatch.offline.detect import SETTLE_EVERY, Detected, detect_records
 from gapwatch.offline.gap_spool import GapSpool
+from gapwatch.offline.log_around import LogAround
 from gapwatch.offline.perfetto import TraceBuilder
 from gapwatch.offline.report import ReportData, build_report, to_json, write_json
 from gapwatch.sinks.recorder import write_recording
+from gapwatch.sources import gzip_lines
+from gapwatch.sources.time_window import TimeWindow
 
 
 def test_a_spool_gives_back_items_by_time_ties_in_the_order_added() -> None:
@@ -328,3 +332,89 @@ def test_a_gap_renumbered_in_its_bytes_is_the_gap_renumbered_and_encoded_again()
     other = msgspec.msgpack.encode({"gap_id": fields.pop("gap_id"), **fields})
     assert gap_spool.decode_gap(other).gap_id == 3
     assert gap_spool.renumbered(other, 9) == gap_spool.encode_gap(replace(gaps[0], gap_id=9))
+
+
+def _chatty_window(tmp_path: Path, sim: SimResult, chatty: int) -> tuple[Path, TimeWindow]:
+    """The simulated prover `sim` with its log recorded inside, and `chatty` more debug lines
+    (RUST_LOG=debug) in the 30 s before a window from +40 s on."""
+    since_s = sim.header.started_wall_s + 40.0
+    chatter = [LogEvent(since_s - 30.0 + 29.0 * i / chatty, "line", "tracing",
+                        f"chatty line {i}", f"DEBUG cuzk_core::engine: chatty line {i} "
+                        f"some_field=value{i}", "cuzk.log", "DEBUG",
+                        fields={"some_field": f"value{i}"})
+               for i in range(chatty)]
+    path = tmp_path / f"chatty-{chatty}.jsonl"
+    write_recording(path, sim.header, heapq.merge(
+        sim.records, chatter, key=lambda r: getattr(r, "t_wall_s", 0.0)))
+    return path, TimeWindow(since_s, None, "+40s")
+
+
+def _window_report(path: Path, window: TimeWindow) -> tuple[int, bytes]:
+    """The peak memory a window's report of `path` traced, and its document."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        report = build_report(path, Config(), workers=1, window=window)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return peak, encode_json(to_json(report), indent=2)
+
+
+def test_a_windows_report_holds_the_log_read_around_it_on_disk_not_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window of a recording holding its log reads the log events 5 minutes each side of it
+    (`startup_lines.recorded_around`); they were held in two lists, ~1 KB an event: a debug
+    log's 400,000 lines before a window took its report from 53 MB to 477 MB. They wait on
+    disk now, as `--log` events do (runs of 1,000 here): three times the lines before the
+    window, the same memory held; the document is the same as with them all in memory."""
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 1000)
+    # The reading's own bounds, made small: the bytes looked at for log events where the
+    # window starts (32 MB, read at once), the search back for the daemon's start (4 MB at
+    # a time) and a plain file's chunk (1 MB): in files this small, each held the whole
+    # file, its lines with it. The lines are more than the detector keeps of the recent
+    # ones (2,048, cut).
+    monkeypatch.setattr(startup_lines, "LOG_PROBE_BYTES", 1 << 16)
+    monkeypatch.setattr(log_split, "SCAN_BYTES", 1 << 16)
+    monkeypatch.setattr(gzip_lines, "PLAIN_CHUNK_BYTES", 1 << 16)
+    sim = simulate("pageable", seed=5, duration_s=60.0, gpus=1)
+    few, many = (_chatty_window(tmp_path, sim, n) for n in (5_000, 15_000))
+    peak_few, doc_few = _window_report(*few)
+    peak_many, _doc = _window_report(*many)
+    # Held in lists: ~750 bytes more a line (7.5 MB); on disk, a run's worth (and a few
+    # bytes a run on disk).
+    assert peak_many - peak_few < 10_000 * 50, (peak_few, peak_many)
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 10**9)  # all held in memory
+    assert _window_report(*few)[1] == doc_few
+
+
+def test_the_log_read_around_a_window_is_read_back_as_recorded_at_each_pass(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every worker of a split report and every play of a replay (a seek back) reads the log
+    around the window again: on disk, each pass gives the events in the order the recording
+    holds them (not sorted by time: as the lists gave them), the daemon's startup lines
+    before the first event of the margin once."""
+    monkeypatch.setattr(gap_spool, "EVENT_RUN_ITEMS", 3)
+
+    def ev(t: float, name: str) -> LogEvent:
+        return LogEvent(t, "line", "tracing", name, name)
+
+    startup = [ev(1.0, "memory budget"), ev(2.0, "starting cuzk engine"), ev(9.0, "workers")]
+    lead = [ev(t, f"lead {i}") for i, t in enumerate([5.0, 7.0, 6.0, 8.0, 9.0, 12.0, 11.0])]
+    trail = [ev(t, f"trail {i}") for i, t in enumerate([40.0, 39.5, 41.0, 42.0])]
+    around = LogAround(startup)
+    for e in lead:
+        around.add_before(e)
+    for e in trail:
+        around.add_after(e)
+    try:
+        assert around.runs > 2 and around.spooled
+        for _pass in range(2):
+            assert list(around.before()) == [*startup[:2], *lead]
+            assert list(around.after()) == trail
+    finally:
+        around.close()
+    assert LogAround(startup) and not LogAround(startup).spooled
+    assert list(LogAround(startup).before()) == startup and not LogAround()

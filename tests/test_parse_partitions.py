@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from gapwatch.commands.parse import format_timeline
 from gapwatch.core.models import FieldValue, LogEvent
@@ -291,6 +292,50 @@ def test_a_negative_duration_in_cuzks_timing_lines_is_no_duration() -> None:
     assert first.partition == 0 and first.mutex_held_ms is None
 
 
+def test_a_duration_no_step_takes_is_no_duration_counted_said_and_never_summed() -> None:
+    """`mutex_held_ms=99999999999999999` (3 million years, an int, so taken): the table's wall
+    time was 1e14 s, GPU efficiency 0 %, GPU occupied 100 %. A figure over a day times no
+    step of one partition (`log_lines.MAX_STEP_MS`): read as none, counted, said."""
+    text = (DATA / "pageable.log").read_text()
+    clean = derive_timeline(_parsed(text.splitlines()))
+    bad_text = (text.replace("mutex_held_ms=942", "mutex_held_ms=99999999999999999", 1)
+                .replace("partition=0,synth_ms=2891", "partition=0,synth_ms=86400001", 1)
+                .replace("gpu_ms=", "gpu_ms=99999999999", 1))
+    events = _parsed(bad_text.splitlines())
+    run = derive_timeline(events)
+    # The run's figures are the log's own, as without the lines' absurd fields.
+    assert run.wall_s == clean.wall_s
+    assert run.merged_efficiency == clean.merged_efficiency
+    assert run.occupied_fraction is not None and clean.occupied_fraction is not None
+    assert run.occupied_fraction <= clean.occupied_fraction
+    assert run.bad_durations == 3
+    note = run.bad_durations_note()
+    assert note is not None and note.startswith("3 duration(s) in cuzk's timing lines that no "
+                                                "step takes (negative, over a day, or longer than "
+                                                "cuzk's run had run")
+    assert note in format_timeline(run)
+    # A recording's lock event placed by the absurd figure (an older gapwatch's parse) places
+    # no busy span either.
+    placed = [replace(ev, fields={**ev.fields, "gpu_busy_start_s": ev.t_wall_s - 1e14})
+              if ev.kind == PARTITION_KIND and ev.fields.get("mutex_held_ms") ==
+              99999999999999999 else ev for ev in events]
+    assert derive_timeline(placed).wall_s == clean.wall_s
+
+
+def test_a_duration_longer_than_its_run_had_run_is_no_duration() -> None:
+    """Under a day, yet longer than the engine had run when the step ended (`starting cuzk
+    engine` opens the log 8 s before the first SYNTH_END): 22 hours of mutex held made the
+    wall time 22 hours. Without the start read, only the day bounds it."""
+    text = (DATA / "pageable.log").read_text()
+    clean = derive_timeline(_parsed(text.splitlines()))
+    bad_text = (text.replace("mutex_held_ms=942", "mutex_held_ms=80000000", 1)
+                .replace("partition=0,synth_ms=2891", "partition=0,synth_ms=3600000", 1))
+    run = derive_timeline(_parsed(bad_text.splitlines()))
+    assert run.wall_s == clean.wall_s and run.bad_durations == 2
+    headless = [line for line in bad_text.splitlines() if "starting cuzk engine" not in line]
+    assert derive_timeline(_parsed(headless)).bad_durations == 0
+
+
 def test_negative_durations_are_counted_and_said_under_the_table() -> None:
     """A negative `*_ms` left its cell "-" with nothing said; each is now counted, and the
     report's table and `parse --timeline` say how many were read as none."""
@@ -302,16 +347,18 @@ def test_negative_durations_are_counted_and_said_under_the_table() -> None:
     for i, line in enumerate(bad.splitlines()):
         events += parser.parse_line(line, "pageable.log", i, 0.0)
     run = derive_timeline(events)
-    assert run.negative_durations == 2
-    note = run.negative_note()
-    assert note is not None and note.startswith("2 negative duration(s)")
+    assert run.bad_durations == 2
+    note = run.bad_durations_note()
+    assert note is not None and note.startswith("2 duration(s) in cuzk's timing lines that no "
+                                                "step takes (negative, over a day, or longer than "
+                                                "cuzk's run had run")
     assert note in format_timeline(run)
     assert any(note in line for line in _partition_lines(run))
     clean = LogParser()
     good = [ev for i, line in enumerate(text.splitlines())
             for ev in clean.parse_line(line, "pageable.log", i, 0.0)]
-    assert derive_timeline(good).negative_durations == 0
-    assert derive_timeline(good).negative_note() is None
+    assert derive_timeline(good).bad_durations == 0
+    assert derive_timeline(good).bad_durations_note() is None
 
 
 #: A log kept at WARN (`RUST_LOG=warn`): the INFO `is_pinned` lines are gone, the pinned pool's

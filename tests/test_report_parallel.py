@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import gzip
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from gapwatch.core.models import (
 from gapwatch.offline import report, report_parallel
 from gapwatch.offline.compare import read_side
 from gapwatch.offline.detect import Detected
+from gapwatch.offline.log_around import LogAround
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.offline.report_parallel import MIN_PARALLEL_BYTES, detect_parallel, plan_workers
 from gapwatch.sinks.recorder import write_recording
@@ -673,3 +675,36 @@ def test_a_stop_signal_between_a_workers_fork_and_its_registration_leaves_no_wor
     started = interrupted_right_after_each_start(
         monkeypatch, lambda: detect_parallel(sim_recording, Config(), 2))
     assert started and not [pid for pid in started if process_running(pid)]
+
+
+def test_spawned_workers_are_sent_a_windows_startup_lines_and_leave_its_log_on_disk_to_one_process(
+    sim_recording: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Spawned, a worker cannot be handed the spool of the log read around a window
+    (`log_around.LogAround`): such a window reads in one process, the same report. The
+    daemon's startup lines alone (recorded before the window, its margins holding no log
+    event) go with the worker's job, as the list they were: the job holding them could not
+    be pickled once they lived beside the spools."""
+    monkeypatch.setattr(report_parallel, "can_share_logs", lambda: False)
+    splits = _spy_on_splits(monkeypatch)
+    start = header_of(sim_recording).started_wall_s
+    w = TimeWindow(start + 30.0, start + 60.0, "")
+    startup = [LogEvent(start - 5.0, "line", "tracing", "starting cuzk engine",
+                        "INFO cuzk_core::engine: starting cuzk engine")]
+    monkeypatch.setattr(report, "recorded_startup", lambda _path, _since_s: startup)
+
+    def around(_path: Path, _window: TimeWindow, lines: list[LogEvent],
+               margin: bool) -> LogAround:
+        read = LogAround(lines)
+        if margin:
+            read.add_before(LogEvent(start + 29.0, "line", "tracing", "a line", "a line"))
+        return read
+
+    for margin, split in ((True, False), (False, True)):
+        monkeypatch.setattr(report, "recorded_around",
+                            lambda p, win, lines, m=margin: around(p, win, lines, m))
+        one = build_report(sim_recording, Config(), workers=1, window=w)
+        two = build_report(sim_recording, Config(), workers=2, window=w)
+        assert msgspec.json.encode(to_json(two)) == msgspec.json.encode(to_json(one))
+        assert splits[-1] is split
+    assert pickle.loads(pickle.dumps(LogAround(startup))).spooled is False

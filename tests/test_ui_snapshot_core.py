@@ -249,8 +249,9 @@ def test_the_summary_shows_the_live_busy_share_and_count_and_the_real_span(tmp_p
     assert "Covers 60.0s of data, 09:06:21 to 09:07:21" in summary
     # What the state rests on now (3 starved gaps in the window as of the last sample), and
     # what it was entered on (the fake's state reason), each in its own column.
-    assert ("| 3 pcie_starved gaps (2.5 s idle) in the last 30 s, 09:06:51-09:07:21 | "
-            "3 pcie_starved gaps in 30 s |") in summary
+    # (Each cell Markdown text: `fmt.markdown`, the `_` escaped.)
+    assert ("| 3 pcie\\_starved gaps (2.5 s idle) in the last 30 s, 09:06:51-09:07:21 | "
+            "3 pcie\\_starved gaps in 30 s |") in summary
     assert "Covers the last 300" not in summary
 
 
@@ -275,8 +276,8 @@ def test_the_summary_gives_each_distinct_cause_once_with_a_count(tmp_path: Path)
     hints = summary.split("## Hints")[1].split("\n## ")[0]
     bullets = [line for line in hints.splitlines() if line.startswith("- ")]
     assert len(bullets) == 3  # 15 unpinned starved gaps, the 5 plain starved ones, 1 host stall
-    assert bullets[0].startswith("- **pcie_starved**, 15 gap(s) (GPU0 15)")
-    assert "is_pinned=false: a/b/c in pageable memory?" in bullets[0]
+    assert bullets[0].startswith("- **pcie\\_starved**, 15 gap(s) (GPU0 15)")  # Markdown text
+    assert "is\\_pinned=false: a/b/c in pageable memory?" in bullets[0]
     assert "latest (" in hints and "partitions 14, 15" in hints
 
 

@@ -11,6 +11,7 @@ from ui_fakes import FakeRuntime, fill_breakdown, make_config, screen_text
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config
+from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, GpuSample, StateChange
@@ -87,8 +88,9 @@ def test_summary_md_says_the_live_count_and_what_the_state_was_entered_on(
     snap = rt.store.snapshot()
     summary = render_summary(snap, rt.header, rt.config, [], t_wall_s=0.0, reason="by hand")
     row = next(line for line in summary.splitlines() if line.startswith("| GPU0 |"))
-    live = re.search(r"\| (\d+) pcie_starved gaps \([\d.]+ s idle\) in the last 30 s, "
-                     r"\d\d:\d\d:\d\d-\d\d:\d\d:\d\d \| 2 pcie_starved gaps in the last 30 s \|",
+    # Each cell Markdown text (`fmt.markdown`: `pcie\_starved`).
+    live = re.search(r"\| (\d+) pcie\\_starved gaps \([\d.]+ s idle\) in the last 30 s, "
+                     r"\d\d:\d\d:\d\d-\d\d:\d\d:\d\d \| 2 pcie\\_starved gaps in the last 30 s \|",
                      row)
     assert live is not None, row
     assert int(live.group(1)) == _in_window(snap.gaps, snap.windows[0].t_mono_ns,
@@ -106,7 +108,7 @@ def test_summary_md_says_what_the_prover_package_could_not_learn(tmp_path: Path)
     section = summary.split("## What to change", 1)[1].split("\n## ", 1)[0]
     assert "What gapwatch lacks (so some gaps have no prover cause" in section
     for why in snap.prover_lacks:
-        assert f"- {why}" in section
+        assert f"- {fmt.markdown(why)}" in section
 
 
 def test_the_reports_breakdown_line_counts_the_gaps_of_the_period(tmp_path: Path) -> None:

@@ -13,10 +13,12 @@ import glob
 import math
 import os
 import re
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gapwatch.base.input_files import path_problem
+from gapwatch.base.input_files import file_kind, path_problem
+from gapwatch.engine.console import say
 
 if TYPE_CHECKING:  # read when a flag is: `gapwatch --help` stays light (no msgspec models)
     from gapwatch.sources.time_window import Moment, TimeWindow
@@ -113,18 +115,63 @@ def log_files(given: list[str] | None) -> list[str]:
     path that exists is taken as it is, glob characters and all; a glob that matches nothing
     too (the reader says it cannot be read). A file named twice (or by a path and a glob, a
     link to it, a hard link: one device and inode) is read once: its events counted twice were
-    two prover runs."""
+    two prover runs.
+
+    A file a glob matches that cannot be read whole (a dangling link, a link loop, a link to
+    `/dev/zero`, a FIFO, a directory, one without read permission) is left out, said in one
+    line on stderr with how many of the glob's files were (`_readable`): one such entry beside
+    the rotated logs stopped the whole report (exit 2; a FIFO after waiting 10 s for a writer).
+    A path named as it is stays the reader's to refuse (exit 2): the user asked for that file."""
     out: list[str] = []
     seen: set[object] = set()
     for text in given or []:
-        matched = [] if os.path.lexists(text) or not glob.has_magic(text) else sorted(
-            glob.glob(text))
+        matched = [] if os.path.lexists(text) or not glob.has_magic(text) else _readable(
+            text, sorted(glob.glob(text)))
         for name in matched or [text]:
             same = _file_identity(name)
             if same not in seen:
                 seen.add(same)
                 out.append(name)
     return out
+
+
+#: The files a glob left out that its line names; the rest are counted.
+_LEFT_OUT_NAMED = 5
+
+
+def _readable(pattern: str, matched: list[str]) -> list[str]:
+    """Of the files `pattern` matched, those that can be read whole; the others said in one
+    line (the reader would refuse them and stop: `input_files.open_whole`)."""
+    kept, left_out = [], []
+    for name in matched:
+        why = _why_unreadable(name)
+        if why is None:
+            kept.append(name)
+        else:
+            left_out.append(f"{name} ({why})")
+    if left_out:
+        more = len(left_out) - _LEFT_OUT_NAMED
+        named_ = "; ".join(left_out[:_LEFT_OUT_NAMED]) + (f"; and {more} more" if more > 0 else "")
+        say(f"warning: --log {pattern}: {len(left_out)} of the {len(matched)} files it matches "
+            f"cannot be read, left out: {named_}")
+    return kept
+
+
+def _why_unreadable(name: str) -> str | None:
+    """Why a file cannot be read whole, in words, found without reading it or waiting (a
+    FIFO's writer is not waited for: no rotated log is a FIFO); None: it can be."""
+    try:
+        mode = os.stat(name).st_mode
+    except OSError as exc:
+        link = "a link that leads nowhere: " if os.path.islink(name) else ""
+        return f"{link}{exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        return file_kind(mode)
+    try:
+        os.close(os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
 
 
 def _file_identity(name: str) -> object:

@@ -186,7 +186,7 @@ def format_timeline(run: RunTimeline) -> str:
     rows.append(f"idle gaps between lock regions >= {LONG_IDLE_S * 1000:.0f} ms: "
                 f"{run.long_idle_gaps}"
                 + (f" (longest {longest:.3f} s)" if run.long_idle_gaps and longest else ""))
-    negative = run.negative_note()
+    negative = run.bad_durations_note()
     if negative is not None:
         rows.append(negative)
     # Every cell is the log's text or a number: shown, never obeyed (a job id held OSC

@@ -95,7 +95,7 @@ def markdown(text: str, width: int | None = None) -> str:
     the table nor becomes HTML, a link or markup when the document is pasted into a ticket,
     and a mention or an issue reference broken by an empty comment (`@<!-- -->team`), so that
     pasting it notifies nobody. The one rule for Markdown outputs (`gapwatch compare
-    --markdown`)."""
+    --markdown`, the snapshot's summary.md)."""
     shown = visible(text)
     if width is not None:
         shown = fit(shown, width, pad=False)

@@ -305,6 +305,46 @@ def running_words(proof: RunningProof) -> str:
     return fmt.visible(f"{proof.name} {proof.job_id} running {took}{limit}{phase}{verdict}")
 
 
+class SaidWithin:
+    """Which of a watcher's words a span keeps (`from_s` to `until_s`, wall times; None: open
+    on that side), in the order said: those said inside it, and a proof said after its end
+    that began within it (in flight in it: its completion read after, by its total, else the
+    least it can be); a restart's cost is kept where its restart is (the list and the count
+    agree: the cost of a restart said before the span, its new run's first work inside it,
+    listed the cost of a restart the count did not hold). The one rule of the
+    report (`gapwatch.offline.detect._Side`, its span `log_span.report_span`) and of a
+    windowed replay (`gapwatch.engine.session.Session.tell_within`): both read the log 5
+    minutes each side of a window (for the gaps' evidence and the PoSt in flight), and the
+    words said there are not the window's."""
+
+    def __init__(self, from_s: float | None = None, until_s: float | None = None) -> None:
+        self.from_s = from_s
+        self.until_s = until_s
+        #: Whether the last restart said was left out: its cost is then left out with it.
+        self._restart_left_out = False
+
+    def keeps(self, e: ProverEvent) -> bool:
+        """Whether `e`, said now, is the span's (its restart's judgement remembered)."""
+        inside = self._inside(e)
+        if e.kind == "restart":
+            self._restart_left_out = not inside
+        elif e.kind == "restart_cost" and self._restart_left_out:
+            inside = False
+        return inside
+
+    def _inside(self, e: ProverEvent) -> bool:
+        if self.from_s is not None and e.t_wall_s < self.from_s:
+            return False
+        until = self.until_s
+        if until is None or e.t_wall_s <= until:
+            return True
+        p = e.proof
+        if p is None:
+            return False
+        took = p.total_s if p.total_s is not None else p.total_at_least_s
+        return took is not None and e.t_wall_s - took <= until
+
+
 def notice_of(event: ProverEvent, t_mono_ns: int) -> Notice | None:
     """The notice that says `event` (warnings and errors; an on-time proof is no notice)."""
     if event.level == "info":

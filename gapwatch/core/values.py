@@ -38,13 +38,29 @@ def count_field(value: FieldValue) -> int | None:
     return value if type(value) is int and value >= 0 else None
 
 
+#: The least size above 0 a prover can write in GiB: one byte (it divides a count of bytes by
+#: 2^30). A figure above 0 and below it (`size_gib=5e-324`, `1e-300`) is no size, and made the
+#: pinned-pool advice's arithmetic overflow (`3 x 5e-324` steps in 512 GiB: infinity).
+MIN_SIZE_GIB: Final = 1.0 / (1 << 30)
+#: The most: 1 PiB of host memory, past any GPU box (the largest hold tens of TiB).
+#: `pool_total_gib=1e300` or `size_gib=1e308` is no size of any box ("3 x 1e308 GiB = inf").
+MAX_SIZE_GIB: Final = float(1 << 20)
+#: How `size_field`'s bounds are said where a figure is dropped by them.
+SIZE_BOUNDS_WORDS: Final = "0, or a byte to 1 PiB"
+
+
 def size_field(value: object) -> float | None:
-    """A size a prover computes as a float (GiB from bytes, an `f64`), or None for no size:
-    not a number (a bool is not one), negative, infinite or NaN."""
+    """A size a prover computes as a float in GiB (from bytes, an `f64`), or None for no size:
+    not a number (a bool is not one), negative, infinite or NaN, or a size no GPU box can
+    have (above 0 and below a byte, or above 1 PiB: `MIN_SIZE_GIB`, `MAX_SIZE_GIB`). The one
+    bound of the GiB figures of a prover's lines, where they are read: every sum and ratio of
+    them after it stays finite."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     n = float(value)
-    return n if math.isfinite(n) and n >= 0 else None
+    if not (math.isfinite(n) and n >= 0) or n > MAX_SIZE_GIB:
+        return None
+    return n if n == 0 or n >= MIN_SIZE_GIB else None
 
 
 def is_bad_count(value: FieldValue) -> TypeGuard[int]:

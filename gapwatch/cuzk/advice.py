@@ -55,6 +55,7 @@ from gapwatch.core.payoff import IfClosed
 from gapwatch.core.prover_watch import ProofTroubles, Trouble
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.units import GIB
+from gapwatch.core.values import SIZE_BOUNDS_WORDS
 from gapwatch.cuzk.first_wave import gap_moment, wave_of, wave_words
 from gapwatch.cuzk.knobs import (
     CHANGE,
@@ -426,6 +427,22 @@ def _dropped(pipeline: PipelineView, *keys: str) -> str:
     gave that were no count (`PipelineView.dropped`), else ""."""
     bad = [d for d in pipeline.dropped if d.split("=", 1)[0] in keys]
     return f"; its {', '.join(bad)} is no count: not used" if bad else ""
+
+
+#: The pinned pool's figures (`gapwatch.cuzk.pin_need`), each bounded where it is read
+#: (`values.size_field`).
+POOL_FIGURES = ("size_gib", "pool_total_gib", "num_constraints", "total_budget_gib")
+
+
+def _dropped_sizes(pipeline: PipelineView) -> str | None:
+    """That the pool's figures of the log include some no GPU box can have, dropped (the
+    arithmetic goes without them, said as not in the log), or None."""
+    bad = [d for d in pipeline.dropped if d.split("=", 1)[0] in POOL_FIGURES]
+    if not bad:
+        return None
+    return (f"the log's {', '.join(bad)}: no size a GPU box can have ({SIZE_BOUNDS_WORDS}), "
+            f"not used ({pipeline.figures_dropped} count or size figure(s) of the log dropped "
+            "so)")
 
 
 #: Lines of the latest gap's evidence an advice cites (`_evidence`).
@@ -924,6 +941,9 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
         facts.append(f"{pool.checkout_failed} checkout(s) FAILED, {pool.alloc_failed} "
                      "cudaHostAlloc failure(s) in the log")
     churn, churn_why = _pool_churn(gaps, pipeline, facts)
+    dropped = _dropped_sizes(pipeline)
+    if dropped is not None:
+        facts.append(dropped)
     # How much, from the log's own figures where it gives them (`gapwatch.cuzk.pin_need`).
     need = pin_need(pipeline)
     since = need.since_words()

@@ -23,7 +23,7 @@ import msgspec
 
 from gapwatch.core import fmt
 from gapwatch.core.models import FieldValue, TimeSource
-from gapwatch.core.values import convert_value, digits_value
+from gapwatch.core.values import convert_value, count_field, digits_value, is_bad_count
 
 #: The kind of the event the parser adds per attributed lock region (`PartitionLock`).
 PARTITION_KIND = "cuzk_partition"
@@ -240,6 +240,48 @@ _IN_LOCK_KEYS = ("ntt_msm_h_ms", "barrier_wait_ms", "batch_add_ms", "tail_msm_ms
                  "gpu_total_ms")
 
 
+#: The longest a step of cuzk's timing lines can take, ms: a day. Every `*_ms` of the C++
+#: timing lines (`CUZK_TIMING`, `CUZK_NTT_H`) and of TIMELINE (`synth_ms`, `gpu_ms`) times one
+#: step of one partition or one proof (cuzk-log-formats.md 1.1-1.3: a synthesis, a GPU
+#: region, a lock wait; seconds to minutes, a PoRep C2 of 10 partitions takes minutes). One of
+#: `mutex_held_ms=99999999999999999` (3 million years) made a ten-minute log's wall time 1e14 s,
+#: GPU efficiency 0 % and GPU occupied 100 %.
+MAX_STEP_MS = 86_400_000
+#: What a step may seem to outlast its run by, s: the run's start (`starting cuzk engine`) and
+#: the line that ends the step are timed by their own lines, and cuzk truncates to the ms.
+RUN_SLACK_S = 1.0
+
+
+def step_ms(value: FieldValue, within_s: float | None = None) -> int | None:
+    """A duration of cuzk's timing lines, ms, or None where it is none a step can take:
+    negative (`count_field`), over a day (`MAX_STEP_MS`), not an integer, or longer than the
+    time its run had run when the step ended (`within_s`: since the run's `starting cuzk
+    engine`, where the log read it; None: not known): every step is timed inside the engine,
+    whose TIMELINE epoch is set at that line (engine.rs:1242). The one rule for those figures,
+    read where they are summed or placed: the partition table, the lock region's busy span."""
+    n = count_field(value)
+    if n is None or n > MAX_STEP_MS:
+        return None
+    return n if within_s is None or n <= (within_s + RUN_SLACK_S) * 1000 else None
+
+
+def busy_span(fields: dict[str, FieldValue], within_s: float | None = None
+              ) -> tuple[FieldValue, FieldValue]:
+    """A lock region's busy span as its event gives it (`gpu_busy_start_s`, `gpu_busy_end_s`),
+    or (None, None) where its `mutex_held_ms`, which placed it, is none a step takes
+    (`step_ms`, `within_s` as there): a recording's event placed by
+    `mutex_held_ms=99999999999999999` began 1e14 s before the log (the partition table's wall
+    time, the Perfetto trace's lock slice)."""
+    if "mutex_held_ms" in fields and step_ms(fields["mutex_held_ms"], within_s) is None:
+        return None, None
+    return fields.get("gpu_busy_start_s"), fields.get("gpu_busy_end_s")
+
+
+def is_bad_step(value: FieldValue, within_s: float | None = None) -> bool:
+    """An integer where a duration was wanted that `step_ms` drops: counted, said."""
+    return is_bad_count(value) or (type(value) is int and step_ms(value, within_s) is None)
+
+
 def warning_of(text: str) -> str | None:
     """The gap-explaining warning a line carries, if any (cheap substring tests)."""
     if "is_pinned=false" in text:
@@ -347,8 +389,7 @@ class PartitionLock:
 
     @property
     def mutex_held_ms(self) -> int | None:
-        v = self.fields.get("mutex_held_ms")
-        return v if isinstance(v, int) else None
+        return step_ms(self.fields.get("mutex_held_ms"))
 
 
 class _PendingProveStart(msgspec.Struct, gc=False):
@@ -483,8 +524,8 @@ class LockAttributor:
         self._names.remove(name)
         group = done[0]
         group["prove_start_ms"] = name.prove_start_ms
-        held = group.get("mutex_held_ms")
-        if isinstance(held, int):
+        held = step_ms(group.get("mutex_held_ms"))
+        if held is not None:  # a figure no step takes places no busy span (`step_ms`)
             group["gpu_busy_start_s"] = name.t_wall_s - held / 1000.0
             group["gpu_busy_end_s"] = name.t_wall_s
         self.attributed += 1

@@ -44,7 +44,7 @@ from msgspec.structs import replace
 
 from gapwatch.core.models import POOL_FALLBACK_WARNINGS, FieldValue, LogEvent, ProverStatus
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
-from gapwatch.core.values import count_field, int_field, is_bad_count
+from gapwatch.core.values import int_field
 from gapwatch.cuzk.daemons import Daemons
 from gapwatch.cuzk.log_lines import (
     ANCHOR_MESSAGE,
@@ -57,6 +57,9 @@ from gapwatch.cuzk.log_lines import (
     UNPLACED_FIELD,
     WORKER_STARTED_MESSAGE,
     LockAttributor,
+    busy_span,
+    is_bad_step,
+    step_ms,
 )
 from gapwatch.cuzk.partition_table import (
     FIRST_WAVE,
@@ -122,9 +125,11 @@ class RunTimeline:
     #: The `sectors` each batch's `synthesis complete, sending to GPU batch_size>1` line said
     #: (engine.rs:2746-2752), the first `MAX_SIZES` kept: one value is the batch size.
     batch_sectors: frozenset[int] = frozenset()
-    #: Durations in cuzk's timing lines that were negative (a garbled or hostile line), each
-    #: read as no duration ("-"): counted so that the table says why its cells are empty.
-    negative_durations: int = 0
+    #: Durations in cuzk's timing lines that no step takes (negative, over a day, longer than
+    #: the run had run: `log_lines.step_ms`; a garbled or hostile line), each read as no
+    #: duration ("-"), never summed nor placed: counted so that the table says why its cells
+    #: are empty.
+    bad_durations: int = 0
 
     @property
     def wall_s(self) -> float | None:
@@ -173,14 +178,15 @@ class RunTimeline:
             out.append(f"{self.other_jobs} {what}")
         return ", ".join(out)
 
-    def negative_note(self) -> str | None:
-        """What the table says of `negative_durations` (the report's and `parse --timeline`'s
-        one sentence), or None: there were none."""
-        n = self.negative_durations
+    def bad_durations_note(self) -> str | None:
+        """What the table says of `bad_durations` (the report's and `parse --timeline`'s one
+        sentence), or None: there were none."""
+        n = self.bad_durations
         if not n:
             return None
-        return (f"{n} negative duration(s) in cuzk's timing lines (synth_ms, gpu_ms or a lock "
-                "region's *_ms; a garbled or hostile line): each read as no duration, '-'")
+        return (f"{n} duration(s) in cuzk's timing lines that no step takes (negative, over a "
+                "day, or longer than cuzk's run had run: synth_ms, gpu_ms or a lock region's "
+                "*_ms; a garbled or hostile line): each read as no duration, '-', never summed")
 
 
 #: Batch sizes kept at most (`RunTimeline.batch_sectors`): a hostile log's endless sizes.
@@ -266,18 +272,21 @@ _LOCK_DURATIONS: Final = ("mutex_held_ms", "mutex_wait_ms", "gpu_total_ms", "ntt
                           "barrier_wait_ms")
 
 
-def _lock_row(e: LogEvent) -> _LockRow:
+def _lock_row(e: LogEvent, within_s: float | None) -> _LockRow:
     f = e.fields
-    # Durations: a negative one is no duration (a hostile or garbled line: -935 ms held the
-    # mutex, taken as given, made the partition table's sums and shares negative).
-    held, wait, total, ntt, barrier = (count_field(f.get(k)) for k in _LOCK_DURATIONS)
+    # Durations: one no step takes is no duration (a hostile or garbled line: -935 ms held
+    # the mutex, taken as given, made the partition table's sums and shares negative; 1e17
+    # ms made its wall time 1e14 s), and its busy span none either (a recording's event
+    # placed it by that figure).
+    held, wait, total, ntt, barrier = (step_ms(f.get(k), within_s) for k in _LOCK_DURATIONS)
     return (e.job_id, e.partition, e.worker, held, wait, total, ntt, barrier,
-            f.get("gpu_busy_start_s"), f.get("gpu_busy_end_s"))
+            *busy_span(f, within_s))
 
 
-def _negatives(fields: dict[str, FieldValue], keys: Iterable[str]) -> int:
-    """How many of `keys` hold a negative duration (what `count_field` reads as none)."""
-    return sum(is_bad_count(fields.get(k)) for k in keys)
+def _bad_steps(fields: dict[str, FieldValue], keys: Iterable[str], within_s: float | None
+               ) -> int:
+    """How many of `keys` hold a duration no step takes (what `step_ms` reads as none)."""
+    return sum(is_bad_step(fields.get(k), within_s) for k in keys)
 
 
 #: Workers' jobs and monolithic jobs' kinds kept at most (the latest): a few dozen are in
@@ -341,7 +350,9 @@ class TimelineBuilder:
         #: three above are, and each daemon's (run, busy, waves over) while another's are.
         self._daemons = Daemons()
         self._daemon = 0
-        self._runs: list[tuple[int, bool, set[str | None]]] = []
+        self._runs: list[tuple[int, bool, set[str | None], float | None]] = []
+        #: When the current daemon's run started (its `starting cuzk engine`); None: not read.
+        self._run_start_s: float | None = None
         #: (run, job) -> a partitioned job's proof kind (`DISPATCH_KINDS`, `/status`).
         self._job_kind: dict[tuple[int, str | None], str] = {}
         #: Each worker's job as of its latest GPU_START: the job of a lock region that names
@@ -356,7 +367,7 @@ class TimelineBuilder:
         self._attributor: LockAttributor | None = LockAttributor()
         #: The first GPU the events named: a second switches that attribution off.
         self._gpu: int | None = None
-        #: Negative durations read as none (`RunTimeline.negative_durations`); those of the
+        #: Durations no step takes, read as none (`RunTimeline.bad_durations`); those of the
         #: lock regions redone here apart: they count only where the parser's do not win.
         self._negative = 0
         self._negative_own = 0
@@ -373,9 +384,17 @@ class TimelineBuilder:
         if self._run_busy:
             self._run += 1
         self._run_busy = False
+        self._run_start_s = t_s
         self._waves_over = set()
         if self._read_from_s is not None and t_s < self._read_from_s:
             self._waves_over.add(WAVES_NOT_READ)
+
+    def _within(self, t_s: float) -> float | None:
+        """The seconds the current run had run at `t_s` (a step ending then took no longer:
+        `log_lines.step_ms`); None where its start was not read, or `t_s` is before it (a line
+        out of order proves nothing)."""
+        start = self._run_start_s
+        return None if start is None or t_s < start else t_s - start
 
     def _gpus_named(self, e: LogEvent) -> None:
         """Lock attribution from the C++ lines holds on one GPU only, as the parser's does
@@ -436,9 +455,10 @@ class TimelineBuilder:
             _keep(self._worker_job, (self._run, e.worker), e.job_id)
         mono_kind = (None if e.partition is not None
                      else self._mono_kind.get((self._run, e.job_id), "monolithic"))
-        gpu_ms = None if start else count_field(e.fields.get("gpu_ms"))
+        within = self._within(e.t_wall_s)
+        gpu_ms = None if start else step_ms(e.fields.get("gpu_ms"), within)
         if not start:
-            self._negative += _negatives(e.fields, ("gpu_ms",))
+            self._negative += _bad_steps(e.fields, ("gpu_ms",), within)
         self._ops.add(self._run, e.job_id, _part(e.partition, e.worker), e.t_wall_s, GPU_EDGE,
                       start, e.t_wall_s, e.worker, e.gpu, gpu_ms, mono_kind)
 
@@ -457,9 +477,10 @@ class TimelineBuilder:
         if d == self._daemon:
             return
         while len(self._runs) <= max(d, self._daemon):
-            self._runs.append((1, False, set()))
-        self._runs[self._daemon] = (self._run, self._run_busy, self._waves_over)
-        self._run, self._run_busy, self._waves_over = self._runs[d]
+            self._runs.append((1, False, set(), None))
+        self._runs[self._daemon] = (self._run, self._run_busy, self._waves_over,
+                                    self._run_start_s)
+        self._run, self._run_busy, self._waves_over, self._run_start_s = self._runs[d]
         self._daemon = d
 
     def add(self, e: LogEvent) -> None:
@@ -482,8 +503,9 @@ class TimelineBuilder:
             self._gpu_edge(e)
         elif kind == "timeline" and name == "SYNTH_END":
             self._synth_end(e)
-            ms = count_field(e.fields.get("synth_ms"))
-            self._negative += _negatives(e.fields, ("synth_ms",))
+            within = self._within(e.t_wall_s)
+            ms = step_ms(e.fields.get("synth_ms"), within)
+            self._negative += _bad_steps(e.fields, ("synth_ms",), within)
             if ms is not None:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif _says_unpinned(e):
@@ -493,8 +515,9 @@ class TimelineBuilder:
         if kind == PARTITION_KIND:
             self._parser_locks = True
             self._attributor = None  # the parser's attribution wins
-            self._negative += _negatives(e.fields, _LOCK_DURATIONS)
-            self._lock(_lock_row(e), e.t_wall_s, own=False)
+            within = self._within(e.t_wall_s)
+            self._negative += _bad_steps(e.fields, _LOCK_DURATIONS, within)
+            self._lock(_lock_row(e, within), e.t_wall_s, own=False)
             return
         attributor = self._attributor
         if attributor is None:
@@ -507,11 +530,12 @@ class TimelineBuilder:
                                                None, e.fields.get("prove_start_ms"),
                                                e.fields.get(UNPLACED_FIELD) is True)
         if lock is not None:
-            self._negative_own += _negatives(lock.fields, _LOCK_DURATIONS)
+            within = self._within(lock.end_wall_s)
+            self._negative_own += _bad_steps(lock.fields, _LOCK_DURATIONS, within)
             self._lock(_lock_row(LogEvent(
                 t_wall_s=lock.end_wall_s, time_source=e.time_source, kind=PARTITION_KIND,
                 name="gpu_lock", raw="", worker=lock.worker, partition=lock.partition,
-                fields=lock.fields)), e.t_wall_s, own=True)
+                fields=lock.fields), within), e.t_wall_s, own=True)
 
     def _batch_sent(self, e: LogEvent) -> None:
         """`synthesis complete, sending to GPU`: a batch's (batch_size > 1) `sectors` kept."""
@@ -545,7 +569,7 @@ class TimelineBuilder:
         rows = rows_spool()
         summary = _Summary()
         self.rows_left_out = 0
-        last_run = max([self._run, *(run for run, _, _ in self._runs)])
+        last_run = max([self._run, *(run for run, _, _, _ in self._runs)])
         for row, when in self._ops.rows(self._parser_locks, last_run):
             if span is not None and not row.works_within(*span, self._first_poll_s):
                 self.rows_left_out += 1
@@ -553,7 +577,7 @@ class TimelineBuilder:
             add_row(rows, _order(row), _values(row), when)
             summary.add(row)
         run = summary.timeline(PartitionRows(rows, summary.count))
-        run.negative_durations = self._negative + (0 if self._parser_locks
+        run.bad_durations = self._negative + (0 if self._parser_locks
                                                    else self._negative_own)
         run.batch_sectors = frozenset(self._batch_sectors)
         return run

@@ -43,6 +43,7 @@ say why cudaHostAlloc fails):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gapwatch.core.units import GIB
@@ -163,7 +164,8 @@ class PinNeed:
             return None
         if self.budget_gib <= FLOOR_GIB:
             return 0
-        return math.ceil((self.budget_gib - FLOOR_GIB) / step) - 1
+        steps = _whole((self.budget_gib - FLOOR_GIB) / step, math.ceil)
+        return None if steps is None else steps - 1
 
     def margin_change(self) -> str | None:
         """`[memory] safety_margin`'s change: in steps of one partition's buffers, never taking
@@ -219,7 +221,9 @@ class PinNeed:
                 ("pool_total_gib", self.held_gib, CHECKOUT_FAILED_LINE)))
         held = self._held()
         # A rounded figure (46.59 GiB for 12 x 3.882613) still counts its whole partitions.
-        fits = int(self.held_gib / part + FITS_ROUNDING)
+        fits = _whole(self.held_gib / part + FITS_ROUNDING, int)
+        if fits is None:
+            return "lower it; the amount needs figures whose ratio is a number: " + held
         if self.workers is not None and fits >= self.workers:
             return (f"lower it below {self.workers} ("
                     f"{_from('synth_worker_count', self.workers, WORKERS_LINE)}): the pool "
@@ -249,6 +253,13 @@ class PinNeed:
                 "(safety_margin) is the pool's")
 
 
+def _whole(ratio: float, rounding: Callable[[float], int]) -> int | None:
+    """`ratio` made whole by `rounding`, or None where it is no number (a ratio of figures
+    that got past their bounds: `values.size_field` keeps them within a byte and 1 PiB, so
+    the steps stay below 2^51; the advice's arithmetic must never raise, whatever it reads)."""
+    return rounding(ratio) if math.isfinite(ratio) else None
+
+
 def _missing(figures: tuple[tuple[str, float | None, str], ...]) -> str:
     """`the amount needs, not in the log read: pool_total_gib ('pinned pool checkout FAILED'
     (WARN), pipeline.rs:302)` for the figures that are None; "" where none is."""
@@ -260,9 +271,12 @@ def pin_need(pipeline: PipelineView) -> PinNeed:
     """The figures of `pipeline` the pool's arithmetic reads."""
     pool = pipeline.pool
     failure = pool.last_failure if pool is not None else {}
-    held = size_field(failure.get("pool_total_gib"))
+    said = failure.get("pool_total_gib")
+    held = size_field(said)
     held_line, held_field = CHECKOUT_FAILED_LINE, "pool_total_gib"
-    if held is None and pool is not None:
+    if said is None and pool is not None:
+        # A figure the failure gave and its bounds dropped is not known: never the INFO lines'
+        # older size in its place ("the pool held 0 GiB" of a line that said 1e300).
         # No failed checkout's figure: the pool's own lines' (INFO), cited as theirs.
         held, held_line, held_field = pool.total_gib, POOL_INFO_LINE, "total_gib"
     size = pool.buffer_gib if pool is not None else None

@@ -382,15 +382,14 @@ SCALAR_BYTES = 32
 HELD_ROUNDING_GIB = 0.01
 
 
-def _checkout_failed_sizes(pool: PoolState, f: dict[str, FieldValue]) -> None:
-    """A failed checkout's figures beside its counts: the buffer it asked for (its
-    `num_constraints`), and what the pool held (`pool_total_gib`), the latest word on the pool's
-    size: a figure above what the INFO lines left (none read, or cut by RUST_LOG) proves buffers
-    pinned that those lines did not count, so their count is no longer known."""
-    n = count_field(f.get("num_constraints"))
+def _checkout_failed_sizes(pool: PoolState, n: int | None, held: float | None) -> None:
+    """A failed checkout's figures beside its counts (read and bounded by the caller): the
+    buffer it asked for (its `num_constraints`), and what the pool held (`pool_total_gib`), the
+    latest word on the pool's size: a figure above what the INFO lines left (none read, or cut
+    by RUST_LOG) proves buffers pinned that those lines did not count, so their count is no
+    longer known."""
     if n:
         pool.buffer_gib, pool.buffer_constraints = n * SCALAR_BYTES / GIB, n
-    held = size_field(f.get("pool_total_gib"))
     if held is not None and held >= 0 and (
             pool.total_gib is None or abs(held - pool.total_gib) > HELD_ROUNDING_GIB):
         pool.total_gib, pool.buffers = held, None
@@ -448,6 +447,8 @@ class PipelineView(_Limits):
     #: Count fields the log gave that were no count, as it gave them (`synth_worker_count=-5`):
     #: dropped, so the figure above is None (`PipelineFacts.dropped`).
     dropped: tuple[str, ...] = ()
+    #: Count and size fields dropped so in all (each line's, not only the latest of a key).
+    figures_dropped: int = 0
     #: Partitions queued for the GPU and not picked up yet, and the latest queue wait (s).
     queued: int = 0
     last_queue_wait_s: float | None = None
@@ -894,6 +895,8 @@ class PipelineFacts(_Limits):
         #: never 0), the latest such value of each while no good one replaced it (the view's
         #: `dropped`, which the advice names).
         self.dropped: dict[str, int | float] = {}
+        #: How many figures were dropped so, in all (the view's `figures_dropped`).
+        self.figures_dropped = 0
 
     # -- feeding -------------------------------------------------------------------------------
 
@@ -1082,7 +1085,7 @@ class PipelineFacts(_Limits):
             self.gpu_workers_per_device = self._count(f, "gpu_workers_per_device")
             self.num_gpus = self._count(f, "num_gpus")
         elif msg == BUDGET_INITIALIZED:
-            gib = self._count(f, "total_budget_gib")
+            gib = self._size_count(f, "total_budget_gib")
             self.budget_total_bytes = gib * GIB if gib is not None else None
             self._budget_total(t, gib)
         elif msg == ANCHOR_MESSAGE:
@@ -1332,21 +1335,43 @@ class PipelineFacts(_Limits):
         return n
 
     def _gib(self, f: dict[str, FieldValue], key: str) -> float | None:
-        """A size in GiB of cuzk's lines (an `f64` of bytes it counts): a negative one is no
-        size, dropped as a negative count is (`total_gib=-20` took the pool's size below
-        zero)."""
+        """A size in GiB of cuzk's lines (an `f64` of bytes it counts): one no GPU box can
+        have (negative; above 0 and below a byte, `size_gib=5e-324`; above 1 PiB,
+        `pool_total_gib=1e300`: `values.size_field`) is no size, dropped as a negative count
+        is (`total_gib=-20` took the pool's size below zero; `5e-324` made the pinned-pool
+        advice's steps infinite)."""
         n = _num(f.get(key))
-        good = n if n is not None and n >= 0 else None
+        good = size_field(n)
         self._judged(key, good, n if good is None else None)
+        return good
+
+    def _size_count(self, f: dict[str, FieldValue], key: str) -> int | None:
+        """A whole number of GiB (`total_budget_gib`, a Rust `u64`): a count (`_count`) that
+        is also a size some box can have (`values.size_field`), else dropped as either is."""
+        value = f.get(key)
+        n = count_field(value)
+        good = n if n is not None and size_field(n) is not None else None
+        self._judged(key, good, value if good is None and type(value) is int else None)
+        return good
+
+    def _buffer_constraints(self, f: dict[str, FieldValue]) -> int | None:
+        """A failed checkout's `num_constraints` where its a/b/c buffer (x 32 B) is a size
+        some box can have (`values.size_field`); else dropped as a bad size is."""
+        value = f.get("num_constraints")
+        n = count_field(value)
+        good = n if n is not None and size_field(n * SCALAR_BYTES / GIB) is not None else None
+        self._judged("num_constraints", good,
+                     value if good is None and type(value) is int else None)
         return good
 
     def _judged(self, key: str, good: float | None, bad: float | None) -> None:
         """`dropped` after a field was read: a good value lets go of a bad one before it, a
-        bad one is kept (its latest)."""
+        bad one is kept (its latest) and counted (`figures_dropped`)."""
         if good is not None:
             self.dropped.pop(key, None)
         elif bad is not None:
             self.dropped[key] = bad
+            self.figures_dropped += 1
 
     def _pool(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
         pool = self.pool
@@ -1405,7 +1430,8 @@ class PipelineFacts(_Limits):
             free = self._count(f, "pool_free")
             if free is not None:
                 pool.free = free
-            _checkout_failed_sizes(pool, f)
+            _checkout_failed_sizes(pool, self._buffer_constraints(f),
+                                   self._gib(f, "pool_total_gib"))
         elif HOST_ALLOC_FAILED in msg:
             # pinned_pool.rs writes two lines per failure (`cudaHostAlloc failed` with the
             # CUDA error, then `pinned pool: cudaHostAlloc failed`): one failure.
@@ -1414,7 +1440,7 @@ class PipelineFacts(_Limits):
                 pool.last_failure = {**pool.last_failure, **{
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
-            size = size_field(f.get("size_gib"))
+            size = self._gib(f, "size_gib")
             if size:
                 pool.buffer_gib, pool.buffer_constraints = size, None
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
@@ -1513,6 +1539,7 @@ class PipelineFacts(_Limits):
                 for m in self.mono.values()),
             max_parallel_synthesis=self.max_parallel_synthesis,
             dropped=tuple(f"{k}={v}" for k, v in self.dropped.items()),
+            figures_dropped=self.figures_dropped,
             first_waves=self.first_waves.waves(),
             pool_churn=self.churn.view() if self.seen else None,
             gpu_threads=self.gpu_threads, rayon_threads=self.rayon_threads,

@@ -49,6 +49,7 @@ from gapwatch.core.models import (
     Gap,
     GpuSample,
     HostSample,
+    LogEvent,
     Notice,
     StateChange,
 )
@@ -308,7 +309,20 @@ class ReplayDriver(Background):
                     self.session.store.count(f"log_{key}", n)
             for note in logs.notes_now():  # a log of another day, said as the replay starts
                 self._say_once(note)
-        merged = (merge_by_time(self.recording.records, logs, logs.after_end) if logs is not None
+        ended = False
+        end_s: float | None = None  # the latest GPU sample's wall time (the data's end)
+
+        def after_end(ev: LogEvent, data_end_s: float | None) -> bool:
+            # The `--log` lines left after the last sample: the data has ended (a windowed
+            # replay's words from here on are judged against its end, as the report's).
+            nonlocal ended
+            if not ended:
+                ended = True
+                self.session.data_ended(data_end_s)
+            assert logs is not None
+            return logs.after_end(ev, data_end_s)
+
+        merged = (merge_by_time(self.recording.records, logs, after_end) if logs is not None
                   else self.recording.records)
         for record in merged:
             if self.stop_event.is_set():
@@ -352,6 +366,8 @@ class ReplayDriver(Background):
             self.session.on_record(record)
             if timed is not None:
                 wall = timed.t_wall_s
+                if type(timed) is GpuSample and (end_s is None or wall > end_s):
+                    end_s = wall
                 self.position_wall_s = wall
                 if self.start_wall_s is None:
                     self.start_wall_s = wall
@@ -360,6 +376,8 @@ class ReplayDriver(Background):
                 self._say_detector_findings()
         if held:
             self.session.on_copies(held)
+        if not ended:
+            self.session.data_ended(end_s)
         if logs is not None:
             for note in logs.notes():
                 self._say_once(note)

@@ -84,6 +84,7 @@ from gapwatch.sources.time_window import TimeWindow
 
 if TYPE_CHECKING:  # imported where they are used: a replay or report does not load them
     from gapwatch.logs.follow import LogFollower
+    from gapwatch.offline.log_around import LogAround
     from gapwatch.offline.replay_logs import ReplayLogs
     from gapwatch.sinks.prometheus import ExporterHandle
     from gapwatch.sources.cuzk_status_server import CuzkStatusServer
@@ -558,55 +559,76 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
     assert src.recording is not None
     path = src.label.removeprefix("replay:")
     around = _recorded_around(path, paths, config, window)
+    if around is not None:  # at once, as the logs below
+        opened.callback(around.close)
     _feed_around(src.recording, around)
     logs = _replay_logs(path, src.recording.header, paths, config, window)
     if logs is not None:  # at once: a failure from here on closes it too
         opened.callback(_close_once_unread, rt, logs)
+    if window is not None:
+        rt.session.tell_within(_window_span(src.recording.header, window))
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window,
                                                      src.recording.header, around))
     rt.read_logs = {path: "read whole" for path in paths}
 
 
+def _window_span(header: SessionHeader, window: TimeWindow
+                 ) -> Callable[[float | None], tuple[float | None, float | None]]:
+    """The span whose watcher's words a windowed replay tells (`Session.tell_within`): the
+    window's report's (`log_span.report_span`: from the window's start to the data's end,
+    the window's end until it is known), so that the 5 minutes of log read after the window
+    (`_recorded_around`, or the `--log` lines near it) say nothing the report leaves out: an
+    error, a restart and its cost 15 to 52 s past a window's end were said by its replay. The
+    report's rule for a wall clock stepped back inside the run (the window's bounds alone)
+    is not followed: the replay does not look for steps."""
+    from gapwatch.offline.log_span import report_span  # local: keeps the live commands light
+
+    def span_of(end_s: float | None) -> tuple[float | None, float | None]:
+        return report_span(header.started_wall_s, window.since_s, window.until_s, True, end_s,
+                           False)
+
+    return span_of
+
+
 def _recorded_around(path: str, paths: list[str], config: Config, window: TimeWindow | None
-                     ) -> tuple[list[LogEvent], list[LogEvent]]:
+                     ) -> LogAround | None:
     """A window's replay of a recording holding its log, without `--log`: the log events it
     holds before the window (the daemon's startup lines, then the `log_span.MARGIN_S` before
     it) and after it (the margin after), fed before and after the window's records, as the
     window's report feeds them (`gapwatch.offline.report.detect_either`): the PoSt in flight
     at the window's start, the restarts before it, the proof that ends after it. Without
     them a replay of a window was told less than the report of it: a WinningPoSt begun before
-    the window and late inside it was never said late. ([], []) for a whole replay, one with
-    `--log` files (their own lines are read around the window: `replay_logs`) or cuzk's
-    lines off. Raises SourceUnavailable (the recording cannot be read again)."""
+    the window and late inside it was never said late. On disk (`log_around.LogAround`: the
+    caller closes it), read again at each play. None for a whole replay, one with `--log`
+    files (their own lines are read around the window: `replay_logs`) or cuzk's lines off.
+    Raises SourceUnavailable (the recording cannot be read again, no room for the spool)."""
     if window is None or paths or not config.logs.cuzk:
-        return [], []
-    from gapwatch.offline.startup_lines import (  # local: keeps the live commands light
-        lead_in_after,
-        recorded_around,
-        recorded_startup,
-    )
+        return None
+    from gapwatch.base.sorted_spool import SpoolError  # local: keeps the live commands light
+    from gapwatch.offline.startup_lines import recorded_around, recorded_startup
 
     try:
         startup = [] if window.since_s is None else recorded_startup(path, window.since_s)
-        lead, trail = recorded_around(path, window)
+        return recorded_around(path, window, startup)
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
-    return lead_in_after(startup, lead), trail
+    except SpoolError as exc:  # as `_replay_logs` says it
+        raise SourceUnavailable(f"no room for its temporary files: {exc.filename}: "
+                                f"{exc.strerror}") from None
 
 
-def _feed_around(recording: Recording, around: tuple[list[LogEvent], list[LogEvent]]) -> None:
+def _feed_around(recording: Recording, around: LogAround | None) -> None:
     """The recording's records with the log read around its window (`_recorded_around`)
-    before and after them, as the report chains them (`gapwatch.offline.report.detect`)."""
-    before, after = around
-    if before or after:
-        recording.records = chain(before, recording.records, after)
+    before and after them, as the report chains them (`gapwatch.offline.report.detect`),
+    read from its spool again at each call."""
+    if around:
+        recording.records = chain(around.before(), recording.records, around.after())
 
 
 def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
                     first: SessionHeader | None = None,
-                    around: tuple[list[LogEvent], list[LogEvent]] = ([], [])
-                    ) -> Callable[[], Recording]:
+                    around: LogAround | None = None) -> Callable[[], Recording]:
     """For a replay seeking back: the file opened again, the session emptied with a new
     detector (as `_new_runtime` builds it). A file that is no longer the recording of the
     header `first` (replaced or rewritten by another run since: its host or start differ) is a

@@ -49,7 +49,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.core.prover_watch import ProverWatch, RunningProof, notice_of
+from gapwatch.core.prover_watch import ProverWatch, RunningProof, SaidWithin, notice_of
 from gapwatch.core.ratelimit import RateLimit, message_kind
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.verdict import WindowNow
@@ -148,6 +148,10 @@ class Session:
         self._early: list[Notice] = []
         #: The latest GPU sample's times: held notices are summed up at them.
         self._last_times: tuple[int, float] = (header.started_mono_ns, header.started_wall_s)
+        #: A windowed replay's span (`tell_within`): the span's bounds as of the data's end
+        #: (None: not ended yet), and which of the watcher's words it tells.
+        self._span_of: Callable[[float | None], tuple[float | None, float | None]] | None = None
+        self._told: SaidWithin | None = None
         for sink in self.sinks:
             sink.on_header(header)
 
@@ -170,6 +174,28 @@ class Session:
             self._running_at_s = float("-inf")
             self._running_records = RUNNING_BURST_RECORDS
             self._running_stale = False
+            if self._span_of is not None:
+                self._told = SaidWithin(*self._span_of(None))
+
+    def tell_within(self, span_of: Callable[[float | None], tuple[float | None, float | None]]
+                    ) -> None:
+        """Tell only the watcher's words a window's report lists (a windowed replay: its log
+        is read 5 minutes each side of the window, for the gaps' evidence and the PoSt in
+        flight, and what the watcher says of those lines is not the window's): `span_of`
+        gives the span's bounds, given the data's end once it has ended (None before:
+        `gapwatch.offline.log_span.report_span`); `SaidWithin` judges each word. The words
+        left out go nowhere (store, sinks, notices), counted `prover_said_outside_window`."""
+        with self._lock:
+            self._span_of = span_of
+            self._told = SaidWithin(*span_of(None))
+
+    def data_ended(self, end_s: float | None) -> None:
+        """The data has ended at `end_s` (its latest GPU sample's wall time): the words said
+        from here on (of the log lines fed after it) are judged against it, as the report
+        judges them."""
+        with self._lock:
+            if self._told is not None and self._span_of is not None:
+                self._told.from_s, self._told.until_s = self._span_of(end_s)
 
     def add_sink(self, sink: Sink) -> None:
         with self._lock:
@@ -330,7 +356,11 @@ class Session:
         """A prover event goes where a gap goes (the store, the sinks: the recording and
         /metrics) and, when it is a warning or an error, is said as a notice to the listeners
         (the dashboard's alert line, `record`'s stderr). The notice is not recorded: the event
-        is, and replay derives it again."""
+        is, and replay derives it again. A windowed replay tells only the window's
+        (`tell_within`)."""
+        if self._told is not None and not self._told.keeps(ev):
+            self.store.count("prover_said_outside_window")
+            return
         self.store.append(ev)
         self._to_sinks(ev)
         notice = notice_of(ev, self._last_times[0])

@@ -20,7 +20,7 @@ from gapwatch.core import fmt
 from gapwatch.cuzk.why_now import NO_CAUSE
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
-from gapwatch.fleet.rows import FleetOptions, FleetRow
+from gapwatch.fleet.rows import FleetOptions, FleetRow, can_be, count_text
 
 #: What the detail says it shows (its first line).
 WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
@@ -97,7 +97,7 @@ def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
     row = next((r for r in rows if r.instance == instance and r.post_trouble()), None)
     if row is None:
         return None
-    counts = [f"{round(n)} {how}" for n, how in (
+    counts = [f"{count_text(n)} {how}" for n, how in (
         (row.post_late, "went late or were lost in a restart"), (row.post_failed, "failed"))
         if n is not None and round(n) > 0]
     said = [f"PoSt in the last {fmt.visible(lookback)}: {', '.join(counts)} (a WinningPoSt "
@@ -131,6 +131,9 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
             # Only the minutes asked for: a point stamped elsewhere (1e308, -1e20) is not one
             # of them, and `time.localtime` raised OverflowError on it in `Minute.line`, out of
             # the detail's worker, which ended the whole fleet screen with a traceback.
+            # A value the metric cannot have (1e308, -1e308) is none, as in the table's IDLE5m,
+            # which reads the same counter (`rows.can_be`): a line of 300 digits.
+            v = can_be("idle_s_5m", v)
             if v is not None and v > 0.05 and start - 60 <= t <= end + 60:
                 m = out.setdefault((t, gpu), Minute(t, gpu))
                 m.idle_s[kind] = v

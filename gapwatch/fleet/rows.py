@@ -24,6 +24,7 @@ That question failing costs the reasons only (None, and `errors["down_why"]`), n
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -391,8 +392,58 @@ def _gpu_order(gpu: str) -> tuple[int, str]:
 MAX_BOX_KINDS = 16
 
 
+#: The longest a field in seconds can be: a century (a scrape's age, a gap's seconds, a PoSt's
+#: latency). Longer is no figure of a box gapwatch watched: 1e308 s was a 300-digit cell.
+MAX_SECONDS = 100 * 365.25 * 86400
+#: Clock skew between Prometheus and this host a scrape's age may show (negative, read as 0).
+AGE_SKEW_S = 3600.0
+#: The largest count a float holds exactly (2^53): a count beyond it is none.
+MAX_COUNT = float(1 << 53)
+#: What each field's value can be, from the metric it is read from (queries.py): a value
+#: outside is not known (None), as NaN and the infinities are (`client._number`). A Prometheus
+#: (or a box's exporter it scrapes) answering 1e308, -1e308 or -0 showed `inf%`, `-0%`,
+#: `-0.0x`, IDLE and AGE cells of 300 digits, a 522-character line. The one bound of the
+#: fleet's figures, where each enters a row (`_fill`); `-0` is read as 0.
+CAN_BE: dict[str, tuple[float, float]] = {
+    "up": (0.0, 1.0),  # a scrape failed or worked
+    "busy_ratio": (0.0, 1.0), "chaining_ratio": (0.0, 1.0),  # shares of the time
+    "throttled": (0.0, 1.0),  # a 0/1 gauge
+    # Seconds read at the period per second over 5 minutes: at most 1, and half as much
+    # again for rate()'s extrapolation over scrapes that jitter (only "below 0.9" is read).
+    "read_share_5m": (0.0, 1.5),
+    "age_s": (-AGE_SKEW_S, MAX_SECONDS),
+    # Seconds of the gaps that closed in 5 minutes (a gap counts whole as it closes: more than
+    # the window when it began before it), the last WinningPoSt's latency.
+    "idle_s_5m": (0.0, MAX_SECONDS), "post_last_latency_s": (0.0, MAX_SECONDS),
+    # Counts in the lookback (`increase` of counters: never below 0).
+    "post_late": (0.0, MAX_COUNT), "post_untimed": (0.0, MAX_COUNT),
+    "post_failed": (0.0, MAX_COUNT), "gpu_errors": (0.0, MAX_COUNT),
+    "restarts": (0.0, MAX_COUNT),
+    # Throughput after closing idle time over before (`core.payoff.if_closed`): at least 1.
+    "payoff_gain": (1.0, MAX_COUNT),
+    # When the box last reported a verdict: a wall time between 1970 and the year 10000.
+    "verdict_last": (0.0, 253_402_300_800.0),
+}
+
+
+def can_be(field: str, value: float | None) -> float | None:
+    """`value` of `field` where the metric can have it (`CAN_BE`), `-0` as 0; else None."""
+    if value is None:
+        return None
+    low, high = CAN_BE.get(field, (-math.inf, math.inf))
+    return value + 0.0 if low <= value <= high else None
+
+
+def _bounded(field: str, series: list[Series]) -> list[Series]:
+    """The series of `field` with each value outside what it can be made None (not known)."""
+    if field not in CAN_BE:
+        return series
+    return [Series(s.labels, can_be(field, s.value), s.points) for s in series]
+
+
 def _fill(q: Query, series: list[Series], rows: dict[tuple[str, str], FleetRow],
           by_box: dict[str, list[FleetRow]]) -> None:
+    series = _bounded(q.field, series)
     # A box-level series (per="box", or one without a gpu label) sets its field on every GPU
     # row of its box. Set one by one, N such series on a box of N GPUs were N*N assignments
     # (20,000 of each: 94 s on the refresh thread): they are merged per box first (the last
@@ -527,15 +578,38 @@ def _post_cell(r: FleetRow) -> str:
     if r.post_last_latency_s is None and r.post_late is None and r.post_untimed is None \
             and r.post_failed is None:
         return "-"
-    lat = f"{r.post_last_latency_s:.0f}s" if r.post_last_latency_s is not None else "-"
-    late = f"{r.post_late:.0f}" if r.post_late is not None else "-"
+    lat = short_s(r.post_last_latency_s) if r.post_last_latency_s is not None else "-"
+    late = count_text(r.post_late) if r.post_late is not None else "-"
     return f"{lat}/{late}{_said_if_any(' !', r.post_failed)}{_said_if_any(' ?', r.post_untimed)}"
 
 
 def _said_if_any(mark: str, count: float | None) -> str:
     """` !2`: a count after its mark, said only when some were counted (rounded as the late
     count is: `increase` is 0 exactly when nothing was counted)."""
-    return f"{mark}{count:.0f}" if count is not None and round(count) > 0 else ""
+    return f"{mark}{count_text(count)}" if count is not None and round(count) > 0 else ""
+
+
+def short_s(seconds: float) -> str:
+    """Seconds in at most 4 characters, in the unit a person reads (`42s`, `15m`, `9h`, `12d`,
+    `3y`): a cell of AGE, IDLE5m or PoSt fits its column for any time a field can hold
+    (`MAX_SECONDS`; a day read as `86400s` did not)."""
+    for unit, size, below in (("s", 1.0, 600.0), ("m", 60.0, 600.0), ("h", 3600.0, 72.0),
+                              ("d", 86400.0, 1000.0)):
+        if seconds / size < below:
+            return f"{seconds / size:.0f}{unit}"
+    return f"{seconds / (365.25 * 86400):.0f}y"
+
+
+def count_text(count: float, digits: int = 5) -> str:
+    """A count as it is up to `digits` digits (12345 late PoSts read `12345`, never cut),
+    else in thousands, millions ... in at most 4 characters (`123k`, `9P`): any count a field
+    holds (`MAX_COUNT`) is a short cell."""
+    if count < 10**digits - 0.5:
+        return f"{count:.0f}"
+    for unit, size in (("k", 1e3), ("M", 1e6), ("G", 1e9), ("T", 1e12)):
+        if count / size < 999.5:
+            return f"{count / size:.0f}{unit}"
+    return f"{count / 1e15:.0f}P"
 
 
 def headline(r: FleetRow) -> str:
@@ -550,7 +624,7 @@ def headline(r: FleetRow) -> str:
     if r.post_trouble():
         return _post_headline(r)
     if r.gpu_errors is not None and round(r.gpu_errors) > 0:
-        return f"GPU errors: {round(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
+        return f"GPU errors: {count_text(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
     if r.setting and r.setting != NO_CAUSE:
         gain = _gain_cell(r)
         return r.setting if gain == "-" else f"{r.setting} {gain}"
@@ -575,10 +649,6 @@ def _stale_headline(r: FleetRow) -> str:
     return f"last known {r.state}: {why}"
 
 
-def _age_cell(age_s: float | None) -> str:
-    return "-" if age_s is None else f"{age_s:.0f}s" if age_s < 600 else f"{age_s / 60:.0f}m"
-
-
 def _health_headline(r: FleetRow) -> str:
     """What HLTH flags other than GPU errors, in words, for a row with nothing more to say."""
     said = [words for letter, words in (("T", "clocks held down"), ("R", "prover restarts"),
@@ -591,8 +661,8 @@ def _post_headline(r: FleetRow) -> str:
     among them) and failed in the lookback, then the setting the box's PoSt advice names,
     `no cuzk setting` where it names none, or, from a gapwatch that exports no advice, where
     the advice is read."""
-    said = [f"{round(n)} {how}" for n, how in ((r.post_late, "late"), (r.post_failed, "failed"))
-            if n is not None and round(n) > 0]
+    said = [f"{count_text(n)} {how}" for n, how in (
+        (r.post_late, "late"), (r.post_failed, "failed")) if n is not None and round(n) > 0]
     head = f"PoSt {', '.join(said)}"
     if r.post_setting is None:
         return f"{head} (the box's report says why)"
@@ -607,9 +677,9 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     idle = "-"
     if r.idle_s_5m:
         top = max(r.idle_s_5m, key=lambda k: r.idle_s_5m[k])
-        idle = f"{r.idle_total_s():.0f}s {_KIND_LETTER.get(top, '?')}"
+        idle = f"{short_s(r.idle_total_s())} {_KIND_LETTER.get(top, '?')}"
     post = _post_cell(r)
-    age = _age_cell(r.age_s)
+    age = "-" if r.age_s is None else short_s(r.age_s)
     cause = r.cause_words if r.cause_words and r.cause_words != "none" else (r.cause or "-")
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause
@@ -627,4 +697,5 @@ def _gain_cell(r: FleetRow) -> str:
     fix first."""
     if r.payoff_gain is None or not r.setting or r.setting == NO_CAUSE:
         return "-"
-    return f"{r.payoff_gain:.1f}x"
+    gain = r.payoff_gain
+    return f"{gain:.1f}x" if gain < 99.95 else f"{count_text(gain, digits=4)}x"

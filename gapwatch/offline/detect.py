@@ -42,7 +42,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.core.prover_watch import ProverWatch
+from gapwatch.core.prover_watch import ProverWatch, SaidWithin
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
@@ -225,8 +225,7 @@ class _Side:
         #: The span the prover's events are kept in (`say`, `log_span.report_span`): from
         #: the first event, its end once the data has ended; open while `keep_within` is not
         #: told (a split report's log parse).
-        self.said_from_s: float | None = None
-        self.said_until_s: float | None = None
+        self.said = SaidWithin()
         #: What `keep_within` was told: the recording's (or window's) start, the window.
         self._span_of: tuple[float, float | None, float | None, bool] | None = None
         #: The wall clock's steps back so far, fed the states as they come (`_Published`):
@@ -237,8 +236,6 @@ class _Side:
         #: proof is said twice or more (late while running, then done), counted by its rows
         #: as the PoSt list counts them.
         self._left_out = ProverCounts()
-        #: Whether the last restart said was left out: its cost is then left out with it.
-        self._restart_left_out = False
 
     def keep_within(self, span: LogSpan, windowed: bool, since_s: float | None,
                     until_s: float | None = None) -> None:
@@ -261,24 +258,19 @@ class _Side:
         if self._span_of is None:
             return
         started_s, since_s, until_s, windowed = self._span_of
-        self.said_from_s, self.said_until_s = log_span.report_span(
+        self.said.from_s, self.said.until_s = log_span.report_span(
             started_s, since_s, until_s, windowed, end_s, self._stepped_back)
 
     def say(self, said: list[ProverEvent]) -> None:
-        """The watcher's words, those inside the span kept (`_inside`), the others counted.
-        A restart's cost is kept where its restart is (the list and the count agree: the cost
-        of a restart said before the span, its new run's first work inside it, listed the
-        cost of a restart the count did not hold)."""
+        """The watcher's words, those inside the span kept (`SaidWithin`: a restart's cost
+        where its restart is; the `--log` lines read 5 minutes each side of a window made a
+        window of 55 s list 5 PoSt, 2 restarts and 4 errors of its log where its own were 1,
+        1 and 2), the others counted."""
         if not self._stepped_back and self.steps.worst_s > 0:
             self._stepped_back = True  # wall times place nothing from here on
             self._bound(None)
         for e in said:
-            inside = self._inside(e)
-            if e.kind == "restart":
-                self._restart_left_out = not inside
-            elif e.kind == "restart_cost" and self._restart_left_out:
-                inside = False
-            if inside:
+            if self.said.keeps(e):
                 self.prover_events.add(e)
             else:
                 self._left_out.add(e)
@@ -287,24 +279,6 @@ class _Side:
     def left_out(self) -> dict[str, int]:
         """The words left out, by kind (`Detected.said_left_out`): "proof" counts proofs."""
         return self._left_out.by_proof()
-
-    def _inside(self, e: ProverEvent) -> bool:
-        """Whether a word of the watcher's is the report's: said within its span. The `--log`
-        lines read 5 minutes each side of it (`log_span.MARGIN_S`, for the gaps' evidence and
-        the PoSt in flight) made a window of 55 s list 5 PoSt, 2 restarts and 4 errors of
-        its log where its own were 1, 1 and 2. A proof said after the span's end that began
-        within it (its completion read after: by its total, else the least it can be) is
-        kept: it was in flight in it."""
-        if self.said_from_s is not None and e.t_wall_s < self.said_from_s:
-            return False
-        until = self.said_until_s
-        if until is None or e.t_wall_s <= until:
-            return True
-        p = e.proof
-        if p is None:
-            return False
-        took = p.total_s if p.total_s is not None else p.total_at_least_s
-        return took is not None and e.t_wall_s - took <= until
 
     def _builder(self) -> TimelineBuilder:
         """The timeline, made by the first event or snapshot it reads."""

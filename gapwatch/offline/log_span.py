@@ -7,7 +7,9 @@ they are parsed (`observe`), before the detector reads them back from disk. A lo
 (two days before the recording) once switched the report's advice to a pinned-pool setting citing a
 line of that other day; now the lines outside the recording's span, give or take `MARGIN_S`, are not
 fed to the detector: not used for causes, advice or partition figures. One line per file says how
-many and how far apart. Kept from a file that does overlap the span: its startup lines before it
+many and how far apart. A file's own span is its bulk's (`_File`): a few lines from a clock
+years off, first or last in the file, neither make it another run's log nor drop its startup
+lines; they are said. Kept from a file that does overlap the span: its startup lines before it
 (the settings cuzk logs once at start, `gapwatch.cuzk.settings.STARTUP_FIELDS`, and its deprecation
 warnings), which describe the run being recorded. It also carries what reading the files found
 to say of them (from `gapwatch.logs.files`), said with its own notes: a file whose C++ lines
@@ -19,6 +21,7 @@ and a file that is no prover log at all (`not_logs`: `gapwatch.logs.not_a_log`).
 
 from __future__ import annotations
 
+from bisect import insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -79,13 +82,101 @@ def is_startup(ev: LogEvent) -> bool:
     return ev.kind == "tracing" and (ev.name in _STARTUP or DEPRECATED in ev.name)
 
 
+#: At most this many lines at either end of a file's times may lie far from its other lines
+#: and not move its span (`_File`), and never as many as the rest (a file of two lines has none).
+STRAY_MAX = 16
+#: How far beyond the next line's time a line at either end must be to be a stray: a clock
+#: set wrong is wrong by years (an RTC before NTP sets it), while the daemon's start an hour
+#: before its first work, or a file of another day, are honest lines and move the span.
+STRAY_GAP_S = 86_400.0  # "more than a day" in the note (`LogSpan._stray_notes`)
+
+
 @dataclass
 class _File:
-    first_s: float
-    last_s: float
+    """A file's timed lines as the span judges it: how many, its `STRAY_MAX` + 1 earliest and
+    latest times (in any order they are seen: a file is read in the order written, in two
+    processes when large, and a line from a clock set years ahead may be its first), and what
+    `LogSpan.kept`/`after_end` found. Its span is its bulk's (`first_s`, `last_s`): one stray
+    line first or last made a file of this recording "not this recording's log" (its span
+    printed backwards), or another run's (its startup lines, the budget, dropped)."""
+
+    lines: int = 0
+    #: The earliest times and the latest, each in order (the same whatever order the lines
+    #: came in: a file parsed in two processes is the file parsed in one).
+    low: list[float] = field(default_factory=list)
+    high: list[float] = field(default_factory=list)
     before: int = 0
     after: int = 0
     belongs: bool = True
+    #: (`lines` when worked out, the bulk's first and last time): `_bulk`.
+    _bulk_of: tuple[int, float, float] = field(default=(-1, 0.0, 0.0), compare=False,
+                                               repr=False)
+
+    def see(self, t: float) -> None:
+        """One line's time (the hot path: every `--log` event)."""
+        self.lines += 1
+        low, high = self.low, self.high
+        if len(high) <= STRAY_MAX:
+            insort(low, t)
+            insort(high, t)
+            return
+        if t > high[0]:
+            insort(high, t)
+            del high[0]
+        if t < low[-1]:
+            insort(low, t)
+            del low[-1]
+
+    def merge(self, other: _File) -> None:
+        """`other`'s lines as if seen here (the rest of the file, parsed in another process)."""
+        self.lines += other.lines
+        self.low = sorted(self.low + other.low)[:STRAY_MAX + 1]
+        self.high = sorted(self.high + other.high)[-(STRAY_MAX + 1):]
+
+    def _ends(self) -> tuple[list[float], list[float]]:
+        """The earliest times in order, the latest in order from the latest."""
+        return self.low, self.high[::-1]
+
+    def _strays(self, ends: list[float]) -> int:
+        """How many of `ends` (from the extreme inwards) lie beyond `STRAY_GAP_S` of the rest."""
+        most = min(STRAY_MAX, (self.lines - 1) // 2)
+        cut = 0
+        for i in range(1, min(most, len(ends) - 1) + 1):
+            if abs(ends[i] - ends[i - 1]) > STRAY_GAP_S:
+                cut = i
+        return cut
+
+    def _bulk(self) -> tuple[float, float]:
+        """The bulk's earliest and latest times, worked out once for the lines seen (asked for
+        each event `after_end` sees past the span)."""
+        if self._bulk_of[0] != self.lines:
+            earliest, latest = self._ends()
+            self._bulk_of = (self.lines, earliest[self._strays(earliest)],
+                             latest[self._strays(latest)])
+        return self._bulk_of[1], self._bulk_of[2]
+
+    @property
+    def first_s(self) -> float:
+        """The bulk's earliest time: the earliest line's, unless strays lie before it."""
+        return self._bulk()[0]
+
+    @property
+    def last_s(self) -> float:
+        """The bulk's latest time: the latest line's, unless strays lie after it."""
+        return self._bulk()[1]
+
+    @property
+    def earliest_s(self) -> float:
+        return self.low[0]
+
+    @property
+    def latest_s(self) -> float:
+        return self.high[-1]
+
+    def strays(self) -> list[float]:
+        """The stray lines' times, earliest first."""
+        earliest, latest = self._ends()
+        return sorted([*earliest[:self._strays(earliest)], *latest[:self._strays(latest)]])
 
 
 #: One timed line in `REPEAT_SAMPLE` is remembered to tell a `--log` that repeats another's lines,
@@ -171,15 +262,22 @@ class LogSpan:
     not_logs: list[str] = field(default_factory=list)
 
     def observe(self, ev: LogEvent) -> None:
-        """See one `--log` event (all of them, in time order, before `kept`): each file's first
-        and last time, and lines a file repeats from another (`Repeats`)."""
+        """See one `--log` event (all of them, before `kept`; in the order parsed, which is
+        each file's order, not time's): each file's times (`_File`), and lines a file repeats
+        from another (`Repeats`)."""
         if self.repeats is not None:
             self.repeats.see(ev)
         f = self.files.get(ev.stream)
+        t = ev.t_wall_s
         if f is None:
-            self.files[ev.stream] = _File(ev.t_wall_s, ev.t_wall_s)
-        else:
-            f.last_s = ev.t_wall_s
+            self.files[ev.stream] = f = _File()
+        elif t >= f.high[-1] and len(f.high) > STRAY_MAX:
+            # `_File.see`'s common case inlined (every `--log` event): a new latest line.
+            f.lines += 1
+            f.high.append(t)
+            del f.high[0]
+            return
+        f.see(t)
 
     def observed_after(self, later: dict[str, _File]) -> None:
         """What another span `observe`d of the events after all of this one's (the rest of a
@@ -189,7 +287,7 @@ class LogSpan:
             if mine is None:
                 self.files[stream] = f
             else:
-                mine.last_s = f.last_s
+                mine.merge(f)
 
     def kept(self, items: Iterable[tuple[LogEvent, T]]) -> Iterator[tuple[LogEvent, T]]:
         """`items`, each an event and what goes with it (the detector's copy of it), sorted by
@@ -233,8 +331,23 @@ class LogSpan:
         if self.start_s <= 0:
             return said
         cut = self.start_s - MARGIN_S
-        return [*said, *(self._unused(path, f, None) for path, f in self.files.items()
-                         if f.last_s < cut)]
+        return [*said, *self._stray_notes(),
+                *(self._unused(path, f, None) for path, f in self.files.items()
+                  if f.last_s < cut)]
+
+    def _stray_notes(self) -> list[str]:
+        """One line per file with stray lines (`_File.strays`): how many, and when."""
+        out = []
+        for path, f in self.files.items():
+            strays = f.strays()
+            if not strays:
+                continue
+            when = ", ".join(_day(t) for t in strays[:3]) + (", ..." if len(strays) > 3 else "")
+            out.append(f"--log {path}: {len(strays)} line(s) timed more than a day from "
+                       f"its other lines ({when}): a clock set "
+                       "wrong while written? The file is judged by its other lines "
+                       f"({_day(f.first_s)} to {_day(f.last_s)})")
+        return out
 
     def notes(self, end_s: float | None, recorded_locks: int | None = None) -> list[str]:
         """One line per file with lines outside the span: how many, and how far apart; one
@@ -245,7 +358,8 @@ class LogSpan:
         out = [*self.not_logs,
                *(unplaced_note(u, recorded_locks=recorded_locks) for u in self.unplaced),
                *self.runs_unplaced,
-               *(self.repeats.notes() if self.repeats is not None else [])]
+               *(self.repeats.notes() if self.repeats is not None else []),
+               *(self._stray_notes() if self.start_s > 0 else [])]
         for path, f in self.files.items():
             if not (f.before or f.after):
                 continue
@@ -254,10 +368,10 @@ class LogSpan:
                 continue
             parts = []
             if f.before:
-                parts.append(f"{f.before} line(s) before it (from {_day(f.first_s)}, "
-                             f"{fmt.far(self.start_s - f.first_s)} earlier)")
+                parts.append(f"{f.before} line(s) before it (from {_day(f.earliest_s)}, "
+                             f"{fmt.far(self.start_s - f.earliest_s)} earlier)")
             if f.after:
-                parts.append(f"{f.after} after it (to {_day(f.last_s)})")
+                parts.append(f"{f.after} after it (to {_day(f.latest_s)})")
             if self.windowed:
                 continue  # a window leaves the rest of the log out on purpose
             out.append(f"--log {path}: {' and '.join(parts)} the recording's span: not used "

@@ -58,6 +58,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.sizes import bounded_event
+from gapwatch.cuzk.log_lines import busy_span
 
 HOST_PID = 1
 PROVER_PID = 2
@@ -292,7 +293,9 @@ class TraceBuilder:
         self._add(end, None, {**base, "ph": "e", "args": {}})
 
     def _gpu_lock(self, ev: LogEvent) -> None:
-        start, end = ev.fields.get("gpu_busy_start_s"), ev.fields.get("gpu_busy_end_s", ev.t_wall_s)
+        # Placed by its mutex_held_ms: none where that is no step's (`log_lines.busy_span`).
+        start, end = busy_span(ev.fields)
+        end = ev.t_wall_s if end is None and "gpu_busy_end_s" not in ev.fields else end
         if not isinstance(start, int | float) or not isinstance(end, int | float):
             return
         worker = ev.worker if ev.worker is not None else -1

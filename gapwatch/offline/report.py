@@ -35,7 +35,7 @@ import copy
 import gc
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass, field, replace
 from heapq import heappush, heapreplace
 from itertools import chain
@@ -80,6 +80,7 @@ from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
 from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
 from gapwatch.offline.gap_spool import EventSpool
+from gapwatch.offline.log_around import LogAround
 from gapwatch.offline.log_span import LogSpan, Repeats
 from gapwatch.offline.log_split import spool_split
 from gapwatch.offline.log_window import spool_window
@@ -87,7 +88,7 @@ from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_pa
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-from gapwatch.offline.startup_lines import lead_in_after, recorded_around, recorded_startup
+from gapwatch.offline.startup_lines import recorded_around, recorded_startup
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
 from gapwatch.sources.files import data_end, data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.recording import Reading, StillWritten
@@ -273,27 +274,28 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     feeds them (a split run's in this process); `keep_h2d`: the copy trace's sums keep each
     host-to-device copy (`CopySums`, for `compare`); `progress`: told how far the detection is
     (by the data's time); `window`: only the records inside it, after the daemon's startup
-    lines the recording holds from before it (`startup_lines.recorded_startup`). Used by
-    `build_report` and `compare`'s sides."""
+    lines the recording holds from before it (`startup_lines.recorded_startup`) and, without
+    `--log`, the log it holds around the window (`startup_lines.recorded_around`: on disk,
+    freed here). Used by `build_report` and `compare`'s sides."""
     startup: list[LogEvent] = []
-    trail: list[LogEvent] = []
     if window is not None and window.since_s is not None and config.logs.cuzk:
         startup = recorded_startup(path, window.since_s)
+    around = LogAround(startup)
     if window is not None and config.logs.cuzk and not logs:
         # The recording's own log read around the window, as a `--log` is (`log_window`).
-        lead, trail = recorded_around(path, window)
-        startup = lead_in_after(startup, lead)
-    if n > 1:
-        listener = new_listener()
-        found = detect_parallel(path, config, n, parsed, listener=listener, keep_h2d=keep_h2d,
-                                progress=progress, window=window, startup=startup,
-                                trail=trail)
-        if found is not None:
-            _count_logs(found, parsed)
-            return found, listener
-    listener = new_listener()  # what a split run that gave up saw is not kept
-    return detect(path, config, logs, listener=listener, parsed=parsed, keep_h2d=keep_h2d,
-                  progress=progress, window=window, startup=startup, trail=trail), listener
+        around = recorded_around(path, window, startup)
+    with closing(around):
+        if n > 1:
+            listener = new_listener()
+            found = detect_parallel(path, config, n, parsed, listener=listener,
+                                    keep_h2d=keep_h2d, progress=progress, window=window,
+                                    around=around or None)
+            if found is not None:
+                _count_logs(found, parsed)
+                return found, listener
+        listener = new_listener()  # what a split run that gave up saw is not kept
+        return detect(path, config, logs, listener=listener, parsed=parsed, keep_h2d=keep_h2d,
+                      progress=progress, window=window, around=around or None), listener
 
 
 @contextmanager
@@ -426,19 +428,19 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
            listener: RunListener | None = None,
            parsed: LogInput | None = None, keep_h2d: bool = False,
            progress: Progress | None = None, window: TimeWindow | None = None,
-           startup: Sequence[LogEvent] = (), trail: Sequence[LogEvent] = ()) -> Detected:
+           around: LogAround | None = None) -> Detected:
     """Read the whole input (and the `--log` files, or `parsed`: them, already parsed; the
     caller closes it) and detect over it in one process (`listener`: see `detect_records`;
-    `keep_h2d`, `progress`, `window`: see `detect_either`; `startup`: recorded log events fed
-    before the records, `trail`: after them)."""
+    `keep_h2d`, `progress`, `window`: see `detect_either`; `around`: recorded log events fed
+    before the records and after them, `LogAround.before` and `after`)."""
     own = parsed is None
     logs = (parse_log_input(path, config, log_paths, progress, window) if parsed is None
             else parsed)
     rec = read_any(path, Reading(window=window))
     records: Iterable[Record] = rec.records if progress is None else progress_of(
         rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
-    if startup or trail:
-        records = chain(startup, records, trail)
+    if around:
+        records = chain(around.before(), records, around.after())
     watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
     try:
         found = detect_records(rec.header, records, config.detector, logs.spool,
@@ -907,7 +909,7 @@ def _partitions_json(run: RunTimeline | None, items: bool = True) -> dict[str, A
         "batch_jobs": run.batch_jobs,
         "other_jobs": run.other_jobs,
         "sectors_per_batch": run.sectors_per_batch,
-        "negative_durations": run.negative_durations,
+        "bad_durations": run.bad_durations,
         "items": [_partition_json(p) for p in run.partitions] if items else [],
     }
 

@@ -75,7 +75,8 @@ restart). Until now any of these sent the report to one process, and every recor
 --source nvml` writes has link states (and /proc readings once the prover runs).
 
 The report runs in one process (`detect_parallel` returns None) when the workers cannot be
-forked with `--log` files (their spool is not handed to a spawned process). Trace CSVs,
+forked with `--log` files, or a window with the log its recording holds around it
+(`log_around.LogAround`): their spools are not handed to a spawned process. Trace CSVs,
 recordings under `MIN_PARALLEL_BYTES` of JSON (a set: its files summed)
 and single-GPU recordings take the one-process path too (`plan_workers`), as does a machine
 with one usable CPU. A gzip recording is large by the JSON it holds, not its size on disk:
@@ -96,7 +97,7 @@ import signal
 import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import chain
@@ -125,7 +126,6 @@ from gapwatch.core.models import (
     Gap,
     GpuSample,
     HardwareEvent,
-    LogEvent,
     Record,
     SessionHeader,
     StateChange,
@@ -142,6 +142,7 @@ from gapwatch.offline.detect import (
     sort_states,
 )
 from gapwatch.offline.gap_spool import GapSpool, encode_gap, gap_key, renumbered
+from gapwatch.offline.log_around import LogAround
 from gapwatch.offline.progress import DataTime, Progress, tell
 from gapwatch.offline.prover_events import ProverEvents
 from gapwatch.sources.files import data_span, header_of, json_bytes_of, read_any
@@ -336,12 +337,11 @@ class _Job:
     #: Worker 0's progress line (this process's; never handed to another worker).
     progress: Progress | None = None
     #: The part of the recording read (`--since`/`--until`), or None: all of it; and the
-    #: daemon's startup lines recorded before it, fed to every worker first.
+    #: log events recorded around it (the daemon's startup lines before it, the log 5 minutes
+    #: each side of it: `log_around.LogAround`), fed to every worker before its records
+    #: and after them, each reading the parent's spool (forked: never pickled).
     window: TimeWindow | None = None
-    startup: list[LogEvent] = field(default_factory=list)
-    #: The log events recorded past the window's end (`startup_lines.recorded_around`), fed to
-    #: every worker last.
-    trail: list[LogEvent] = field(default_factory=list)
+    around: LogAround | None = None
 
 
 def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None] | None
@@ -365,8 +365,8 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         mine_only = _only_mine(rec, owners, me, n, stop, len(job.copy_files) == n - 1,
                                _where(job.progress, path, rec, job.window))
         found = detect_records(
-            rec.header, chain(job.startup, mine_only, job.trail)
-            if job.startup or job.trail else mine_only,
+            rec.header, chain(job.around.before(), mine_only, job.around.after())
+            if job.around else mine_only,
             config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
             max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
@@ -445,16 +445,15 @@ def _child(job: _Job, me: int, conn: Connection) -> None:
 def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | None = None,
                     listener: RunListener | None = None, keep_h2d: bool = False,
                     progress: Progress | None = None, window: TimeWindow | None = None,
-                    startup: Sequence[LogEvent] = (), trail: Sequence[LogEvent] = ()
-                    ) -> Detected | None:
+                    around: LogAround | None = None) -> Detected | None:
     """Run `n` workers (this process is worker 0) and merge them into one `Detected`.
 
     `logs`: the `--log` files, parsed (every worker reads them); `listener`: fed every log
     event and `/status` snapshot, in this process (`detect_records`); `keep_h2d`: the copy
     trace's sums keep each host-to-device copy (`CopySums`); `progress`: told how far this
     process's worker is (the others read as fast); `window`: every worker reads only the
-    records inside it (`gapwatch.sources.time_window`), after the recorded log events
-    `startup`, and those past it, `trail`. Returns None when the input must
+    records inside it (`gapwatch.sources.time_window`), between the recorded log events
+    `around` it (`LogAround.before` and `after`). Returns None when the input must
     be read in one process (see the module docstring). Raises what `header_of` raises for an
     unusable file.
     """
@@ -462,15 +461,15 @@ def detect_parallel(path: str | Path, config: Config, n: int, logs: LogInput | N
     header = header_of(path)
     # fork is cheapest (nothing to re-import) and safe while this process has one thread.
     fork = can_share_logs()
-    if logs is not None and not fork:
-        return None
+    if (logs is not None or around is not None and around.spooled) and not fork:
+        return None  # spools on disk: read by forked workers only
     ctx = get_context("fork") if fork else get_context("spawn")  # literals: typed contexts
     job = _Job(path, config, n, ctx.Event(), logs,
                copy_files=[tempfile.TemporaryFile(prefix="gapwatch-copies-")  # noqa: SIM115
                            for _ in range(1, n)] if fork else [],
                gap_files=[tempfile.TemporaryFile(prefix="gapwatch-gaps-")  # noqa: SIM115
                           for _ in range(1, n)] if fork else [],
-               keep_h2d=keep_h2d, window=window, startup=list(startup), trail=list(trail))
+               keep_h2d=keep_h2d, window=window, around=around)
     children: list[tuple[BaseProcess, Connection]] = []
     drained = False
     try:

@@ -270,7 +270,7 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     lines = [f"{head}, {run.unpinned} synthesised unpinned{unknown}; "
              f"GPU occupied {_pct(run.occupied_fraction).strip()}, "
              f"merged GPU_START..END {_pct(run.merged_efficiency).strip()}"]
-    negative = run.negative_note()
+    negative = run.bad_durations_note()
     if negative is not None:
         lines.append(f"  {negative}")
     # The whole job id, never cut: a WindowPoSt's id is long (and holds spaces).

@@ -2,9 +2,10 @@
 starts after them, and the log lines it holds in the 5 minutes each side of the window
 (`recorded_around`), read as a `--log` file's are around it.
 
-Who calls it: `gapwatch.offline.report.detect_either` and the windowed replay
-(`gapwatch.engine.runtime`): a window's report feeds them first, as it keeps a `--log` file's
-startup lines (`gapwatch.offline.log_span.LogSpan`).
+Who calls it: `gapwatch.offline.report.detect_either` (a window's report, `compare`'s sides)
+and the windowed replay (`gapwatch.engine.runtime`): a window's report feeds them first, as it
+keeps a `--log` file's startup lines (`gapwatch.offline.log_span.LogSpan`); the log around the
+window waits on disk until fed (`gapwatch.offline.log_around.LogAround`).
 
 Why: cuzk says its settings once, as it starts (its memory budget and pinned pool, its GPU
 workers, the synthesis dispatcher's batch size, ...), and a window hours later holds none of
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -40,6 +41,7 @@ from gapwatch.core.models import LogEvent
 from gapwatch.cuzk.log_lines import ANCHOR_MESSAGE
 from gapwatch.logs.once import may_hold_log_lines
 from gapwatch.offline import log_span, log_split
+from gapwatch.offline.log_around import LogAround
 from gapwatch.offline.log_span import is_startup
 from gapwatch.offline.log_split import last_restart
 from gapwatch.sources.files import header_of, read_any
@@ -93,21 +95,24 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
     return []
 
 
-def recorded_around(path: str | Path, window: TimeWindow
-                    ) -> tuple[list[LogEvent], list[LogEvent]]:
+def recorded_around(path: str | Path, window: TimeWindow,
+                    startup: Sequence[LogEvent] = ()) -> LogAround:
     """The log events a recording holds in the `log_span.MARGIN_S` before `window` and after
-    it (each side open where the window is): what a window of a recording holding its log
-    reads around it, as a `--log` file's lines are read 5 minutes each side of it
-    (`log_window`): the gaps' evidence, the PoSt in flight at its start (its begin) and at its
-    end (its completion; `detect._Side` keeps a proof said after the window only where it
-    began in it). Without them a WinningPoSt begun before a window and 30.6 s into its 30 s
-    deadline inside it was not said late in the window, though the same window with the
-    same log as `--log` said it. One more read of the recording, from the margin before the
-    window to the margin after it, its GPU samples passed over undecoded; ([], []) for a
-    recording that cannot hold log events (`may_hold_log_lines`). Raises RecordingError."""
+    it (each side open where the window is), after the daemon's `startup` lines
+    (`recorded_startup`): what a window of a recording holding its log reads around it, as a
+    `--log` file's lines are read 5 minutes each side of it (`log_window`): the gaps'
+    evidence, the PoSt in flight at its start (its begin) and at its end (its completion;
+    `detect._Side` keeps a proof said after the window only where it began in it). Without
+    them a WinningPoSt begun before a window and 30.6 s into its 30 s deadline inside it was
+    not said late in the window, though the same window with the same log as `--log` said it.
+    One more read of the recording, from the margin before the window to the margin after it,
+    its GPU samples passed over undecoded, its log events spooled on disk as they are read
+    (`LogAround`); none for a recording that cannot hold log events (`may_hold_log_lines`).
+    The caller closes it. Raises RecordingError, SpoolError (no room for the spool)."""
+    around = LogAround(startup)
     header = header_of(path)
     if not may_hold_log_lines(header):
-        return [], []
+        return around
     margin_s = log_span.MARGIN_S
     wider = TimeWindow(None if window.since_s is None else window.since_s - margin_s,
                        None if window.until_s is None else window.until_s + margin_s, "")
@@ -115,27 +120,20 @@ def recorded_around(path: str | Path, window: TimeWindow
     rec = read_any(path, Reading(skip_prefixes=tuple(map(gpu_line_prefix, gpus)),
                                  skip_type_last=tuple(map(gpu_line_prefix_type_last, gpus)),
                                  window=wider))
-    before: list[LogEvent] = []
-    after: list[LogEvent] = []
     try:
         for r in rec.records:
             if type(r) is not LogEvent:
                 continue
             if window.since_s is not None and r.t_wall_s < window.since_s:
-                before.append(r)
+                around.add_before(r)
             elif window.until_s is not None and r.t_wall_s >= window.until_s:
-                after.append(r)
+                around.add_after(r)
+    except BaseException:
+        around.close()
+        raise
     finally:
         rec.close()
-    return before, after
-
-
-def lead_in_after(startup: list[LogEvent], lead: list[LogEvent]) -> list[LogEvent]:
-    """The recorded startup lines (`recorded_startup`) before the lead-in (`recorded_around`),
-    then it: a line in both fed once."""
-    if not lead:
-        return startup
-    return [*(e for e in startup if e.t_wall_s < lead[0].t_wall_s), *lead]
+    return around
 
 
 def _starts_before(file: Path, at: int, since_s: float) -> bool:

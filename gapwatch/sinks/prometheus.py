@@ -25,6 +25,8 @@ the user's explicit choice: the endpoint has no authentication (see docs/export.
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
@@ -52,6 +54,7 @@ from gapwatch.core.models import (
     GpuHealth,
     GpuSample,
     LinkState,
+    Notice,
     ProcessMemory,
     SessionHeader,
 )
@@ -85,6 +88,8 @@ class ExportedSession(Protocol):
     def header(self) -> SessionHeader: ...
 
     def add_sink(self, sink: MetricsSink) -> None: ...
+
+    def on_notice(self, notice: Notice) -> None: ...
 
 
 class ExporterError(Exception):
@@ -126,6 +131,10 @@ class GapwatchCollector:
         self._sink = sink
         self._status_fn = status_fn
         self.status_errors = 0
+        #: Scrapes whose verdict families could not be built (`_verdicts`), and the kinds of
+        #: error already said (each said once, then only counted).
+        self.verdict_errors = 0
+        self._verdict_errors_said: set[str] = set()
 
     def describe(self) -> Iterable[Metric]:
         # Returning nothing keeps registration from calling collect() (which reads the store).
@@ -146,7 +155,7 @@ class GapwatchCollector:
         lost = snap.lost_gpus()
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples, lost)
         yield from self._state_gauges(snap, lost)
-        yield from verdict_families(snap)
+        yield from self._verdicts(snap)
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
         yield from _tally_counters(
@@ -181,6 +190,38 @@ class GapwatchCollector:
         build = InfoMetricFamily("gapwatch_build", "gapwatch version and data source.")
         build.add_metric([], {"version": __version__, "source": header.source})
         yield build
+
+    def _verdicts(self, snap: StoreSnapshot) -> list[Metric]:
+        """The verdict families (`verdict_metrics`: each GPU's cause and the setting its
+        advice changes), built whole before any is served. The advice reads the prover's own
+        figures: a failure there (an input no bound caught, a bug) cost the whole reply, a
+        silent empty /metrics (the server drops a handler's exception), a box dark in the
+        fleet. Now it costs these families for this scrape only, counted
+        (`gapwatch_exporter_verdict_errors_total`) and said once a kind of error (an error
+        notice: the recording, the footer, stderr); the rest of the scrape is served."""
+        try:
+            return list(verdict_families(snap))
+        except Exception as exc:  # noqa: BLE001 - the rest of the scrape must be served
+            self.verdict_errors += 1
+            self._say_verdict_error(snap, exc)
+            return []
+
+    def _say_verdict_error(self, snap: StoreSnapshot, exc: Exception) -> None:
+        """An error notice for the first verdict failure of its kind, at the data's time."""
+        kind = type(exc).__name__
+        if kind in self._verdict_errors_said:
+            return
+        self._verdict_errors_said.add(kind)
+        latest = [s[-1] for s in snap.gpu_samples.values() if s]
+        last = max(latest, key=lambda s: s.t_mono_ns) if latest else None
+        t_mono, t_wall = (last.t_mono_ns, last.t_wall_s) if last else (0, time.time())
+        with contextlib.suppress(Exception):  # saying it must not cost the scrape either
+            self._session.on_notice(Notice(
+                t_mono, t_wall, "error",
+                f"/metrics: the GPUs' verdict could not be built ({kind}: "
+                f"{str(exc)[:200]}); gapwatch_gpu_verdict* are left out of the scrapes it "
+                "fails, the rest is served; counted in gapwatch_exporter_verdict_errors_total, "
+                "further failures of this kind only counted"))
 
     def _slow_readings(self, links: dict[int, LinkState],
                        procmem: dict[int, tuple[ProcessMemory, ...]]) -> Iterator[Metric]:
@@ -271,7 +312,12 @@ class GapwatchCollector:
         errors = CounterMetricFamily("gapwatch_exporter_status_errors",
                                      "Scrapes whose runtime status could not be read.")
         errors.add_metric([], self.status_errors)
-        yield from (files, lines, errors)
+        verdict = CounterMetricFamily("gapwatch_exporter_verdict_errors",
+                                      "Scrapes whose GPUs' verdict (gapwatch_gpu_verdict*) "
+                                      "could not be built: left out of that scrape, the rest "
+                                      "served.")
+        verdict.add_metric([], self.verdict_errors)
+        yield from (files, lines, errors, verdict)
 
     def _gpu_gauges(
         self, gpus: Iterable[Any], samples: dict[int, tuple[GpuSample, ...]],

@@ -125,11 +125,25 @@ def hint_lines(gaps: Sequence[Gap], evidence_before_s: float) -> list[str]:
         where = ", ".join(f"GPU{gpu} {n}" for gpu, n in sorted(per_gpu.items()))
         idle_s = sum(g.duration_s for g in these)
         latest = max(these, key=lambda g: g.start_s)
-        lines.append(f"- **{kind}**, {len(these)} gap(s) ({where}), {idle_s:.1f} s idle: "
-                     f"{cause or 'no cause named'}")
+        lines.append(f"- **{fmt.markdown(kind)}**, {len(these)} gap(s) ({where}), "
+                     f"{idle_s:.1f} s idle: {fmt.markdown(cause or 'no cause named')}")
         if latest.hint:
-            lines.append(f"  - latest ({fmt.clock(latest.start_s)}): {latest.hint}")
+            lines.append(f"  - latest ({fmt.clock(latest.start_s)}): {fmt.markdown(latest.hint)}")
     return lines
+
+
+#: A line's Markdown structure that gapwatch writes before its text: indentation and a list
+#: item's marker (`advice_lines`' items, the notes' `- `).
+_MD_STRUCTURE = re.compile(r"( *(?:- )?)(.*)", re.S)
+
+
+def _md_line(line: str) -> str:
+    """A line of gapwatch's words and outside text (a hint, an advice line quoting a log's
+    error, a status line) for summary.md: its indentation and list marker kept, the rest
+    through `fmt.markdown`, the one rule for text going into Markdown."""
+    m = _MD_STRUCTURE.fullmatch(line)
+    assert m is not None  # matches any text
+    return m[1] + fmt.markdown(m[2])
 
 
 def _gaps_in(records: Iterable[Record]) -> list[Gap]:
@@ -138,7 +152,7 @@ def _gaps_in(records: Iterable[Record]) -> list[Gap]:
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(fmt.markdown(cell) for cell in row) + " |" for row in rows]
     return lines
 
 
@@ -157,9 +171,11 @@ def render_summary(
     gaps = _gaps_in(records)
     hosts = [r for r in records if isinstance(r, HostSample)]
     out = [
-        f"# gapwatch snapshot: {header.host}, {fmt.utc_stamp(t_wall_s)}",
+        f"# gapwatch snapshot: {fmt.markdown(header.host)}, {fmt.utc_stamp(t_wall_s)}",
         "",
-        f"Taken {reason}. Source: `{header.source}`, gapwatch {header.gapwatch_version}. "
+        # The source and version as text, not code spans: a backtick in them ended one.
+        f"Taken {fmt.markdown(reason)}. Source: {fmt.markdown(header.source)}, gapwatch "
+        f"{fmt.markdown(header.gapwatch_version)}. "
         f"{covered_text(records, config.snapshot.history_s)}; times are UTC.",
     ]
     out += _gpu_section(snap, config)
@@ -171,12 +187,14 @@ def render_summary(
     out += _warnings_section(records)
     out += _host_section(hosts)
     if status_lines:
-        out += ["", "## Sampler and inputs", ""] + [f"- {line}" for line in status_lines]
+        out += ["", "## Sampler and inputs", ""] + [f"- {fmt.markdown(line)}"
+                                                      for line in status_lines]
     out += _files_section(records, gaps, hosts)
     out += ["", "## Config", "", "```json",
             encode_json(config.model_dump(mode="json"), indent=2).decode(), "```", ""]
-    # Log lines, hints and paths are text from outside: shown in the file, never obeyed by the
-    # terminal a user `cat`s it to.
+    # Log lines, hints and paths are text from outside: each went in through `fmt.markdown`
+    # (never Markdown, HTML, a link or a mention where the file is pasted), and here every line
+    # is shown, never obeyed by the terminal a user `cat`s it to.
     return "\n".join(fmt.visible(line) for line in "\n".join(out).split("\n"))
 
 
@@ -204,8 +222,8 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
 
     # The PoSt that failed or were late, of the events the snapshot holds, first.
     report = session_advice(snap, gaps, payoff)
-    still_open = [f"- gap {g.gap_id} on GPU{g.gpu} ({g.kind}), from "
-                  f"{fmt.clock(g.start_s, millis=True)}, {open_gap_words(g)}"
+    still_open = [_md_line(f"- gap {g.gap_id} on GPU{g.gpu} ({g.kind}), from "
+                           f"{fmt.clock(g.start_s, millis=True)}, {open_gap_words(g)}")
                   for g in gaps if g.is_open and not g.retracted]
     open_lines = ["Still open when the snapshot was taken (advised on below with the gaps that "
                   "closed, their idle time so far):", "", *still_open, ""] if still_open else []
@@ -213,7 +231,8 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
             "cuzk's own settings for the stalls these gaps show, each with its evidence, the "
             "upstream file it comes from, and whether it is a guess (docs/advice.md).", "",
             *open_lines,
-            *[line[2:] if line.startswith("  ") else line for line in advice_lines(report)],
+            *[_md_line(line[2:] if line.startswith("  ") else line)
+              for line in advice_lines(report)],
             *_lacks_lines(snap.prover_lacks)]
 
 
@@ -223,7 +242,7 @@ def _lacks_lines(lacks: Sequence[str]) -> list[str]:
     if not lacks:
         return []
     return ["", "What gapwatch lacks (so some gaps have no prover cause, some stalls no "
-            "setting):", "", *[f"- {why}" for why in lacks]]
+            "setting):", "", *[f"- {fmt.markdown(why)}" for why in lacks]]
 
 
 def _gpu_section(snap: StoreSnapshot, config: Config) -> list[str]:
@@ -296,7 +315,7 @@ def _hw_lines(snap: StoreSnapshot) -> list[str]:
                     key=lambda e: e.t_wall_s)
     warnings = [e for e in events if e.kind not in GPU_ERROR_KINDS]
     shown = set(map(id, warnings[-SNAPSHOT_WARNINGS:]))
-    lines = [f"- {fmt.clock(e.t_wall_s)} {event_words(e)}" for e in events
+    lines = [f"- {fmt.clock(e.t_wall_s)} {fmt.markdown(event_words(e))}" for e in events
              if e.kind in GPU_ERROR_KINDS or id(e) in shown]
     if len(warnings) > SNAPSHOT_WARNINGS:
         lines.append(f"- ... and {len(warnings) - SNAPSHOT_WARNINGS} earlier warnings "
@@ -314,7 +333,7 @@ def _happened_section(gaps: list[Gap]) -> list[str]:
         idle_s = sum(g.duration_s for g in these)
         rx = [g.pcie_rx_bytes_per_s for g in these if g.pcie_rx_bytes_per_s is not None]
         rx_txt = f", median RX inside {fmt.rate(statistics.median(rx))}" if rx else ""
-        out.append(f"- GPU{gpu}: {n} {kind} gap(s), {idle_s:.1f} s idle in total"
+        out.append(f"- GPU{gpu}: {n} {fmt.markdown(kind)} gap(s), {idle_s:.1f} s idle in total"
                    f", longest {fmt.duration(max(g.duration_s for g in these))}{rx_txt}")
     return out
 
@@ -325,9 +344,10 @@ def _warnings_section(records: Sequence[Record]) -> list[str]:
     out = ["", "## Prover log warnings", ""]
     if not warnings:
         return [*out, "- none"]
-    for warning, n in Counter(e.warning for e in warnings).most_common():
+    for warning, n in Counter(e.warning or "" for e in warnings).most_common():
         example = next(e.raw for e in warnings if e.warning == warning)
-        out += [f"- {warning}: {n} line(s), e.g.", "", "  ```", f"  {example}", "  ```"]
+        # As escaped text, not in a fenced block: a line of its own holding ``` closed it.
+        out += [f"- {fmt.markdown(warning)}: {n} line(s), e.g. {fmt.markdown(example)}"]
     return out
 
 

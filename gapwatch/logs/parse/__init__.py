@@ -120,7 +120,8 @@ _EVENT_FIELDS = ("t_wall_s", "time_source", "kind", "name", "raw", "stream", "le
 #: The most characters of one line the rules read (the rest stays in `raw`, unparsed): the
 #: parser works in bounded slices, so no hostile line holds the GIL (regexes run in C without
 #: releasing it) long enough to stall the 100 ms sampler. cuzk's longest lines are well under
-#: 1 KiB; 16 KiB costs at most a few ms.
+#: 1 KiB; 16 KiB costs at most a few ms, as every pattern that searches it reads it in time linear
+#: in its length (tests/test_parse_linear.py checks their shape).
 PARSE_CHARS = 16384
 
 

@@ -549,3 +549,20 @@ def test_the_post_advice_setting_is_on_metrics_as_a_bounded_label_set() -> None:
     assert advice("post-failed.log") == [{"proof_kind": "winning-post", "verdict": "failed",
                                           "setting": "none"}]
     assert advice("restart.log") == []
+
+
+def test_a_post_advice_that_cannot_be_built_costs_its_family_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The advice reads each proof's own figures: a failure there is counted with the
+    verdict's and leaves its family out of that scrape; the rest is served."""
+    from gapwatch.sinks import prometheus
+
+    def broken(_snap: object) -> list[Metric]:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setattr(prometheus, "proof_advice_families", broken)
+    session, _, _, metrics = session_over("post-late.log")
+    collector = prometheus.GapwatchCollector(session, metrics)
+    fams = {f.name: f for f in collector.collect()}
+    assert "gapwatch_proof_advice" not in fams and "gapwatch_proofs_late" in fams
+    assert collector.verdict_errors == 1

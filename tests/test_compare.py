@@ -14,6 +14,7 @@ import random
 import re
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -26,6 +27,7 @@ from gapwatch.cuzk.advice import Advice, AdviceReport, advise
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.settings import ProverSettings, SettingsSeen
 from gapwatch.logs.parse import LogParser
+from gapwatch.offline import compare_stats
 from gapwatch.offline.compare import (
     Comparison,
     Figure,
@@ -35,8 +37,8 @@ from gapwatch.offline.compare import (
     read_side,
     to_json,
 )
-from gapwatch.offline.compare_format import format_markdown, format_text
-from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation
+from gapwatch.offline.compare_format import change, format_markdown, format_text
+from gapwatch.offline.compare_stats import judge, mann_whitney_p, serial_inflation, spread
 from gapwatch.offline.compare_windows import (
     ALL,
     Grid,
@@ -584,6 +586,74 @@ def test_at_on_the_command_line_and_its_refusals(tmp_path: Path,
 
 
 
+def _report_json(path: Path, *argv: str, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["report", str(path), *argv, "--json"]) == 0
+    doc: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return doc
+
+
+def test_since_windows_each_side_from_its_own_start_as_report_reads_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare BEFORE AFTER --since +5s`: each side read from 5 s after its OWN start (the two
+    recordings began 49 s apart), the window and the figures those of `report SIDE --since
+    +5s`; so a side's start-up (its first wave) can be left out of two recordings, which
+    `--at` (one moment for both) could not. Before: `unrecognized arguments: --since +5s`."""
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--since", "+5s", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    busy = next(f for f in doc["figures"] if f["figure"] == "busy share" and f["gpu"] == 0)
+    for label, path, value in (("BEFORE", PAGEABLE, busy["before"]),
+                               ("AFTER", PINNED, busy["after"])):
+        report = _report_json(path, "--since", "+5s", capsys=capsys)
+        window = doc["sides"][label]["window"]
+        assert {k: window[k] for k in ("since_s", "until_s")} == report["window"]
+        assert window["said"] == "--since +5s"
+        assert value == pytest.approx(report["gpus"][0]["busy_fraction"])
+    sides = doc["sides"]
+    assert sides["BEFORE"]["window"]["since_s"] != sides["AFTER"]["window"]["since_s"]
+
+
+def test_a_sides_own_since_and_until_take_the_place_of_the_shared_ones_and_the_head_says_each(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--after-since +10s` is AFTER's alone (in place of `--since` for it); `--until -2s` is
+    both sides', each before its own end; the head says each side's window with the options
+    that made it, and a side read whole says so beside one that is not."""
+    argv = ["compare", str(PAGEABLE), str(PINNED), "--since", "+5s", "--after-since", "+10s",
+            "--until", "-2s"]
+    assert main([*argv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for label, path, since in (("BEFORE", PAGEABLE, "+5s"), ("AFTER", PINNED, "+10s")):
+        report = _report_json(path, "--since", since, "--until", "-2s", capsys=capsys)
+        window = doc["sides"][label]["window"]
+        assert {k: window[k] for k in ("since_s", "until_s")} == report["window"]
+    assert doc["sides"]["AFTER"]["window"]["said"] == "--after-since +10s --until -2s"
+    assert main(argv) == 0
+    head = capsys.readouterr().out.split("\n\n")[0]
+    assert "(--since +5s --until -2s)" in head
+    assert "(--after-since +10s --until -2s)" in head
+    # `-1s` after a side's option is its moment, not an option (as `--since -1h` is).
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--before-until", "-1s"]) == 0
+    before, after = capsys.readouterr().out.split("  AFTER ")[:2]
+    assert "(--before-until -1s)" in before
+    assert after.splitlines()[1].strip() == "all of its recording (no window)"
+
+
+def test_a_sides_own_window_that_names_nothing_is_one_line_naming_the_side_and_exit_2(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """As `report --since/--until` refuses them, with the side's name; `--at` with a window of
+    a side's own is refused too (one moment for both, or a window each: not both)."""
+    two = [str(PAGEABLE), str(PINNED)]
+    for argv, words in (([*two, "--since", "+1h"], "BEFORE: the window"),
+                        ([*two, "--after-until", "-1h"], "AFTER: the window"),
+                        ([*two, "--since", "+20s", "--until", "+10s"],
+                         "BEFORE: the window ends before it starts"),
+                        ([str(PAGEABLE), "--at", "+10s", "--after-since", "+15s"],
+                         "--at cuts both sides at one moment; --after-since")):
+        assert main(["compare", *argv]) == 2
+        err = capsys.readouterr().err
+        assert words in err and err.count("\n") == 1, err
+
+
+
 def _sim_recording(tmp: Path, scenario: str, seconds: int, seed: int) -> Path:
     out = tmp / f"{scenario}-{seed}.jsonl"
     assert main(["record", "--source", f"sim:{scenario}", "--speed", "0", "--seed", str(seed),
@@ -971,6 +1041,49 @@ def test_a_restart_inside_a_side_is_said_with_the_settings_that_changed_at_it() 
     assert all(len(line) <= 100 for line in format_text(c).splitlines())
 
 
+def test_an_at_windows_restart_note_counts_only_its_own_and_says_a_span_that_leaves_them_out(
+        ) -> None:
+    """`compare REC --at 14:30 --span 25m`: each side is a window of one recording whose log
+    is read whole (its startup lines replayed for the settings). The note counted the starts
+    after each side's window too (BEFORE 4 where `report --since 14:05 --until 14:30` says 1)
+    and said `--at` the recording's last one, outside both windows: followed, it said itself
+    again. Each side counts the starts its window holds (`since <= t < until`) after its first
+    busy reading; the way out keeps the moment and takes a span that holds none of them."""
+    starts = [_START.format(m) for m in ("00:00", "10:00", "40:00", "50:00", "57:00")]
+    settings = _settings_of(*starts)
+    before = _side("BEFORE", [], span_s=1440.0, t0_s=_T0 + 360)
+    before.window = TimeWindow(_T0 + 300, _T0 + 1800, "--at 14:30 --span 25m")
+    after = _side("AFTER", [], span_s=1380.0, t0_s=_T0 + 1860)
+    after.window = TimeWindow(_T0 + 1800, _T0 + 3300, "--at 14:30 --span 25m")
+    before.settings = after.settings = settings
+    notes = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+    assert [n.split(" restart(s)")[0] for n in notes] == ["BEFORE holds 1", "AFTER holds 2"]
+    # BEFORE's since after 14:10, AFTER's until before 14:40: 599 s on each side.
+    assert all(n.endswith("leave them out: --at 2026-05-12T14:30:00 --span 599s") for n in notes)
+    # Followed, no side holds a restart.
+    before.window = TimeWindow(_T0 + 1800 - 599, _T0 + 1800, "--at 14:30 --span 599s")
+    after.window = TimeWindow(_T0 + 1800, _T0 + 1800 + 599, "--at 14:30 --span 599s")
+    before.totals = [replace(t, first_busy_s=_T0 + 1800 - 590) for t in before.totals]
+    after.totals = [replace(t, last_busy_s=_T0 + 1800 + 590) for t in after.totals]
+    assert not [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+
+
+def test_a_restart_inside_a_sides_own_window_is_said_as_of_a_whole_recording_not_a_span(
+        ) -> None:
+    """A side read over its own `--since/--until` shares no moment with the other: a restart
+    inside it points `--at` itself (as a whole recording's does), never `--at` the window's
+    end with a `--span` (the `--at` cut's way out, which named a moment of no cut)."""
+    settings = _settings_of(*[_START.format(m) for m in ("00:00", "10:00")])
+    before = _side("BEFORE", [], span_s=1440.0, t0_s=_T0 + 360)
+    before.window = TimeWindow(_T0 + 300, _T0 + 1800, "--since 14:05 --until 14:30")
+    before.window_own = True
+    after = _side("AFTER", [], span_s=1380.0, t0_s=_T0 + 1860)
+    before.settings = settings
+    [said] = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+    assert said.startswith("BEFORE holds 1 restart(s)")
+    assert said.endswith("compare across the last: --at 2026-05-12T14:10:00")
+
+
 def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> None:
     # 200 starts 10 s apart after the first busy reading: the first 64 were kept, and the note
     # said "64 restart(s)" and `--at` the 64th (14:10:40) where the loop went on to 14:33:20.
@@ -1089,3 +1202,100 @@ def test_idle_with_the_pipeline_empty_is_the_loads_never_judged_worse() -> None:
     assert verdicts["idle s/h, prover: empty_pipeline"] == "load"
     assert verdicts["idle s/h, prover: batch_wait"] == "better"
     assert not c.load_differs
+
+
+def _box(label: str, gpus: dict[int, tuple[float, list[SlimGap]]]) -> Side:
+    """A side of the GPUs given, each (seconds between its partitions, its gaps), an hour."""
+    sides = [_side(label, gaps) for gaps in (g for _every_s, g in gpus.values())]
+    totals = [replace(s.totals[0], gpu=gpu) for s, gpu in zip(sides, gpus, strict=True)]
+    ends: list[tuple[int | None, float]] = [
+        (gpu, i * every_s) for gpu, (every_s, _g) in gpus.items()
+        for i in range(1, int(3600 // every_s))]
+    busy = sum(t.busy_s for t in totals) / sum(t.active_s for t in totals)
+    return replace(sides[0], totals=totals, partition_ends=ends, busy_fraction=busy,
+                   gaps=[g for _e, gaps in gpus.values() for g in gaps],
+                   partitions_per_hour=len(ends), payoff_all=IfClosed(300.0, 0.99, 1.23))
+
+
+def test_two_gpus_against_one_achieve_by_each_boxs_totals_said_not_comparable() -> None:
+    """BEFORE: GPU 0 starved (2,400 partitions/h), GPU 1 at full speed (4,000/h); AFTER: one
+    GPU at 4,000/h. The achieved line mixed the box's busy share, GPU 0's partitions/h (×1.67)
+    and a box-wide prediction ("277 % of the predicted gain") while the box's partitions/h fell
+    6,400 → 4,000. Each box against the other, and not a measure of the change."""
+    starved = [g._replace(gpu=0) for g in _every(20.0, 8.0, "pcie_starved", "pinned_pool")]
+    before = _box("BEFORE", {0: (1.5, starved), 1: (0.9, [])})
+    after = _box("AFTER", {0: (0.9, [])})
+    c = compare(before, after, window_s=60.0)
+    assert _figure(c, "partitions/h").test.verdict == "better"  # GPU 0 against GPU 0: true
+    ach = predicted_vs_achieved(c)["achieved"]
+    assert ach["basis"] == "partitions/h"
+    assert before.partitions_per_hour and after.partitions_per_hour
+    # The boxes' totals (about 6,400 and 4,000 an hour), not GPU 0's 2,400.
+    assert ach["throughput_ratio"] == after.partitions_per_hour / before.partitions_per_hour
+    assert ach["verdict"] == "not comparable" and ach["share_of_predicted_gain"] is None
+    assert ach["gpu_counts"] == [2, 1]
+    line = " ".join(format_text(c).split("  achieved:")[1].split("\n\n")[0].split())
+    assert "0.62× by partitions/h of each box: not comparable: 2 GPU(s) before, 1 after" in line
+    assert "predicted gain" not in line
+    # With a GPU more on each side, "all GPUs" is the box: its partitions/h, 2 GPUs' output
+    # against 3's, is not comparable either.
+    three = _box("AFTER", {0: (0.9, []), 1: (0.9, []), 2: (0.9, [])})
+    assert _figure(compare(before, three, window_s=60.0), "partitions/h",
+                   gpu=ALL).test.verdict == "not comparable"
+    # Like with like, one GPU each, the ratio is judged and its share claimed.
+    one = _box("BEFORE", {0: (1.5, starved)})
+    same = predicted_vs_achieved(compare(one, after, window_s=60.0))["achieved"]
+    assert same["verdict"] == "better" and same["share_of_predicted_gain"] is not None
+
+
+def test_windows_all_apart_are_never_no_measurable_change_and_gone_is_said_only_of_a_change(
+        ) -> None:
+    """gaps/h 1892 → 0: every BEFORE window above 1000 (a start-up ramp in its first three),
+    every AFTER window 0. The test, widened for that ramp's drift (p 0.048), said "no
+    measurable change" beside "gone": the sides looked alike, and did not. Windows all apart
+    that the test cannot tell from drift are too few windows; a figure that falls to 0 is
+    "gone" only beside a verdict that tells a change."""
+    before = [1080.0, 1200.0, 1740.0, 2160.0, 2220.0, 2100.0, 2100.0, 2040.0, 2160.0, 2125.0]
+    after = [0.0] * 10
+    test = judge(before, after, "lower", False)
+    assert test.p_value is not None and test.p_value > 0.01
+    assert test.verdict == "too few windows"
+    # Windows that overlap, the test not telling them apart: no measurable change, as before.
+    assert judge([0.0, 120.0] * 5, [0.0] * 10, "lower", False).verdict == "no measurable change"
+    rows = {}
+    for verdict in ("too few windows", "no measurable change", "better"):
+        f = Figure(0, "gaps/h", "lower", False, 1892.0, 0.0, spread(before), spread(after),
+                   compare_stats.Test(test.p_value, -1892.0, verdict))
+        rows[verdict] = change(f)
+    assert rows == {"too few windows": "to 0", "no measurable change": "to 0", "better": "gone"}
+
+
+def test_a_gain_beside_advice_left_unchanged_names_what_changed_and_is_not_the_advices() -> None:
+    """`sim:pageable` against `sim:chained`: the advice's `[memory] total_budget` read
+    "unchanged ... on both", then "achieved ... (108 % of the predicted gain)", and no line
+    said what had changed (synth_worker_count 20 → 4). The line under what AFTER achieved
+    names what the sides show changed, and where every advised setting stayed, that the gain
+    is not the advice's."""
+    held = _every(20.0, 8.0, "host_stall", "batch_wait")
+    before = _side("BEFORE", held)
+    before.settings = _settings_of(_DISPATCHER.format(2, 10000), _WORKERS.format("00:00", 1))
+    before.advice = advise([Gap(gap_id=g, gpu=0, kind="host_stall", start_mono_ns=0,
+                                start_s=x.start_s, end_mono_ns=1, end_s=x.start_s + 8.0,
+                                duration_s=8.0, pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6,
+                                link_bytes_per_s=63e9, prover_cause="batch_wait")
+                            for g, x in enumerate(held[:3])], PipelineView())
+    after = _side("AFTER", _every(20.0, 1.0, "host_stall", "batch_wait"))
+    after.settings = _settings_of(_DISPATCHER.format(2, 10000), _WORKERS.format("00:00", 2))
+    c = compare(before, after)
+    assert predicted_vs_achieved(c)["advice_changed"] is False
+    payoff = " ".join(format_text(c).split("Payoff:")[1].split("Method:")[0].split())
+    assert "unchanged: [scheduler] max_batch_size 2 on both" in payoff
+    assert ("what changed: [gpus] gpu_workers_per_device 1 → 2; not the advised settings "
+            "(unchanged), so not the advice's doing") in payoff
+    # The advice followed: what changed is its setting, and nothing disowns the gain.
+    after.settings = _settings_of(_DISPATCHER.format(2, 1000), _WORKERS.format("00:00", 1))
+    c = compare(before, after)
+    assert predicted_vs_achieved(c)["advice_changed"] is True
+    payoff = " ".join(format_text(c).split("Payoff:")[1].split("Method:")[0].split())
+    assert "what changed: [scheduler] max_batch_wait_ms 10000 → 1000" in payoff
+    assert "not the advice's" not in payoff

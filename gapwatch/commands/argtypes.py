@@ -208,6 +208,9 @@ def moment(text: str) -> Moment:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: The options that take a moment (`-1h` after them is theirs, not an option).
+MOMENT_FLAGS = ("--since", "--until", "--at", "--before-since", "--before-until",
+                "--after-since", "--after-until")
 #: A moment counted back from the end (`-1h`), which argparse would take for an option.
 _BACK = re.compile(r"-\d[\d.]*[a-zA-Z]*")
 
@@ -230,7 +233,7 @@ def joined_moments(argv: list[str]) -> list[str]:
     plain negative number) for an option, and said `--since: expected one argument`."""
     out: list[str] = []
     for word in argv:
-        if out and out[-1] in ("--since", "--until", "--at") and _BACK.fullmatch(word):
+        if out and out[-1] in MOMENT_FLAGS and _BACK.fullmatch(word):
             out[-1] = f"{out[-1]}={word}"
         else:
             out.append(word)
@@ -251,15 +254,24 @@ def window_of(args: argparse.Namespace, path: str) -> TimeWindow | None:
     """The window `--since`/`--until` name in the recording at `path` (None: neither given).
     Raises RecordingError (the recording's header), `time_window.WindowError` (a window that
     names nothing: the message says why)."""
-    if args.since is None and args.until is None:
+    return window_in(args.since, args.until, path)
+
+
+def window_in(since: Moment | None, until: Moment | None, path: str,
+              flags: tuple[str, str] = ("--since", "--until")) -> TimeWindow | None:
+    """The window `since`/`until` name in the recording at `path`, each moment resolved
+    against that recording's own start and end (None: neither given); `flags`: the options
+    they were written with (`compare --after-since`). Raises as `window_of`."""
+    if since is None and until is None:
         return None
     from gapwatch.sources import time_window
     from gapwatch.sources.files import refuse_a_stream
 
     # The window is found from the recording's header and end before its records are read:
     # a FIFO gave its head to the first and `replay --since` said "not a recording".
-    refuse_a_stream(Path(path), "--since/--until read its start and end before its records")
-    return time_window.resolve(args.since, args.until, *recording_span(path))
+    refuse_a_stream(Path(path), f"{flags[0]}/{flags[1]} read its start and end before its "
+                                "records")
+    return time_window.resolve(since, until, *recording_span(path), flags=flags)
 
 
 def recording_span(path: str) -> tuple[float, float | None]:

@@ -1,9 +1,13 @@
-"""`gapwatch compare BEFORE [AFTER] [--at TIME [--span DURATION]] [--before-log P] [--after-log P]
-[--json | --markdown]`.
+"""`gapwatch compare BEFORE [AFTER] [--at TIME [--span DURATION]] [--since TIME] [--until TIME]
+[--before-since TIME] [--before-until TIME] [--after-since TIME] [--after-until TIME]
+[--before-log P] [--after-log P] [--json | --markdown]`.
 
 Who calls it: `gapwatch.cli`. Thin: the figures and verdicts are `gapwatch.offline.compare`'s,
-the words `gapwatch.offline.compare_format`'s (docs/compare.md). Exit codes: 0 done, 2 a side or
-a log cannot be read.
+the words `gapwatch.offline.compare_format`'s (docs/compare.md); the windows are
+`gapwatch.sources.time_window`'s: `--at` cuts the sides at one moment (`split_at`), `--since`/
+`--until` window each side on its own by `report --since/--until`'s rule (`resolve`, through
+`argtypes.window_in`: a relative `+30s` from each side's own start). Exit codes: 0 done, 2 a side
+or a log cannot be read, or a window that names nothing of its side.
 """
 
 from __future__ import annotations
@@ -44,10 +48,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(written as report's --since: 14:05, 2026-11-30T14:05, +2h, -1h)")
     parser.add_argument("--span", type=argtypes.duration, metavar="DURATION",
                         help="with --at: only this long on each side of it (e.g. 1h)")
+    parser.add_argument("--since", type=argtypes.moment, metavar="TIME",
+                        help="each side only from TIME (not with --at), as report's --since, "
+                             "resolved against that side's own recording: +30s is 30 s after "
+                             "each side's start (leaves each start-up's first wave out), -1h "
+                             "the last hour of each")
+    parser.add_argument("--until", type=argtypes.moment, metavar="TIME",
+                        help="each side only before TIME (as --since, each side's own)")
+    for side in ("before", "after"):
+        for bound in ("since", "until"):
+            parser.add_argument(f"--{side}-{bound}", type=argtypes.moment, metavar="TIME",
+                                help=f"{side.upper()} only {_BOUND_WORDS[bound]} TIME, in place "
+                                     f"of --{bound} for it")
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the JSON document instead")
     out.add_argument("--markdown", action="store_true",
                      help="print Markdown (a ticket, a chat) instead")
+
+
+_BOUND_WORDS = {"since": "from", "until": "before"}
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -66,10 +85,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     after_logs = argtypes.log_files(args.after_log) or (before_logs if args.after is None else [])
     try:
         before_window, after_window = _windows(args, after_path)
+        own = args.at is None  # a window of its own, not a side of the `--at` cut
         before = read_side("BEFORE", args.before, config, before_logs,
-                           progress("BEFORE"), before_window)
+                           progress("BEFORE"), before_window, window_own=own)
         after = read_side("AFTER", after_path, config, after_logs, progress("AFTER"),
-                          after_window)
+                          after_window, window_own=own)
     except WindowError as exc:
         say(f"gapwatch compare: {exc}")
         return 2
@@ -102,16 +122,44 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
                 "moment)")
     if args.span is not None and args.at is None:
         return "--span needs --at (the moment the spans are taken on each side of)"
+    if args.at is not None and (given := _own_window_flags(args)):
+        return (f"--at cuts both sides at one moment; {given[0]} gives a side a window of its "
+                "own: give one or the other (one recording, each side its own window: REC REC "
+                "--before-until TIME --after-since TIME)")
     return None
+
+
+def _own_window_flags(args: argparse.Namespace) -> list[str]:
+    """The `--since`/`--until` options given, shared or a side's, as written."""
+    names = ["since", "until"] + [f"{side}_{bound}" for side in ("before", "after")
+                                  for bound in ("since", "until")]
+    return ["--" + n.replace("_", "-") for n in names if getattr(args, n) is not None]
 
 
 def _windows(args: argparse.Namespace, after_path: str
              ) -> tuple[TimeWindow | None, TimeWindow | None]:
-    """The parts of BEFORE and AFTER read (`--at`, `--span`; None: the whole of each).
-    Raises RecordingError, WindowError."""
+    """The parts of BEFORE and AFTER read (`--at`, `--span`, or each side's own `--since`/
+    `--until`; None: the whole of that side). Raises RecordingError, WindowError."""
     if args.at is None:
-        return None, None
+        return (_own_window(args, "before", args.before),
+                _own_window(args, "after", after_path))
     start_s, end_s = argtypes.recording_span(args.before)
     after_start_s, after_end_s = (argtypes.recording_span(after_path)
                                   if after_path != args.before else (None, None))
     return split_at(args.at, args.span, start_s, end_s, after_start_s, after_end_s)
+
+
+def _own_window(args: argparse.Namespace, side: str, path: str) -> TimeWindow | None:
+    """A side's window of its own: its `--before-since` (`--after-since`) or else the shared
+    `--since`, the same for the end, resolved against that side's recording by `report
+    --since/--until`'s rule (`argtypes.window_in`). Raises RecordingError, WindowError (the
+    message led by the side's name)."""
+    own_since, own_until = getattr(args, f"{side}_since"), getattr(args, f"{side}_until")
+    since = own_since if own_since is not None else args.since
+    until = own_until if own_until is not None else args.until
+    flags = (f"--{side}-since" if own_since is not None else "--since",
+             f"--{side}-until" if own_until is not None else "--until")
+    try:
+        return argtypes.window_in(since, until, path, flags)
+    except WindowError as exc:
+        raise WindowError(f"{side.upper()}: {exc}") from None

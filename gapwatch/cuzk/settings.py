@@ -137,18 +137,24 @@ class Restarts:
     more: bool = False
 
 
-def runs_after(s: ProverSettings, t0_s: float) -> Restarts:
-    """The starts of cuzk later than `t0_s`, and the settings that changed across them."""
-    times = tuple(t for t in s.start_times if t > t0_s)
+def runs_after(s: ProverSettings, t0_s: float, until_s: float | None = None) -> Restarts:
+    """The starts of cuzk later than `t0_s` (and before `until_s`, where a window ends: a
+    `--since/--until` window holds `since <= t < until`, `TimeWindow.holds`), and the settings
+    that changed across them. A side read as a window has its log's startup lines from outside
+    it too (replayed for its settings): its starts after the window are not its restarts."""
+    def inside(t: float) -> bool:
+        return t > t0_s and (until_s is None or t < until_s)
+
+    times = tuple(t for t in s.start_times if inside(t))
     changed: dict[str, tuple[str, ...]] = {}
     if not times:
         return Restarts(times, changed)
     # The dropped starts are the oldest: some may follow t0 when every kept one does.
-    more = s.starts_dropped > 0 and len(times) == len(s.start_times)
+    more = s.starts_dropped > 0 and min(s.start_times) > t0_s
     for setting, seen in s.history.items():
         # The value in effect at t0 (the last one logged by then), then each one logged after.
         before = [v for t, v in seen if t <= t0_s][-1:]
-        values = before + [v for t, v in seen if t > t0_s]
+        values = before + [v for t, v in seen if inside(t)]
         kept = [v for i, v in enumerate(values) if i == 0 or v != values[i - 1]]
         if len(kept) > 1:
             changed[setting] = tuple(kept)

@@ -29,7 +29,9 @@ from its log: the wait for the next request plus its first synthesis) is load as
 judged, though not taken as want of work (`EMPTY_PIPELINE`). Different GPU sets or lengths are
 said in the head. The prover's settings come from each side's own lines and `/status`
 (`gapwatch.cuzk.settings`); BEFORE's advice and its payoff (work taken as fixed) are set against
-what AFTER achieved.
+what AFTER achieved, box against box. PoSt: each side's PoSts by their last word, proved (their
+latency) or failed or lost (their share, judged on counts: `compare_stats.judge_counts`); a
+side that lost more is never the better one by its survivors' latency.
 """
 
 from __future__ import annotations
@@ -53,22 +55,35 @@ from gapwatch.core.payoff import IfClosed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.pipeline import POST_KINDS
+from gapwatch.cuzk.post_advice import ProofAdvice
 from gapwatch.cuzk.settings import (
+    AdvisedChange,
     ProverSettings,
+    Restarts,
     SettingChange,
     SettingsSeen,
     advised_change,
     changes,
     runs_after,
 )
-from gapwatch.offline.compare_stats import Better, Spread, Test, Verdict, judge, spread
+from gapwatch.offline.compare_stats import (
+    Better,
+    Spread,
+    Test,
+    Verdict,
+    judge,
+    judge_counts,
+    spread,
+)
 from gapwatch.offline.compare_windows import (
     ALL,
     PAGEABLE_SHARE,
+    POST_FAILED,
     POST_LATENCY,
     GpuWindows,
     Grid,
     NoData,
+    PostOutcome,
     SlimCopy,
     SlimGap,
     SlimPost,
@@ -160,8 +175,12 @@ class Side:
     notes: list[str] = field(default_factory=list)
     #: Each finished PoSt (WinningPoSt, WindowPoSt) the prover's watcher timed.
     posts: list[SlimPost] = field(default_factory=list)
-    #: The part of the recording read (`compare --at`), or None: all of it.
+    #: The part of the recording read (`compare --at`, or `--since/--until`), or None: all of
+    #: it.
     window: TimeWindow | None = None
+    #: Whether `window` is the side's own (`--since/--until`), not its part of the `--at` cut:
+    #: a restart inside it is then said as of a whole recording's (`_at_s`).
+    window_own: bool = False
     #: Each GPU's stretches with no reading (the detector's NO_DATA state): unknown, not idle
     #: and not busy (`compare_windows`).
     no_data: list[NoData] = field(default_factory=list)
@@ -194,10 +213,12 @@ class Side:
 
 
 def read_side(label: str, path: str | Path, config: Config, logs: list[str],
-              progress: Progress | None = None, window: TimeWindow | None = None) -> Side:
+              progress: Progress | None = None, window: TimeWindow | None = None,
+              window_own: bool = False) -> Side:
     """Detect one side as `report` does and keep only what the comparison reads (`progress`:
     told how far, as `build_report` tells it; `window`: only that part of the recording, as
-    `report --since/--until` reads it).
+    `report --since/--until` reads it; `window_own`: it is the side's own `--since/--until`,
+    not its part of an `--at` cut).
 
     Raises:
         gapwatch.sources.recording.RecordingError: not a usable recording.
@@ -235,7 +256,8 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
             notes=list(rep.notes),
-            window=window, no_data=no_data, stepped_back_s=stepped_back,
+            window=window, window_own=window_own, no_data=no_data,
+            stepped_back_s=stepped_back,
             gpu_errors={k: n for k, n in rep.hw_errors.items() if k in GPU_ERROR_KINDS},
             held_down={g: held for g, h in rep.health.items()
                        if (held := h.held_down()) is not None},
@@ -253,12 +275,18 @@ def _posts_not_kept(n: int) -> list[str]:
 
 
 def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
+    """Each PoSt's last word (`ProofTiming.last_word`: one a proof), proved, failed or lost
+    (given up). A failed one's time is to its failure, a lost one's to when it was given up:
+    no latency (None), but each counts among the PoSts that ended without a proof: kept to
+    proved ones only, a run failing half its WinningPoSts read "better" for its fast survivors."""
     out = []
     for e in events:
         p = e.proof
-        if (e.kind == "proof" and p is not None and p.proved and p.total_s is not None
-                and p.proof_kind in POST_KINDS):  # a failed one's time is to its failure
-            out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s, p.total_s))
+        if e.kind != "proof" or p is None or not p.last_word or p.proof_kind not in POST_KINDS:
+            continue
+        outcome: PostOutcome = ("proved" if p.proved else "failed" if p.done else "lost")
+        out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s,
+                            p.total_s if outcome == "proved" else None, outcome))
     return out
 
 
@@ -291,6 +319,8 @@ class Figure:
     before_windows: Spread
     after_windows: Spread
     test: Test
+    #: A share counted whole (`POST_FAILED`): each side's (hits, of how many); None: by windows.
+    counts: tuple[tuple[int, int], tuple[int, int]] | None = None
 
     def said(self, verdict: Verdict) -> Figure:
         """The same figure with `verdict` in place of its test's (said, not judged)."""
@@ -320,9 +350,9 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
     """Both sides cut into the same windows, every figure judged (see the module docstring)."""
     shorter = min(before.span_s, after.span_s)
     w = window_s or choose_window_s(shorter)
-    wins, wholes = {}, {}
+    wins, wholes, counted = {}, {}, {}
     for s in (before, after):
-        wins[s.label], wholes[s.label] = _windows(s, w)
+        wins[s.label], wholes[s.label], counted[s.label] = _windows(s, w)
     for s in (before, after):
         _zeros_for_absent(wins[s.label], wholes[s.label], _other(s, before, after, wins),
                           prover_seen=_prover_seen(s))
@@ -336,6 +366,13 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         for name in _figure_names(b_win, a_win, b_all, a_all):
             better, share = _direction(name, batch_changed)
             bw, aw = b_win.get(name, []), a_win.get(name, [])
+            b_n = counted["BEFORE"].get(gpu, {}).get(name, (0, 0))
+            a_n = counted["AFTER"].get(gpu, {}).get(name, (0, 0))
+            if name.startswith(POST_FAILED):
+                figures.append(Figure(gpu, name, better, share, b_all.get(name),
+                                      a_all.get(name), spread([]), spread([]),
+                                      judge_counts(b_n, a_n, better), (b_n, a_n)))
+                continue
             test = judge(bw, aw, better, share)
             if (not bw or not aw) and b_all.get(name) is not None \
                     and a_all.get(name) is not None:
@@ -344,17 +381,22 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                 test = Test(None, None, "too few windows")
             figures.append(Figure(gpu, name, better, share, b_all.get(name), a_all.get(name),
                                   spread(bw), spread(aw), test))
+    figures, failing = _latency_of_survivors(figures)
     if _log_on_one_side(before, after) is not None:
         figures = [_cause_unlike(f) for f in figures]
     unlike_rows = batch_rows_unlike(before, after) or rate_units_unlike(before, after)
     if unlike_rows is not None:
         figures = [f.said("not comparable") if f.name == "partitions/h" else f for f in figures]
+    if len(before.totals) != len(after.totals):
+        # All GPUs' partitions/h is the box's, per wall hour: two GPUs' output against one's.
+        figures = [f.said("not comparable") if f.name == "partitions/h" and f.gpu == ALL
+                   else f for f in figures]
     load_known = before.statuses > 0 and after.statuses > 0
     load_differs = any(_load_differs(wins["BEFORE"].get(gpu, {}), wins["AFTER"].get(gpu, {}),
                                      figures, gpu, batch_changed) for gpu in keys)
     if load_differs:
         figures = [_load_said(f) for f in figures]
-    notes = _notes(before, after, w) + ([unlike_rows] if unlike_rows else []) + [
+    notes = _notes(before, after, w) + failing + ([unlike_rows] if unlike_rows else []) + [
         note for s in (before, after)
         if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
     if batch_changed and not load_differs and _waits_became_want_of_work(figures):
@@ -364,6 +406,41 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                       hardware_differs=bool(hardware_differences(before, after)),
                       load_same_words=_load_same_words(figures, batch_changed),
                       rate_label=rate_label(before, after))
+
+
+def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str]]:
+    """PoSt latency is of the proofs that came; a side that failed or lost a larger share of
+    that kind's PoSts (`POST_FAILED`) is never the better one by it: a failed WinningPoSt
+    loses its block as a late one does, and a run failing half its proofs fast read "better"
+    (x0.24) for its survivors. Such a latency verdict is said "not comparable", and why, as
+    a note; the failures' own row judges them (Fisher's exact test)."""
+    failed = {(f.gpu, f.name.removeprefix(POST_FAILED)): f for f in figures
+              if f.name.startswith(POST_FAILED)}
+    out, notes = [], []
+    for f in figures:
+        fails = failed.get((f.gpu, f.name.removeprefix(POST_LATENCY)))
+        if (f.name.startswith(POST_LATENCY) and fails is not None and fails.counts is not None
+                and fails.before is not None and fails.after is not None
+                and f.test.verdict in ("better", "worse")):
+            favoured_after = f.test.verdict == "better"
+            mine, other = ((fails.after, fails.before) if favoured_after
+                           else (fails.before, fails.after))
+            if mine > other:
+                f = f.said("not comparable")
+                notes.append(_survivors_note(fails, favoured_after))
+        out.append(f)
+    return out, notes
+
+
+def _survivors_note(fails: Figure, after_favoured: bool) -> str:
+    assert fails.counts is not None
+    (fb, nb), (fa, na) = fails.counts
+    kind = fails.name.removeprefix(POST_FAILED)
+    who, other = ("AFTER", "BEFORE") if after_favoured else ("BEFORE", "AFTER")
+    where = "" if fails.gpu == ALL else f" on GPU {fails.gpu}"
+    return (f"{kind}{where}: AFTER failed or lost {fa} of {na}, BEFORE {fb} of {nb}: no proof "
+            f"came of those (a lost block, as a late one); {who}'s shorter latency is of the "
+            f"proofs that came, not judged better than {other}'s")
 
 
 def batch_settings_changed(before: Side, after: Side) -> bool:
@@ -560,7 +637,7 @@ def _direction(name: str, batch_changed: bool = True) -> tuple[Better, bool]:
         return "none", False
     if name == "busy share":
         return "higher", True
-    if name == PAGEABLE_SHARE:
+    if name == PAGEABLE_SHARE or name.startswith(POST_FAILED):
         return "lower", True
     if name == "partitions/h" or name.startswith("H2D rate"):
         return "higher", False
@@ -572,7 +649,8 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     cause), H2D rates by memory kind."""
     names = {n for m in maps for n in m}
     order = ["busy share", "partitions/h", "gaps/h", "idle s/h"]
-    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_LATENCY)
+    groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_FAILED,
+              POST_LATENCY)
     out = [n for n in order if n in names]
     for prefix in groups:
         out += sorted(n for n in names if n.startswith(prefix))
@@ -651,16 +729,17 @@ def _extent(side: Side) -> tuple[float, float]:
 
 
 def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[float]]],
-                                                  dict[int, dict[str, float | None]]]:
+                                                  dict[int, dict[str, float | None]],
+                                                  dict[int, dict[str, tuple[int, int]]]]:
     """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
     accumulators summed over every window, the last partial one too; busy share: the
     report's; per hour of the GPU's working span; partitions per hour: `throughput`'s, of all
     GPUs and of each).
     A side `unwindowed` gives no window values: its accumulators are one window over all it
-    holds, for the whole-run figures."""
+    holds, for the whole-run figures. Third, the shares counted whole (`_post_counts`)."""
     start = side.start_s
     if start is None:
-        return {}, {}
+        return {}, {}, {}
     n = _windows_in(side, window_s)
     cut = unwindowed(side, window_s) is None
     if cut:
@@ -685,6 +764,7 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
     wholes = {gpu: _whole(w, *spans[gpu]) for gpu, w in acc.items() if gpu in spans}
+    counts = {gpu: _post_counts(w) for gpu, w in acc.items() if gpu in spans}
     for gpu, figures in wholes.items():
         pph = pph_all if gpu == ALL else partitions_per_hour(
             ends, side.totals, no_data, side.stepped_back_s, gpu)
@@ -694,7 +774,13 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
         wins = {gpu: series(w, window_s, gpu == ALL) for gpu, w in acc.items()}
     else:  # every figure it has, without a window value (the other side's absent kinds: 0)
         wins = {gpu: {name: [] for name in wholes.get(gpu, {})} for gpu in acc}
-    return wins, wholes
+    return wins, wholes, counts
+
+
+def _post_counts(w: GpuWindows) -> dict[str, tuple[int, int]]:
+    """Each PoSt kind's (failed or lost, ended) over the whole side, by `POST_FAILED` name."""
+    return {f"{POST_FAILED}{kind}": (sum(w.posts_failed.get(kind, ())), sum(ended))
+            for kind, ended in w.posts_ended.items() if sum(ended)}
 
 
 def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | None]:
@@ -722,6 +808,8 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
     for kind, post_s in w.post_s.items():
         proofs = sum(w.posts[kind])
         out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
+    for name, (failed, ended) in _post_counts(w).items():
+        out[name] = failed / ended
     return out
 
 
@@ -776,7 +864,9 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         other = after if with_log is before else before
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    f"({_causes_without_log(other)})")
-    out += [note for s in (before, after) if (note := _restart_note(s)) is not None]
+    spans = [n for s in (before, after) if (n := _span_without_restarts(s)) is not None]
+    out += [note for s in (before, after)
+            if (note := _restart_note(s, min(spans, default=None))) is not None]
     out += [note for s in (before, after) if (note := _gpu_health_note(s)) is not None]
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
@@ -819,27 +909,74 @@ def _gpu_health_note(side: Side) -> str | None:
             "as the settings (docs/health.md)")
 
 
-def _restart_note(side: Side) -> str | None:
+def _restart_note(side: Side, span_s: int | None = None) -> str | None:
     """Said when cuzk started again after the side's first busy reading: the side is two runs
     or more (each start begins with an unpinned first wave and reloads its SRS,
     cuzk-upstream-paths.md 4.4), and its settings column shows only the last start's values;
     where a setting changed at a restart, the change the comparison is about may sit inside
     the side. A start before the first busy reading (the side's own start, or the startup
-    lines replayed from before an `--at` window) is no restart inside it."""
-    first = side.start_s
-    if first is None:
-        return None
-    runs = runs_after(side.settings, first)
-    if not runs.times:
+    lines replayed from before an `--at` window) is no restart inside it, nor one after its
+    window's end (`runs_after`: the window's rule, `report --since/--until`'s): they were
+    counted, and the `--at` said of them lay outside the window. `span_s`: the `--span` that
+    leaves both sides' restarts out (`_span_without_restarts`), said of a side read as a
+    window."""
+    runs = _restarts_inside(side)
+    if runs is None:
         return None
     changed = "; ".join(f"{k} {' → '.join(v)}" for k, v in sorted(runs.changed.items()))
-    last = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(runs.times[-1]))
     count = f"more than {len(runs.times)}" if runs.more else str(len(runs.times))
     return (f"{side.label} holds {count} restart(s) of cuzk after its first busy "
             "reading (each begins with an unpinned first wave and reloads its SRS), so its "
             "figures mix the runs"
             + (f"; changed at them: {changed} (its settings show the last)" if changed else "")
-            + f"; compare across the last: --at {last}")
+            + _restarts_left_out(side, runs.times, span_s))
+
+
+def _restarts_inside(side: Side) -> Restarts | None:
+    """cuzk's starts inside the side after its first busy reading (`_restart_note`), or None."""
+    first = side.start_s
+    if first is None:
+        return None
+    runs = runs_after(side.settings, first, None if side.window is None else side.window.until_s)
+    return runs if runs.times else None
+
+
+def _at_s(side: Side) -> float | None:
+    """The `--at` moment of a side read as its part of the cut (BEFORE's end, AFTER's start),
+    in whole seconds as it is said; None: a whole recording, or a window of the side's own
+    (`--since/--until`: no moment is shared, and its restarts lie inside it, where `--at` the
+    last one cuts as in a whole recording)."""
+    w = None if side.window_own else side.window
+    at = None if w is None else w.until_s if side.label == "BEFORE" else w.since_s
+    return None if at is None else math.floor(at)
+
+
+def _span_without_restarts(side: Side) -> int | None:
+    """The longest `--span`, whole seconds, whose window on this side holds none of its
+    restarts (BEFORE's since after its last, AFTER's until before its first); None: no
+    restart, or not a window; 0: none does (a restart within a second of the moment)."""
+    runs, at_s = _restarts_inside(side), _at_s(side)
+    if runs is None or at_s is None:
+        return None
+    t = runs.times
+    return max(0, math.ceil(at_s - t[-1] if side.label == "BEFORE" else t[0] - at_s) - 1)
+
+
+def _restarts_left_out(side: Side, times: tuple[float, ...], span_s: int | None) -> str:
+    """What to run instead, in words: a whole recording, compared across its last restart
+    (`--at` it: inside its data); a side read as an `--at` window, the same moment with a span
+    that leaves both sides' restarts out: `--at` the last restart, said of a window, lay
+    outside it, and from it the next run said it again."""
+    at_s = _at_s(side)
+    if at_s is None:
+        return f"; compare across the last: --at {_iso(times[-1])}"
+    if not span_s:
+        return ""
+    return f"; leave them out: --at {_iso(at_s)} --span {span_s}s"
+
+
+def _iso(t: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t))
 
 
 def _silent_in_span(side: Side) -> str:
@@ -869,22 +1006,33 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         # By what shows the setting (`advised_change`), not by its name among the changed
         # ones: cuzk logs `[pipeline] max_parallel_synthesis` only as synth_worker_count, the
         # budget in GiB, env knobs by their lines, so a name match never marked them.
-        moved = advised_change(x.setting, b.settings, a.settings)
         advice.append({
             "setting": x.setting, "stall": x.stall, "gaps": x.gaps, "idle_s": x.idle_s,
             "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
             "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
-            "changed": moved.changed, "changed_not_known_why": moved.why_not_known,
-            "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
-                         for s in moved.shown_by]})
+            **_changed_json(advised_change(x.setting, b.settings, a.settings))})
     top = c.figures[0].gpu if c.figures else ALL
-    whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top}
-    verdicts = {f.name: f.test.verdict for f in c.figures if f.gpu == top}
+    proofs = [_proof_advice_payoff(x, c, top) for x in b.advice.proofs if x.setting is not None]
+    counts = (len(b.totals), len(a.totals))
+    # The box's figures against the box's: the figures of one GPU (the only one both sides
+    # have) are not the box where a side has others (GPU 0's partitions/h beside the box's
+    # busy share and a box-wide prediction read "277 % of the predicted gain" while the box's
+    # partitions/h fell 6386 -> 3976). Then the sides' own whole-run totals, untested.
+    box = top == ALL or counts == (1, 1)
+    whole = {f.name: (f.before, f.after) for f in c.figures if f.gpu == top} if box else {
+        "partitions/h": (b.partitions_per_hour, a.partitions_per_hour),
+        "busy share": (b.busy_fraction, a.busy_fraction)}
+    verdicts: dict[str, Verdict] = {f.name: f.test.verdict for f in c.figures
+                                    if f.gpu == top and box}
+    if counts[0] != counts[1]:
+        # Two GPUs' totals against one's measure the GPUs as much as the setting.
+        verdicts = {name: "not comparable" for name in ("busy share", "partitions/h")}
     too_short = {name for name, v in verdicts.items() if v == "too few windows"}
     ratio, basis = None, None
     pb, pa = whole.get("partitions/h", (None, None))
     bb, ba = whole.get("busy share", (b.busy_fraction, a.busy_fraction))
-    if pb and pa and verdicts.get("partitions/h") != "not comparable":
+    # Rows of unlike units (batches, PoSt jobs) are no one measure at any GPU count.
+    if pb and pa and not (batch_rows_unlike(b, a) or rate_units_unlike(b, a)):
         ratio, basis = pa / pb, "partitions/h"
     elif bb and ba is not None:
         ratio, basis = ba / bb, "busy share"
@@ -906,6 +1054,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         share = (ratio - 1) / (predicted - 1)
     return {
         "advice": advice,
+        "proof_advice": proofs,
+        "advice_changed": advice_changed([x["changed"] for x in (*advice, *proofs)]),
         "all_gaps": {"busy_fraction": b.payoff_all.busy_fraction,
                      "throughput_gain": predicted},
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
@@ -913,8 +1063,51 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
                      "share_of_predicted_gain": share,
                      "not_measured": not_measured,
                      "load_differs": c.load_differs,
-                     "hardware_differs": c.hardware_differs},
+                     "hardware_differs": c.hardware_differs,
+                     "gpu_counts": list(counts)},
     }
+
+
+def advice_changed(changed: list[bool | None]) -> bool | None:
+    """Whether AFTER followed BEFORE's advice, from each advised setting's `changed`: True
+    where one changed, False where every one is known unchanged, None where there was none
+    or none is known. With False, what AFTER achieved is not the advice's gain: "unchanged ...
+    on both" then read "(108 % of the predicted gain)", and no line said what had changed."""
+    if any(c is True for c in changed):
+        return True
+    if changed and all(c is False for c in changed):
+        return False
+    return None
+
+
+#: The PoSt figure an advice for proofs of each verdict was meant to move: a late or at-risk
+#: proof's latency, a failed or lost one's share without a proof.
+PROOF_ADVICE_MOVES = {"late": POST_LATENCY, "at_risk": POST_LATENCY, "failed": POST_FAILED,
+                      "lost": POST_FAILED}
+
+
+def _changed_json(moved: AdvisedChange) -> dict[str, Any]:
+    """Whether an advised setting changed, and what showed it (the payoff's advice rows)."""
+    return {"changed": moved.changed, "changed_not_known_why": moved.why_not_known,
+            "shown_by": [{"setting": s.setting, "before": s.before, "after": s.after}
+                         for s in moved.shown_by]}
+
+
+def _proof_advice_payoff(x: ProofAdvice, c: Comparison, top: int) -> dict[str, Any]:
+    """A PoSt advice of BEFORE's report that names a setting (`ProofAdvice`): whether the
+    setting changed, as the gaps' advice is read (`advised_change`), and the PoSt figure it was
+    meant to move (`PROOF_ADVICE_MOVES`) on the GPUs the achieved line reads. The payoff said
+    "BEFORE's report advised no setting" beside a report advising `[memory] eviction_min_idle`
+    for its late WinningPoSts."""
+    assert x.setting is not None
+    name = PROOF_ADVICE_MOVES.get(x.verdict, POST_LATENCY) + x.proof_kind
+    f = next((f for f in c.figures if f.gpu == top and f.name == name), None)
+    return {"setting": x.setting, "proof_kind": x.proof_kind, "verdict": x.verdict,
+            "count": x.count, "cause": x.cause,
+            **_changed_json(advised_change(x.setting, c.before.settings, c.after.settings)),
+            "figure": {"figure": name, "before": None if f is None else f.before,
+                       "after": None if f is None else f.after,
+                       "verdict": None if f is None else f.test.verdict}}
 
 
 def to_json(c: Comparison) -> dict[str, Any]:
@@ -950,7 +1143,8 @@ def usable_windows(c: Comparison) -> tuple[int, int]:
 def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
     return {"path": s.path, "log_files": s.log_files,
             "window": None if s.window is None else {"since_s": s.window.since_s,
-                                                     "until_s": s.window.until_s},
+                                                     "until_s": s.window.until_s,
+                                                     "said": s.window.said},
             "gpus": [t.gpu for t in s.totals],
             "start_s": s.start_s, "span_s": s.span_s, "windows": _whole_windows(s, window_s),
             "usable_windows": usable,
@@ -983,5 +1177,8 @@ def _figure_json(f: Figure) -> dict[str, Any]:
             "before_windows": _spread_json(f.before_windows),
             "after_windows": _spread_json(f.after_windows),
             "delta_mean": f.test.delta_mean, "p_value": f.test.p_value,
-            "verdict": f.test.verdict}
+            "verdict": f.test.verdict,
+            **({} if f.counts is None else {
+                "before_count": {"failed": f.counts[0][0], "ended": f.counts[0][1]},
+                "after_count": {"failed": f.counts[1][0], "ended": f.counts[1][1]}})}
 

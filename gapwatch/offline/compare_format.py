@@ -8,6 +8,7 @@ shown through `fmt.visible`, never obeyed by the terminal.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.offline.compare import (
@@ -19,7 +20,7 @@ from gapwatch.offline.compare import (
     usable_windows,
 )
 from gapwatch.offline.compare_stats import Spread
-from gapwatch.offline.compare_windows import ALL, POST_LATENCY
+from gapwatch.offline.compare_windows import ALL, POST_FAILED, POST_LATENCY
 
 WIDTH = 100
 PATH_CHARS = 60
@@ -60,11 +61,21 @@ def _bare(f: Figure, v: float | None) -> str:
     return _num(v)
 
 
-def cell(f: Figure, whole: float | None, s: Spread) -> str:
-    """The whole-run value and the windows' median [p10-p90]."""
+def cell(f: Figure, whole: float | None, s: Spread, side: int = 0) -> str:
+    """The whole-run value and the windows' median [p10-p90]; a share counted whole
+    (`Figure.counts`, `side` 0 BEFORE, 1 AFTER) with its counts, "50 % (10 of 20)"."""
+    if f.counts is not None and whole is not None:
+        hits, n = f.counts[side]
+        return f"{value(f, whole)} ({hits} of {n})"
     if s.n == 0:
         return value(f, whole)
     return f"{value(f, whole)} [{_bare(f, s.p10)}-{_bare(f, s.p90)}]"
+
+
+#: The verdicts that tell a change: only beside them is a figure gone from one side to none
+#: "gone" (or "new"); beside any other it is "to 0" ("from 0"): "gone  no measurable change"
+#: read as a contradiction.
+TOLD = ("better", "worse", "different load", "load")
 
 
 def change(f: Figure) -> str:
@@ -77,7 +88,9 @@ def change(f: Figure) -> str:
         return f"×{a / b:.2f}"
     if b == a:
         return "="
-    return "gone" if a == 0 else "new"
+    if f.test.verdict in TOLD:
+        return "gone" if a == 0 else "new"
+    return "to 0" if a == 0 else "from 0"
 
 
 def _gpu_label(gpu: int) -> str:
@@ -111,13 +124,20 @@ def label(name: str, rate: str = "partitions/h") -> str:
         return "  " + name.removeprefix("idle s/h: ")
     if name.startswith(POST_LATENCY):
         return "PoSt s: " + name.removeprefix(POST_LATENCY)
+    if name.startswith(POST_FAILED):
+        return "PoSt failed: " + name.removeprefix(POST_FAILED)
     return name
 
 
-def _side_lines(s: Side) -> list[str]:
+def _side_lines(s: Side, windowed: bool) -> list[str]:
+    """A side's head lines: its path, the window it was read over (`windowed`: either side
+    was read over one, so a side read whole says so too), its GPUs and span."""
     out = [f"  {s.label:<6} {_path(s.path)}"]
     if s.window is not None:
-        out.append(f"         only the {s.window.describe()}")
+        # Wrapped: two of a side's own options with dates run past the width.
+        out += _wrap(s.window.describe(), first="         only the ", rest="           ")
+    elif windowed:
+        out.append("         all of its recording (no window)")
     return [*out, f"         {len(s.totals)} GPU(s), {fmt.duration(s.span_s)} of work from "
                   f"{_when(s.start_s)}"]
 
@@ -133,7 +153,8 @@ def _load_line(c: Comparison) -> str:
 
 
 def head_lines(c: Comparison) -> list[str]:
-    out = ["gapwatch compare", *_side_lines(c.before), *_side_lines(c.after)]
+    windowed = c.before.window is not None or c.after.window is not None
+    out = ["gapwatch compare", *_side_lines(c.before, windowed), *_side_lines(c.after, windowed)]
     for s in (c.before, c.after):
         if s.log_files:
             out.append(f"  {s.label} logs: {', '.join(_path(p) for p in s.log_files)}")
@@ -190,7 +211,7 @@ def figure_lines(c: Comparison) -> list[str]:
                     "verdict"]
         name = label(f.name, c.rate_label)
         out.append(f"  {name[:27]:<28}{cell(f, f.before, f.before_windows)[:19]:<20}"
-                   f"{cell(f, f.after, f.after_windows)[:19]:<20}{change(f)[:8]:<9}"
+                   f"{cell(f, f.after, f.after_windows, 1)[:19]:<20}{change(f)[:8]:<9}"
                    f"{f.test.verdict}")
     return out
 
@@ -204,7 +225,9 @@ def payoff_lines(c: Comparison) -> list[str]:
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
                    + (f"{gain:.2f}× throughput" if gain else "gain unknown"))
         out.append(_changed_line(a["changed"], a["shown_by"], a["changed_not_known_why"]))
-    if not p["advice"]:
+    for x in p["proof_advice"]:
+        out += _proof_advice_lines(x, c)
+    if not p["advice"] and not p["proof_advice"]:
         out.append("  BEFORE's report advised no setting")
     allg = p["all_gaps"]
     if allg["throughput_gain"]:
@@ -213,9 +236,13 @@ def payoff_lines(c: Comparison) -> list[str]:
     ach = p["achieved"]
     line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "
             f"{fmt.frac_pct(ach['busy_after'])}")
+    gpus_b, gpus_a = ach["gpu_counts"]
     if ach["throughput_ratio"] is not None:
         line += f", {ach['throughput_ratio']:.2f}× by {label(ach['basis'], c.rate_label)}"
-        if ach["verdict"] not in (None, "better", "worse"):
+        if gpus_b != gpus_a:
+            line += (f" of each box: not comparable: {gpus_b} GPU(s) before, {gpus_a} after "
+                     "(the GPUs changed as well as the settings)")
+        elif ach["verdict"] not in (None, "better", "worse"):
             line += f": {ach['verdict']}"
     if ach["not_measured"] is not None:
         line += f"; throughput not measured: {ach['not_measured']}"
@@ -227,7 +254,39 @@ def payoff_lines(c: Comparison) -> list[str]:
     if ach["hardware_differs"]:
         line += "; other GPUs or links, so not a measure of the change"
     out.append(line)
+    out.append(_what_changed(c, p["advice_changed"]))
     return out
+
+
+def _what_changed(c: Comparison, followed: bool | None) -> str:
+    """What the sides show changed, under the achieved line: the gain is that change's. Where
+    every advised setting is unchanged it is not the advice's, and says so."""
+    moved = [f"{ch.setting} {ch.before or '-'} → {ch.after or '-'}" for ch in c.setting_changes]
+    said = ("what changed: " + ", ".join(moved[:4])
+            + (f" (+{len(moved) - 4} more)" if len(moved) > 4 else "")
+            if moved else "no setting the sides show changed")
+    if followed is False:
+        said += "; not the advised settings (unchanged), so not the advice's doing"
+    return "    " + fmt.visible(said)
+
+
+def _proof_advice_lines(x: dict[str, Any], c: Comparison) -> list[str]:
+    """A PoSt advice's setting, whether it changed, and the PoSt figure it was meant to move
+    (`compare._proof_advice_payoff`)."""
+    how = {"at_risk": "at risk"}.get(x["verdict"], x["verdict"])
+    out = [f"  {x['setting']}: {x['count']} {x['proof_kind']} {how} (PoSt)",
+           _changed_line(x["changed"], x["shown_by"], x["changed_not_known_why"])]
+    f = x["figure"]
+    share = f["figure"].startswith(POST_FAILED)
+    out.append(f"    {label(f['figure'], c.rate_label)}: {_plain(f['before'], share)} → "
+               f"{_plain(f['after'], share)}: {f['verdict'] or 'on neither side'}")
+    return out
+
+
+def _plain(v: float | None, share: bool) -> str:
+    if v is None:
+        return "-"
+    return f"{v * 100:.0f} %" if share else _num(v)
 
 
 def _above_bound(share: float) -> str:
@@ -305,7 +364,7 @@ def format_markdown(c: Comparison) -> str:
         name = c.rate_label if f.name == "partitions/h" else f.name
         out.append(f"| {_gpu_label(f.gpu)} | {_md(name)} | "
                    f"{_md(cell(f, f.before, f.before_windows))} | "
-                   f"{_md(cell(f, f.after, f.after_windows))} | {_md(change(f))} | "
+                   f"{_md(cell(f, f.after, f.after_windows, 1))} | {_md(change(f))} | "
                    f"**{f.test.verdict}** |")
     # An advice's "changed:" line (indented under it in the text) as a nested item.
     out += [""] + [f"{'  ' if line.startswith('    ') else ''}- {_md(line.strip(), None)}"

@@ -17,7 +17,9 @@ window:
   start);
 - partitions per hour (by the end of their GPU work; per GPU when the log says which);
 - H2D rate by host memory kind (copy trace): bytes over copy time of the copies that ended in the
-  window (None without such a copy).
+  window (None without such a copy);
+- PoSt latency by proof kind, of the proofs that came; and each kind's PoSts that ended, and of
+  them those that failed or were lost (summed over the side: `compare` judges their share whole).
 All in one pass over the gaps, partitions and copies (each spread over the windows it touches).
 """
 
@@ -26,9 +28,11 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 from gapwatch.core.track import GpuTotals
+
+_N = TypeVar("_N", int, float)
 
 
 class SlimGap(NamedTuple):
@@ -41,13 +45,21 @@ class SlimGap(NamedTuple):
     duration_s: float
 
 
+#: How a PoSt ended: with its proof, failed (the prover said so), or lost (said for the last
+#: time without its end: a restart took it, or too many in flight). Only a proved one has a
+#: latency; the other two are no proof at all (a WinningPoSt's block lost, as a late one's).
+PostOutcome = Literal["proved", "failed", "lost"]
+
+
 class SlimPost(NamedTuple):
-    """What the windows read of a finished PoSt (the prover's watcher, `ProverEvent` "proof")."""
+    """What the windows read of a PoSt's last word (the prover's watcher, `ProverEvent`
+    "proof"): its end (or its failure, or when it was given up) and, proved, its latency."""
 
     gpu: int | None
     kind: str
     end_s: float
-    total_s: float
+    total_s: float | None
+    outcome: PostOutcome = "proved"
 
 
 class NoData(NamedTuple):
@@ -133,6 +145,8 @@ MIN_WINDOWS = 8
 ALL = -1  # the key of "all GPUs" in per-GPU maps
 PAGEABLE_SHARE = "H2D bytes from pageable"
 POST_LATENCY = "PoSt latency s: "
+#: The share of a kind's PoSts that ended without a proof (failed or lost), of all that ended.
+POST_FAILED = "PoSt failed: "
 
 
 def choose_window_s(span_s: float) -> float:
@@ -186,6 +200,9 @@ class GpuWindows:
     #: PoSt latency by proof kind: the sum of the windows' proofs' seconds, and their count.
     post_s: dict[str, list[float]] = field(default_factory=dict)
     posts: dict[str, list[int]] = field(default_factory=dict)
+    #: PoSts by proof kind that ended (proved, failed or lost), and of them those with no proof.
+    posts_ended: dict[str, list[int]] = field(default_factory=dict)
+    posts_failed: dict[str, list[int]] = field(default_factory=dict)
     #: `ALL` only: each window's wall seconds in which some GPU was read (None: all of it).
     read_wall_s: list[float] | None = None
 
@@ -271,8 +288,9 @@ def _copies(grid: Grid, out: dict[int, GpuWindows], copies: Iterable[SlimCopy]) 
 
 def _posts(grid: Grid, out: dict[int, GpuWindows],
            posts: Sequence[SlimPost]) -> GpuWindows:
-    """PoSt latency by the window each proof ended in, on its GPU (the only GPU when it has
-    none said); those of no known GPU on a multi-GPU side count for all GPUs only."""
+    """PoSts by the window each ended in, on its GPU (the only GPU when it has none said);
+    those of no known GPU on a multi-GPU side count for all GPUs only. Every one is counted
+    as ended, one without a proof as failed too; only a proved one's latency is summed."""
     only = next(iter(out)) if len(out) == 1 else None
     unplaced = GpuWindows.empty(grid.n)
     for p in posts:
@@ -281,18 +299,31 @@ def _posts(grid: Grid, out: dict[int, GpuWindows],
             continue
         w = out.get(only if p.gpu is None and only is not None else p.gpu if p.gpu is not None
                     else ALL, unplaced)
+        w.posts_ended.setdefault(p.kind, [0] * grid.n)[i] += 1
+        failed = w.posts_failed.setdefault(p.kind, [0] * grid.n)
+        if p.outcome != "proved":
+            failed[i] += 1
+            continue
+        if p.total_s is None:
+            continue
         w.post_s.setdefault(p.kind, [0.0] * grid.n)[i] += p.total_s
         w.posts.setdefault(p.kind, [0] * grid.n)[i] += 1
     return unplaced
 
 
 def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
-    for kind, vs in more.post_s.items():
-        acc = total.post_s.setdefault(kind, [0.0] * len(vs))
-        cnt = total.posts.setdefault(kind, [0] * len(vs))
+    _add_into(total.post_s, more.post_s)
+    _add_into(total.posts, more.posts)
+    _add_into(total.posts_ended, more.posts_ended)
+    _add_into(total.posts_failed, more.posts_failed)
+
+
+def _add_into(dst: dict[str, list[_N]], src: dict[str, list[_N]]) -> None:
+    """`src`'s per-window values added into `dst`'s, key by key (a key new to `dst`: zeros)."""
+    for k, vs in src.items():
+        acc = dst.setdefault(k, [v * 0 for v in vs])
         for i, v in enumerate(vs):
             acc[i] += v
-            cnt[i] += more.posts[kind][i]
 
 
 def _partitions(grid: Grid, out: dict[int, GpuWindows],
@@ -337,16 +368,12 @@ def _sum(out: dict[int, GpuWindows], n: int) -> GpuWindows:
             total.gaps[i] += w.gaps[i]
         for src, dst in ((w.idle_by_kind, total.idle_by_kind),
                          (w.idle_by_cause, total.idle_by_cause),
-                         (w.h2d_bytes, total.h2d_bytes), (w.h2d_s, total.h2d_s),
-                         (w.post_s, total.post_s)):
+                         (w.h2d_bytes, total.h2d_bytes), (w.h2d_s, total.h2d_s)):
             for k, vs in src.items():
                 acc = dst.setdefault(k, [0.0] * n)
                 for i, v in enumerate(vs):
                     acc[i] += v
-        for kind, cs in w.posts.items():
-            cnt = total.posts.setdefault(kind, [0] * n)
-            for i, c in enumerate(cs):
-                cnt[i] += c
+        _add_posts(total, w)
         if w.partitions is not None:
             parts = parts or [0] * n
             for i, v in enumerate(w.partitions):

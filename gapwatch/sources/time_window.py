@@ -1,11 +1,13 @@
-"""A time window of a recording (`report`/`export --since/--until`, `compare --at`): what the
-user wrote, the wall times it names, and reading only the records inside it.
+"""A time window of a recording (`report`/`export --since/--until`, `compare --at` and
+`compare --since/--until`): what the user wrote, the wall times it names, and reading only the
+records inside it.
 
-Who calls it: `gapwatch.commands` (`report`/`export --since/--until`: `moment`, `resolve`;
-`compare --at`: `split_at`), `gapwatch.offline` (the window handed to the reader and the
-`--log` span; `search_bytes` and `median_time` for the log's own search), and
-`gapwatch.sources.recording` (`seek_plain`, `pieces_before`, `within`) and
-`gapwatch.sources.recording_set` (`LATE_S`: segments outside are not opened).
+Who calls it: `gapwatch.commands` (`report`/`export --since/--until` and each side of
+`compare --since/--until`: `moment`, `resolve`; `compare --at`: `split_at`),
+`gapwatch.offline` (the window handed to the reader and the `--log` span; `search_bytes` and
+`median_time` for the log's own search), and `gapwatch.sources.recording` (`seek_plain`,
+`pieces_before`, `within`) and `gapwatch.sources.recording_set` (`LATE_S`: segments outside
+are not opened).
 
 Why: a day of 8 GPUs with its log takes minutes to report, and an operator asked about 14:05 wants
 that hour, not the day. A windowed report is the report of the recording as if it had been cut at
@@ -116,11 +118,13 @@ def moment(text: str) -> Moment:
 
 
 def resolve(since: Moment | None, until: Moment | None, start_s: float,
-            end_s: float | None) -> TimeWindow | None:
+            end_s: float | None, flags: tuple[str, str] = ("--since", "--until")
+            ) -> TimeWindow | None:
     """The wall times `since` and `until` name for a recording that starts at `start_s` (its
     header's) and whose data ends at `end_s` (None: unknown). None when neither is given.
-    Raises WindowError: a moment from the end of a recording whose end is unknown, a window
-    that ends before it starts or holds none of the recording."""
+    `flags`: the options they were written with, as the window's line says them (`compare`'s
+    `--after-since`). Raises WindowError: a moment from the end of a recording whose end is
+    unknown, a window that ends before it starts or holds none of the recording."""
     if since is None and until is None:
         return None
     since_s = None if since is None else _wall(since, start_s, end_s)
@@ -129,7 +133,7 @@ def resolve(since: Moment | None, until: Moment | None, start_s: float,
         raise WindowError(f"the window ends before it starts ({_day(until_s)} is not after "
                          f"{_day(since_s)} UTC)")
     said = " ".join(part for part in (
-        f"--since {since.text}" if since else "", f"--until {until.text}" if until else "")
+        f"{flags[0]} {since.text}" if since else "", f"{flags[1]} {until.text}" if until else "")
         if part)
     window = TimeWindow(since_s, until_s, said)
     if _holds_none(window, start_s, end_s):

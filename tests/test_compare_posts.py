@@ -1,0 +1,133 @@
+"""`gapwatch compare` on PoSt: the proofs that failed or were lost count, and a side that loses
+more of them is never the better one for its survivors' latency (docs/compare.md)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from gapwatch.core.models import ProofTiming, ProverEvent
+from gapwatch.core.payoff import IfClosed
+from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import AdviceReport
+from gapwatch.cuzk.post_advice import ProofAdvice
+from gapwatch.cuzk.settings import ProverSettings
+from gapwatch.offline.compare import Comparison, Figure, Side, _slim_posts, compare, to_json
+from gapwatch.offline.compare_format import format_text
+from gapwatch.offline.compare_windows import SlimPost
+
+SPAN_S = 2400.0
+EVICTION = "[memory] eviction_min_idle"
+
+
+def _side(label: str, posts: list[SlimPost]) -> Side:
+    totals = [GpuTotals(gpu=0, link_bytes_per_s=6.3e10, data_s=SPAN_S, busy_s=SPAN_S,
+                        active_s=SPAN_S, first_busy_s=0.0, last_busy_s=SPAN_S,
+                        last_wall_s=SPAN_S, confidence="high", final_state="CHAINED")]
+    return Side(label=label, path=label, log_files=[], gpus=[], totals=totals, gaps=[],
+                partition_ends=None, copies=[], settings=ProverSettings(),
+                advice=AdviceReport(), payoff_all=IfClosed(0.0, None, None), busy_fraction=None,
+                partitions_per_hour=None, statuses=10, posts=posts)
+
+
+def _posts(latency_s: float, failed_every: int = 0) -> list[SlimPost]:
+    """40 WinningPoSts a minute apart; every `failed_every`-th one failed (none at 0)."""
+    return [SlimPost(None, "winning-post", 60.0 * i + 30, None, "failed")
+            if failed_every and i % failed_every == 0
+            else SlimPost(None, "winning-post", 60.0 * i + 30, latency_s + i % 3)
+            for i in range(40)]
+
+
+def _figure(c: Comparison, name: str) -> Figure:
+    return next(f for f in c.figures if f.name == name)
+
+
+def test_a_side_failing_half_its_winning_posts_is_worse_and_its_fast_survivors_not_better(
+        ) -> None:
+    # BEFORE proves every one in ~25 s; AFTER fails every second one, proving the rest in ~7 s.
+    c = compare(_side("BEFORE", _posts(24.0)), _side("AFTER", _posts(6.0, failed_every=2)))
+    failed = _figure(c, "PoSt failed: winning-post")
+    assert (failed.before, failed.after) == (0.0, 0.5)
+    assert failed.counts == ((0, 40), (20, 40))
+    assert failed.test.verdict == "worse"
+    latency = _figure(c, "PoSt latency s: winning-post")
+    assert latency.after is not None and latency.before is not None
+    assert latency.after < latency.before  # faster, of the proofs that came
+    assert latency.test.verdict == "not comparable"
+    [note] = [n for n in c.notes if "failed or lost" in n]
+    assert "AFTER failed or lost 20 of 40, BEFORE 0 of 40" in note
+    text = format_text(c)
+    assert re.search(r"PoSt failed: winning-post +0 % \(0 of 40\) +50 % \(20 of 40\) +\+50 pp +worse",
+                     text)
+    assert "better" not in [line.split()[-1] for line in text.splitlines() if "PoSt" in line]
+    [row] = [f for f in to_json(c)["figures"] if f["figure"] == "PoSt failed: winning-post"]
+    assert row["before_count"] == {"failed": 0, "ended": 40}
+    assert row["after_count"] == {"failed": 20, "ended": 40}
+    assert row["verdict"] == "worse"
+
+
+def test_faster_posts_with_no_more_failures_are_still_better() -> None:
+    c = compare(_side("BEFORE", _posts(24.0, failed_every=10)),
+                _side("AFTER", _posts(6.0, failed_every=10)))
+    assert _figure(c, "PoSt latency s: winning-post").test.verdict == "better"
+    assert _figure(c, "PoSt failed: winning-post").test.verdict == "no measurable change"
+    assert not [n for n in c.notes if "failed or lost" in n]
+
+
+def test_a_side_slower_but_failing_none_is_not_judged_worse_by_its_latency() -> None:
+    # The rule runs both ways: BEFORE's short latency is of the half it proved.
+    c = compare(_side("BEFORE", _posts(6.0, failed_every=2)), _side("AFTER", _posts(24.0)))
+    assert _figure(c, "PoSt failed: winning-post").test.verdict == "better"
+    assert _figure(c, "PoSt latency s: winning-post").test.verdict == "not comparable"
+
+
+def _word(job: str, t: float, **proof: object) -> ProverEvent:
+    return ProverEvent(t, "proof", "info", "", job_id=job,
+                       proof=ProofTiming("winning-post", **proof))  # type: ignore[arg-type]
+
+
+def test_a_sides_posts_keep_the_failed_and_the_lost_each_by_its_last_word() -> None:
+    events = [
+        _word("a", 10.0, total_s=6.0, done=False),  # running: not its last word
+        _word("a", 12.0, total_s=8.0),  # proved
+        _word("b", 20.0, total_s=3.0, verdict="failed", error="GPU prove start failed"),
+        _word("c", 30.0, total_s=4.0, done=False, given_up="restart"),  # lost in a restart
+        _word("d", 40.0, total_s=1.0, done=False),  # still running at the end: not ended
+    ]
+    assert _slim_posts(events) == [
+        SlimPost(None, "winning-post", 12.0, 8.0, "proved"),
+        SlimPost(None, "winning-post", 20.0, None, "failed"),
+        SlimPost(None, "winning-post", 30.0, None, "lost"),
+    ]
+
+
+def _advised_eviction(side: Side, eviction_min_idle: str) -> Side:
+    """`side` whose report advised `[memory] eviction_min_idle` for 4 late WinningPoSts (its
+    SRS evicted between them), with the setting as its cuzk log showed it."""
+    late = ProofAdvice("winning-post", "late", 4, "srs_evicted", None, EVICTION,
+                       "4 WinningPoSt late: [memory] eviction_min_idle: raise it")
+    return replace(side, advice=AdviceReport(proofs=[late]),
+                   settings=ProverSettings(values={EVICTION: eviction_min_idle}, log_lines=50))
+
+
+def test_the_payoff_judges_the_posts_advice_by_its_setting_and_the_post_figure_it_moves(
+        ) -> None:
+    before = _advised_eviction(_side("BEFORE", _posts(34.0)), "15s")
+    after = _advised_eviction(_side("AFTER", _posts(6.0)), "10m")
+    c = compare(before, after)
+    [row] = to_json(c)["payoff"]["proof_advice"]
+    assert row["setting"] == EVICTION and row["verdict"] == "late" and row["count"] == 4
+    assert row["changed"] is True
+    assert row["shown_by"] == [{"setting": EVICTION, "before": "15s", "after": "10m"}]
+    assert row["figure"]["figure"] == "PoSt latency s: winning-post"
+    assert row["figure"]["verdict"] == "better"
+    payoff = format_text(c).split("Payoff:")[1]
+    assert "advised no setting" not in payoff
+    assert "  [memory] eviction_min_idle: 4 winning-post late (PoSt)\n" in payoff
+    assert "    changed: [memory] eviction_min_idle 15s → 10m\n" in payoff
+    assert "    PoSt s: winning-post: 35 → 7.0: better\n" in payoff
+    # Unchanged, it says so, and the figure still says what became of the proofs.
+    same = compare(before, _advised_eviction(_side("AFTER", _posts(34.0)), "15s"))
+    payoff = format_text(same).split("Payoff:")[1]
+    assert "    unchanged: [memory] eviction_min_idle 15s on both\n" in payoff
+    assert "    PoSt s: winning-post: 35 → 35: no measurable change\n" in payoff

@@ -530,3 +530,39 @@ def test_a_proof_said_late_while_hundreds_run_is_counted_once_and_hooked_once() 
     lates = [e.job_id for e in events if late.first(e)]
     assert firsts.count("wp-late") == lates.count("wp-late") == 1
     assert len(firsts) == len(lates) == 301
+
+
+def test_the_post_advice_setting_is_on_metrics_as_a_bounded_label_set() -> None:
+    """/metrics said of a box whose WinningPoSts went late that its GPUs were CHAINED, verdict
+    `none`: the setting its report names for them was nowhere a fleet could read it.
+    `gapwatch_proof_advice_info` says each kind, how it went wrong and the setting (`none`
+    where no cuzk setting frees it: a failed one), none while no PoSt went wrong."""
+    from gapwatch.sinks.prometheus import GapwatchCollector
+
+    def advice(*names: str) -> list[dict[str, str]]:
+        session, _, _, metrics = session_over(*names)
+        fams = {f.name: f for f in GapwatchCollector(session, metrics).collect()}
+        return [s.labels for s in fams["gapwatch_proof_advice"].samples]
+
+    assert advice("post-late.log") == [{"proof_kind": "winning-post", "verdict": "late",
+                                        "setting": "[pipeline] synthesis_concurrency"}]
+    assert advice("post-failed.log") == [{"proof_kind": "winning-post", "verdict": "failed",
+                                          "setting": "none"}]
+    assert advice("restart.log") == []
+
+
+def test_a_post_advice_that_cannot_be_built_costs_its_family_only(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The advice reads each proof's own figures: a failure there is counted with the
+    verdict's and leaves its family out of that scrape; the rest is served."""
+    from gapwatch.sinks import prometheus
+
+    def broken(_snap: object) -> list[Metric]:
+        raise OverflowError("cannot convert float infinity to integer")
+
+    monkeypatch.setattr(prometheus, "proof_advice_families", broken)
+    session, _, _, metrics = session_over("post-late.log")
+    collector = prometheus.GapwatchCollector(session, metrics)
+    fams = {f.name: f for f in collector.collect()}
+    assert "gapwatch_proof_advice" not in fams and "gapwatch_proofs_late" in fams
+    assert collector.verdict_errors == 1

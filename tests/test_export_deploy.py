@@ -75,6 +75,13 @@ def _served_names() -> set[str]:
                            proof=ProofTiming("winning-post", total_s=3.9, deadline_s=30.0))
         for sink in session.sinks:
             sink.on_record(post)
+        # A late one behind an evicted SRS, held by the store: the PoSt advice's family
+        # (`gapwatch_proof_advice_info`, the fleet's HEADLINE) exists only once one went wrong.
+        store.append(ProverEvent(2.0, "proof", "error", "WinningPoSt late", job_id="winpost-2",
+                                 proof=ProofTiming("winning-post", total_s=35.0,
+                                                   deadline_s=30.0, verdict="late",
+                                                   setting="[memory] eviction_min_idle: raise it",
+                                                   cause="srs_evicted")))
         with urllib.request.urlopen(handle.url, timeout=5) as resp:
             text = resp.read().decode()
     finally:

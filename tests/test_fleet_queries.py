@@ -11,12 +11,12 @@ import sys
 import time
 
 import pytest
-from fleet_fakes import EMPTY, Reply, box, fake_prometheus, matrix, promql, vector
+from fleet_fakes import EMPTY, FakeProm, Reply, box, fake_prometheus, matrix, promql, vector
 
 from gapwatch.cli import main
 from gapwatch.commands.fleet import options, table_lines
 from gapwatch.fleet.client import PromClient, PromError
-from gapwatch.fleet.detail import box_detail
+from gapwatch.fleet.detail import box_detail, post_line
 from gapwatch.fleet.queries import QUERIES
 from gapwatch.fleet.rows import (
     COLUMNS,
@@ -55,7 +55,7 @@ def test_a_box_gone_from_the_targets_is_stale_not_dropped() -> None:
 
 def test_a_gpu_a_live_box_no_longer_exports_is_stale_not_its_last_state_fresh() -> None:
     """A GPU gone from a live box's /metrics (lost at a restart of its gapwatch) kept its last
-    state within the lookback, looking as fresh as its box: `~CHAINED` for a GPU that is not
+    state within the lookback, looking as fresh as its box: `CHAINED` for a GPU that is not
     there. The box's other GPUs stay fresh; a failed question judges none."""
     with fake_prometheus() as fake:
         box(fake, "b:9400", 2, "CHAINED")
@@ -63,7 +63,7 @@ def test_a_gpu_a_live_box_no_longer_exports_is_stale_not_its_last_state_fresh() 
         rows = {r.gpu: r for r in refresh(PromClient(fake.url), FleetOptions()).rows}
         assert not rows["0"].stale and rows["0"].exported is True
         assert rows["1"].stale and rows["1"].exported is False and rows["1"].up == 1.0
-        assert cells(rows["1"])[2] == "~CHAINED"
+        assert cells(rows["1"])[2] == "STALE"
         fake.replies[promql("exported")] = Reply(503, b"")
         result = refresh(PromClient(fake.url), FleetOptions())
     assert "exported" in result.errors
@@ -77,7 +77,7 @@ def test_exports_a_box_lacks_show_as_a_dash_and_box_level_values_reach_every_gpu
         fake.replies[promql("post_last_latency_s")] = vector(({"instance": "b:9400"}, 31.5))
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     for row in rows:
-        c = dict(zip(("box", "gpu", "state", "busy", "idle", "age", "setting", "gain",
+        c = dict(zip(("box", "gpu", "state", "busy", "headline", "idle", "age", "setting", "gain",
                       "chain", "post", "health", "cause"), cells(row), strict=True))
         assert c["chain"] == "-" and c["idle"] == "-"
         assert c["post"] == "32s/-" and c["health"] == "R"
@@ -93,8 +93,8 @@ def test_the_setting_to_change_is_shown_with_what_it_would_gain() -> None:
             ({"job": "gapwatch", "instance": "b:9400", "gpu": "0"}, 1.652))
         result = refresh(PromClient(fake.url), FleetOptions())
     shown = {r.gpu: cells(r) for r in result.rows}
-    assert shown["0"][6:8] == ("[memory] safety_margin", "1.7x")
-    assert shown["1"][7] == "-"  # no payoff exported: not known, not 1.0x
+    assert shown["0"][7:9] == ("[memory] safety_margin", "1.7x")
+    assert shown["1"][8] == "-"  # no payoff exported: not known, not 1.0x
     heading = table_lines(result)[0].split()
     assert heading[heading.index("SETTING") + 1] == "GAIN"
 
@@ -113,7 +113,7 @@ def test_no_gain_is_shown_beside_no_setting_to_change() -> None:
             ({"job": "gapwatch", "instance": "b:9400", "gpu": "0"}, 1.5))
         result = refresh(PromClient(fake.url), FleetOptions())
     (row,) = result.rows
-    assert cells(row)[6:8] == ("none", "-")
+    assert cells(row)[7:9] == ("none", "-")
     assert row.as_json()["payoff_gain"] == 1.5
 
 
@@ -130,9 +130,9 @@ def test_the_post_cell_says_posts_not_timed_beside_the_late_ones() -> None:
                                                       ({"instance": "c:9400"}, 0.0))
         result = refresh(PromClient(fake.url), FleetOptions())
     rows = {r.instance: r for r in result.rows}
-    assert cells(rows["b:9400"])[9] == "35s/1 ?2"
+    assert cells(rows["b:9400"])[10] == "35s/1 ?2"
     assert rows["b:9400"].as_json()["post_untimed"] == 2.04
-    assert cells(rows["c:9400"])[9] == "-/0"  # none not timed: not said
+    assert cells(rows["c:9400"])[10] == "-/0"  # none not timed: not said
 
 
 def test_the_post_cell_says_failed_posts_beside_the_late_ones() -> None:
@@ -149,9 +149,9 @@ def test_the_post_cell_says_failed_posts_beside_the_late_ones() -> None:
         fake.replies[promql("post_untimed")] = vector(({"instance": "b:9400"}, 2.0))
         result = refresh(PromClient(fake.url), FleetOptions())
     rows = {r.instance: r for r in result.rows}
-    assert cells(rows["b:9400"])[9] == "35s/0 !1 ?2"
+    assert cells(rows["b:9400"])[10] == "35s/0 !1 ?2"
     assert rows["b:9400"].as_json()["post_failed"] == 1.02
-    assert cells(rows["c:9400"])[9] == "-/1"  # none failed: not said
+    assert cells(rows["c:9400"])[10] == "-/1"  # none failed: not said
 
 
 def test_a_failing_query_empties_its_column_only_and_is_named() -> None:
@@ -258,7 +258,7 @@ def test_the_largest_figures_a_field_can_hold_fit_their_columns() -> None:
     shown = dict(zip((h for h, _ in COLUMNS), cells(row), strict=True))
     assert (shown["AGE"], shown["IDLE5m"], shown["GAIN"], shown["PoSt"]) == (
         "100y", "100y S", "9Px", "100y/9P")
-    assert cells(FleetRow("b", "0", age_s=86400.0, idle_s_5m={"host_stall": 1200.0}))[4:6] == (
+    assert cells(FleetRow("b", "0", age_s=86400.0, idle_s_5m={"host_stall": 1200.0}))[5:7] == (
         "20m H", "24h")
 
 
@@ -514,3 +514,99 @@ def test_an_unquoted_selector_value_is_refused_at_the_flag_with_the_quoted_form(
     # A regex nested 1,000 deep was a RecursionError traceback: no bare value, on to Prometheus.
     nested = 'job=~"' + "(" * 1000 + ")" * 1000 + '"'
     assert given(nested) == nested
+
+
+def _post_box(fake: FakeProm, instance: str, late: float, failed: float,
+              settings: tuple[str, ...] | None) -> None:
+    """A box 100 % busy, CHAINED, whose PoSts went late or failed in the lookback, with the
+    settings its PoSt advice names (`gapwatch_proof_advice_info`; None: a gapwatch that does
+    not export it)."""
+    box(fake, instance, 1, "CHAINED")
+    for field, n in (("post_late", late), ("post_failed", failed)):
+        old = json.loads(fake.replies.get(promql(field), EMPTY).body)["data"]["result"]
+        new = json.loads(vector(({"instance": instance}, n)).body)
+        new["data"]["result"] = old + new["data"]["result"]
+        fake.replies[promql(field)] = Reply(body=json.dumps(new).encode())
+    if settings is not None:
+        old = json.loads(fake.replies.get(promql("post_setting"), EMPTY).body)["data"]["result"]
+        new = json.loads(vector(*(({"instance": instance, "setting": s}, 1)
+                                  for s in settings)).body)
+        new["data"]["result"] = old + new["data"]["result"]
+        fake.replies[promql("post_setting")] = Reply(body=json.dumps(new).encode())
+
+
+def test_a_box_whose_posts_went_wrong_ranks_first_and_its_headline_says_what_to_change() -> None:
+    """A box whose WinningPoSts went late (each a block lost) ranked last, its GPU CHAINED and
+    100 % busy, SETTING `none`, the PoSt column past 80 columns. It ranks first now, above a
+    BREAKDOWN (a lost block is worse than idle GPU time), and its HEADLINE says how many and
+    the setting its PoSt advice names; a failed one's advice names none; a gapwatch that
+    exports no advice says where it is read."""
+    with fake_prometheus() as fake:
+        box(fake, "bad:9400", 1, "BREAKDOWN")
+        _post_box(fake, "late:9400", 2.02, 0.0, ("none", "[memory] eviction_min_idle"))
+        _post_box(fake, "failed:9400", 0.0, 1.0, ("none",))
+        _post_box(fake, "old:9400", 1.0, 0.0, None)
+        _post_box(fake, "fine:9400", 0.0, 0.0, ())
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    by = {r.instance: r for r in rows}
+    assert [r.instance for r in rows][-2:] == ["bad:9400", "fine:9400"]
+    assert {r.instance for r in rows[:3]} == {"late:9400", "failed:9400", "old:9400"}
+    assert cells(by["late:9400"])[4] == "PoSt 2 late: [memory] eviction_min_idle"
+    assert cells(by["failed:9400"])[4] == "PoSt 1 failed: no cuzk setting"
+    assert cells(by["old:9400"])[4] == "PoSt 1 late (the box's report says why)"
+    assert cells(by["bad:9400"])[4] == "[memory] safety_margin"
+    assert by["late:9400"].as_json()["post_setting"] == "[memory] eviction_min_idle"
+    assert by["late:9400"].as_json()["headline"] == "PoSt 2 late: [memory] eviction_min_idle"
+
+
+def test_a_box_detail_says_its_posts_gone_wrong_and_the_setting_its_advice_names() -> None:
+    """The detail listed only the box's idle minutes: nothing of the PoSts it lost."""
+    with fake_prometheus() as fake:
+        _post_box(fake, "late:9400", 2.0, 1.0, ("[memory] eviction_min_idle",))
+        fake.replies[promql("post_last_latency_s")] = vector(({"instance": "late:9400"}, 35.0))
+        box(fake, "fine:9400", 1)
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    said = post_line(rows, "late:9400", "1h")
+    assert said is not None and said.startswith(
+        "PoSt in the last 1h: 2 went late or were lost in a restart, 1 failed")
+    assert "the last WinningPoSt took 35.0 s" in said
+    assert "its PoSt advice: change [memory] eviction_min_idle" in said
+    assert post_line(rows, "fine:9400", "1h") is None
+
+
+def test_a_box_with_nothing_else_to_say_has_its_health_flags_in_words_in_its_headline() -> None:
+    """HLTH is past 80 columns: a CHAINED box whose prover restarted said nothing there."""
+    with fake_prometheus() as fake:
+        box(fake, "b:9400", 1)
+        fake.replies[promql("verdict")] = vector(
+            ({"job": "gapwatch", "instance": "b:9400", "gpu": "0", "state": "CHAINED",
+              "cause": "none", "cause_words": "none", "setting": "none"}, 1))
+        fake.replies[promql("restarts")] = vector(({"instance": "b:9400"}, 2))
+        (row,) = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert cells(row)[4] == "prover restarts (HLTH)"
+
+
+def test_a_stopped_box_reads_down_first_its_last_state_as_last_known_never_ok_health() -> None:
+    """A box whose gapwatch was stopped with a gap open read `~IDLE` (its last export the end
+    of data's retraction of that gap), and HLTH `D` for 5 minutes, then `ok`, of a dead box.
+    Its STATE says DOWN, its HEADLINE the last known state as such and why, and its health
+    is marked stale (`~` and the flags it last had), never `ok`, never `D`."""
+    with fake_prometheus() as fake:
+        box(fake, "stopped:9400", 1, "IDLE", up=0.0, age_s=77.0)
+        box(fake, "gone:9400", 1, "GAPS", up=0.0, age_s=700.0)
+        box(fake, "live:9400", 2, "CHAINED")
+        fake.replies[promql("exported")] = vector(({"instance": "live:9400", "gpu": "0"}, 5))
+        fake.replies[promql("read_share_5m")] = vector(
+            ({"instance": "stopped:9400", "gpu": "0"}, 0.4))
+        fake.replies[promql("restarts")] = vector(({"instance": "stopped:9400"}, 0.0),
+                                                  ({"instance": "gone:9400"}, 1.0))
+        rows = {(r.instance, r.gpu): r for r in
+                refresh(PromClient(fake.url), FleetOptions()).rows}
+    stopped, gone = rows[("stopped:9400", "0")], rows[("gone:9400", "0")]
+    lost_gpu = rows[("live:9400", "1")]
+    assert cells(stopped)[2:5] == ("DOWN", "50%", "last known IDLE: connection refused")
+    assert stopped.health() == "~" and cells(stopped)[11] == "~"
+    assert gone.health() == "~R" and cells(gone)[4].startswith("last known GAPS: connection refused")
+    assert cells(lost_gpu)[2] == "STALE"
+    assert cells(lost_gpu)[4] == "last known CHAINED: its box no longer exports this GPU"
+    assert stopped.as_json()["state"] == "IDLE" and stopped.as_json()["health"] == "~"

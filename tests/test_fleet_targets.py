@@ -75,7 +75,8 @@ def test_a_dead_box_says_its_reason_in_once_text_and_json(
         text = capsys.readouterr().out.splitlines()
         assert main(["fleet", "--prometheus", fake.url, "--once", "--json"]) == 0
         doc = json.loads(capsys.readouterr().out)
-    assert text[1].startswith("dead:9400") and "~BREAKDOWN" in text[1]
+    assert text[1].startswith("dead:9400") and " DOWN " in text[1]
+    assert "last known BREAKDOWN: connection refused" in text[1]
     assert text[1].endswith("scrape failed: connection refused")
     assert "scrape failed" not in text[3]  # up:9400
     by_box = {r["instance"]: r for r in doc["rows"]}

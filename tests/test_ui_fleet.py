@@ -11,10 +11,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix, refused
+from fleet_fakes import FakeProm, Reply, box, fake_prometheus, matrix, promql, refused, vector
 from rich.text import Text
 from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
+from ui_fakes import screen_text
 
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN
@@ -63,7 +64,7 @@ async def test_three_hundred_rows_scroll_at_80x24_and_a_failing_prometheus_keeps
         assert table.row_count == 300
         first = [str(c) for c in table.get_row_at(0)]
         assert first[:3] == ["box040:9400", "0", "BREAKDOWN"]
-        assert first[6] == "[memory] safety_margin"  # text, not markup
+        assert first[7] == "[memory] safety_margin"  # text, not markup
         assert "300 rows at" in _footer(app)
         await pilot.press("pagedown", "ctrl+end")
         assert table.cursor_row == 299 and table.scroll_y > 0
@@ -124,7 +125,7 @@ async def test_a_dead_box_says_prometheus_reason_in_the_table_and_its_detail() -
             await pilot.pause(0.1)
             up_opened, up_scrape = isinstance(app.screen, DetailScreen), \
                 len(app.screen.query("#detail-scrape"))
-    assert dead[:3] == ["dead:9400", "0", "~CHAINED"]
+    assert dead[:3] == ["dead:9400", "0", "DOWN"]
     # Cut to the column's 60 cells, said by its "…" (the detail has the whole of it).
     assert dead[-1] == "scrape failed: connection refused\\x1b]52;c;ZXZpbA==\\x07\\x9b…"
     assert up[-1] == "a/b/c copied from pageable memory"
@@ -224,7 +225,7 @@ async def test_the_screen_ending_cuts_a_refresh_still_waiting_on_prometheus() ->
 
 
 async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_screen() -> None:
-    """Cropped at the BOX column's 21 cells, `gpu-prover-0001.ams.example.net:9400` and `:9401`
+    """Cropped at the BOX column's cells, `gpu-prover-0001.ams.example.net:9400` and `:9401`
     read the same, with nothing to say they were cut; the name now keeps both ends."""
     with fake_prometheus() as fake:
         for port in (9400, 9401):
@@ -234,7 +235,7 @@ async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_sc
             table: DataTable[Text] = app.query_one(DataTable)
             await _until(pilot, lambda: table.row_count == 2)
             names = {str(table.get_row_at(i)[0]) for i in range(2)}
-    assert names == {"gpu-prover…e.net:9400", "gpu-prover…e.net:9401"}
+    assert names == {"gpu-prov…et:9400", "gpu-prov…et:9401"}
 
 
 async def test_question_mark_says_what_each_column_and_health_letter_means() -> None:
@@ -255,3 +256,71 @@ async def test_question_mark_says_what_each_column_and_health_letter_means() -> 
             assert "D data holes" in text and "X a GPU error" in text and "R prover restarts" in text
             await pilot.press("escape")
             assert not isinstance(app.screen, LegendScreen) and app.return_code is None
+
+
+async def test_a_box_losing_posts_is_the_first_row_at_80x24_saying_post_and_its_setting() -> None:
+    """The box whose WinningPoSts went late ranked last at 80x24, SETTING `none`, its PoSt
+    column off screen, and its detail said nothing of PoSt: it is the first row now, its
+    HEADLINE on screen says PoSt and the setting its advice names, and its detail says them
+    above its idle minutes."""
+    with fake_prometheus() as fake:
+        box(fake, "bad:9400", 1, "BREAKDOWN")
+        box(fake, "post:9400", 1, "CHAINED")
+        fake.replies[promql("post_late")] = vector(({"instance": "post:9400"}, 2.0))
+        fake.replies[promql("post_setting")] = vector(
+            ({"instance": "post:9400", "setting": "[memory] eviction_min_idle"}, 1))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count == 2)
+            await pilot.pause(0.1)
+            lines = screen_text(app).splitlines()
+            await pilot.press("enter")
+            await pilot.pause(0.1)
+            post = str(app.screen.query_one("#detail-post", Static).content)
+    (first,) = [line for line in lines if line.startswith(("post:9400", "bad:9400"))][:1]
+    assert first.startswith("post:9400") and "PoSt 2 late: [memory] eviction_min_idle" in first
+    assert post.startswith("PoSt in the last 1h: 2 went late")
+
+
+async def test_at_80x24_each_box_says_its_one_thing_and_keeps_its_name_scrolled_sideways(
+        ) -> None:
+    """At 80x24 SETTING was cut to `[pipeline] max_parallel_sy`, the title's legend to `(~ =
+    stale, ? = not known`, and a dead box's reason was in CAUSE only; scrolled sideways to it,
+    BOX went off screen, so the reason named no box. HEADLINE says each box's one thing whole
+    beside a scrollbar, the legend comes before the address, and BOX stays."""
+    synthesis = "[pipeline] max_parallel_synthesis"
+    with fake_prometheus() as fake:
+        for i in range(30):  # enough rows for a scrollbar
+            box(fake, f"box{i:03d}:9400", 1, "GAPS")
+        box(fake, "dead:9400", 1, "GAPS", up=0.0, age_s=77.0)
+        box(fake, "xid:9400", 1, "BREAKDOWN")  # first: on screen
+        fake.replies[promql("verdict")] = vector(*(
+            ({"job": "gapwatch", "instance": f"box{i:03d}:9400", "gpu": "0", "state": "GAPS",
+              "cause": "waits_on_synthesis", "cause_words": "the GPU waits on synthesis",
+              "setting": synthesis}, 1) for i in range(30)))
+        fake.replies[promql("payoff_gain")] = vector(*(
+            ({"job": "gapwatch", "instance": f"box{i:03d}:9400", "gpu": "0"}, 2.1)
+            for i in range(30)))
+        fake.replies[promql("gpu_errors")] = vector(({"instance": "xid:9400", "gpu": "0"}, 1))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(80, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count == 32)
+            table.move_cursor(row=0)
+            await pilot.pause(0.1)
+            before = screen_text(app).splitlines()
+            for _ in range(40):
+                await pilot.press("right")
+            await pilot.pause(0.1)
+            after = screen_text(app).splitlines()
+    assert before[0].startswith("gapwatch fleet (? before a state: not known if fresh): http://")
+    rows = {line.split()[0]: line for line in before[2:] if line.split()[:1] and
+            line.split()[0].endswith(":9400")}
+    assert f"{synthesis} 2.1x" in rows["box000:9400"]
+    assert "connection refused" in rows["dead:9400"]
+    assert "GPU errors: 1" in rows["xid:9400"]
+    scrolled = [line for line in after[2:] if line.strip()][:12]
+    assert all(line.startswith(("box0", "dead:9400", "xid:9400")) for line in scrolled[:-1])
+    # Scrolled: SETTING, past 80 columns before, is on screen beside BOX.
+    assert "SETTING" not in before[1] and after[1].startswith("BOX") and "SETTING" in after[1]

@@ -5,7 +5,10 @@ gaps: what it can give is, per minute of the last `minutes`, the idle seconds of
 closed then on each GPU, by kind, beside every verdict gapwatch gave in that minute (its cause
 in words and the setting to change, with its step). That is what is shown, and the screen says
 so; each gap's own hint is on the box (its dashboard, snapshots, `gapwatch report`). A box
-Prometheus cannot scrape says why first (`scrape_line`: its targets API's words, from the row).
+Prometheus cannot scrape says why first (`scrape_line`: its targets API's words, from the row),
+and a box whose PoSts went late, were lost or failed says so and what its PoSt advice names
+(`post_line`, from the row: the minutes are idle GPU time, and a box losing blocks showed only
+its GPUs' gaps there).
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import time
 from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
+from gapwatch.cuzk.why_now import NO_CAUSE
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
-from gapwatch.fleet.rows import FleetOptions, FleetRow, can_be
+from gapwatch.fleet.rows import FleetOptions, FleetRow, can_be, count_text
 
 #: What the detail says it shows (its first line).
 WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
@@ -83,6 +87,30 @@ def scrape_line(rows: list[FleetRow], instance: str) -> str | None:
         said.append(f"last tried {time.strftime('%Y-%m-%d %H:%M:%S', stamp)}")
     if row.down_scrape_url is not None:
         said.append(f"scraping {fmt.visible(row.down_scrape_url)}")
+    return "; ".join(said)
+
+
+def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
+    """The PoSts of box `instance` that went late or were lost in a restart, or failed, in
+    the lookback, its last WinningPoSt's latency, and the setting its PoSt advice names
+    (`FleetRow.post_setting`), from its rows; None when none went wrong. Made visible."""
+    row = next((r for r in rows if r.instance == instance and r.post_trouble()), None)
+    if row is None:
+        return None
+    counts = [f"{count_text(n)} {how}" for n, how in (
+        (row.post_late, "went late or were lost in a restart"), (row.post_failed, "failed"))
+        if n is not None and round(n) > 0]
+    said = [f"PoSt in the last {fmt.visible(lookback)}: {', '.join(counts)} (a WinningPoSt "
+            "late or failed is a block lost, a WindowPoSt a partition's sectors faulted)"]
+    if row.post_last_latency_s is not None:
+        said.append(f"the last WinningPoSt took {row.post_last_latency_s:.1f} s")
+    if row.post_setting is None:
+        said.append("the box exports no PoSt advice: its gapwatch report says what to change")
+    elif row.post_setting == NO_CAUSE:
+        said.append("its PoSt advice names no cuzk setting: its gapwatch report says why")
+    else:
+        said.append(f"its PoSt advice: change {fmt.visible(row.post_setting)} (its gapwatch "
+                    "report says the proofs and why)")
     return "; ".join(said)
 
 

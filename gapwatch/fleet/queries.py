@@ -115,6 +115,14 @@ QUERIES: tuple[Query, ...] = (
     Query("post_failed",
           "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"failed\"}}"
           "[{lb}]))", per="box", optional=True),
+    # What to change for them: the settings the box's PoSt advice names for the PoSt that
+    # failed, were lost or went late in the lookback (`gapwatch_proof_advice_info`, the
+    # report's "What to change" PoSt lines as a bounded label set; "none": no cuzk setting).
+    # The box's verdict is its GPUs' stall: it said `none` of a box whose WinningPoSts went
+    # late behind an evicted SRS.
+    Query("post_setting",
+          "max by (instance, setting) (last_over_time(gapwatch_proof_advice_info{{{sel_}"
+          "verdict=~\"failed|lost|late\"}}[{lb}]))", per="box", optional=True),
     # Throttled: a reason that holds the clocks down by heat or a hardware slowdown, held in
     # the last reading.
     Query("throttled",

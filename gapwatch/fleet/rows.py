@@ -39,6 +39,11 @@ from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
 STALE_SEVERITY = 3.5
+#: Rank of a box whose PoSts went late, were lost or failed in the lookback: first, above
+#: BREAKDOWN. A late or failed WinningPoSt is a block reward lost, a WindowPoSt's sectors
+#: faulted: worse than any GPU time idled. Such a box ranked last (its GPUs CHAINED, 100 %
+#: busy) with SETTING `none`.
+POST_SEVERITY = 5.0
 #: A GPU read at its period less than this share of the last 5 minutes is flagged `D`: a
 #: tenth of its time without a fine reading hides gaps of a second or two.
 READ_SHARE_LOW = 0.9
@@ -80,6 +85,10 @@ class FleetRow:
     post_late: float | None = None
     post_untimed: float | None = None
     post_failed: float | None = None
+    #: The cuzk setting the box's PoSt advice names for its PoSts that failed, were lost or
+    #: went late (`gapwatch_proof_advice_info`): "none" where no setting frees them; None
+    #: where the box exports no advice (an older gapwatch, or none went wrong).
+    post_setting: str | None = None
     throttled: float | None = None
     #: The GPUs' own errors in the lookback: XIDs, uncorrected ECC errors, GPUs lost.
     gpu_errors: float | None = None
@@ -96,7 +105,15 @@ class FleetRow:
     down_last_scrape_t_wall_s: float | None = None
     down_scrape_url: str | None = None
 
+    def post_trouble(self) -> bool:
+        """Whether a PoSt went late (lost in a restart among them) or failed in the lookback:
+        the counts as the PoSt column rounds them."""
+        return any(n is not None and round(n) > 0 for n in (self.post_late, self.post_failed))
+
     def severity(self) -> float:
+        # A lost block first, whatever the GPUs' state or the box's freshness (`POST_SEVERITY`).
+        if self.post_trouble():
+            return POST_SEVERITY
         # Freshness not known ranks as stale: its last state may be a dead box's.
         if self.stale is not False and self.state != "BREAKDOWN":
             return STALE_SEVERITY
@@ -113,18 +130,36 @@ class FleetRow:
         """`T` throttled, `X` GPU errors (XID, uncorrected ECC, GPU lost, a failed row remap),
         `R` prover restarts (in the lookback), `D` data holes (read at its period less than
         `READ_SHARE_LOW` of the last 5 minutes); `-` when none of them is exported, `ok` when
-        they are and none is set."""
+        they are and none is set. A row not fresh (stale, or not known) is never `ok`: `~`
+        (stale) or `?` (not known if fresh) before the flags it last had, D not among them (a
+        dead box is read in no holes: it read `D` for 5 minutes, then `ok`)."""
         holes = None if self.read_share_5m is None else self.read_share_5m < READ_SHARE_LOW
         flags = [("T", self.throttled), ("X", self.gpu_errors), ("R", self.restarts),
                  ("D", holes)]
+        if self.stale is not False:
+            mark = "~" if self.stale else "?"
+            return mark + "".join(letter for letter, v in flags[:3] if v)
         if all(v is None for _, v in flags):
             return "-"
         return "".join(letter for letter, v in flags if v) or "ok"
+
+    def state_word(self) -> str:
+        """The STATE cell: the state, or, for a row not fresh, that first: `DOWN` (Prometheus
+        cannot scrape its box, or it is no target now), `STALE` (its last good scrape too old,
+        or its GPU no longer exported by a live box), the last known state in its HEADLINE
+        (`headline`); `?STATE` where freshness is not known. `~IDLE` of a box stopped with a
+        gap open (its last export the end of data's retraction) read as an idle box."""
+        if self.stale is None:
+            return f"?{self.state}"
+        if not self.stale:
+            return self.state
+        return "DOWN" if self.up == 0.0 or self.down_why is not None else "STALE"
 
     def as_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__}
         out["idle_s_5m"] = dict(sorted(self.idle_s_5m.items()))
         out["health"] = self.health()
+        out["headline"] = headline(self)
         return out
 
 
@@ -443,6 +478,11 @@ def _merged(name: str, group: list[Series]) -> list[Series]:
     if name == "age_s":
         known = [s for s in group if s.value is not None]
         return known[-1:]
+    if name == "post_setting":
+        # The box's advice may name several (a late proof's setting, a failed one's "none"):
+        # a setting to change is what the row shows, "none" only where no advice names one.
+        named = [s for s in group if s.labels.get("setting") not in (None, "none")]
+        return (named or group)[:1]
     if name == "up":
         # Two jobs scraping one box: scraped by one is scraped (the last in Prometheus's order
         # won, and a canary job's 404 made a box scraped every 5 s stale).
@@ -478,16 +518,21 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
         row.age_s = max(0.0, s.value)
     elif name == "exported":
         row.exported = True
+    elif name == "post_setting":
+        row.post_setting = s.labels.get("setting")
     else:
         setattr(row, name, s.value)
 
 
 #: The table's columns (heading, width) as `cells` fills them: the screen and `--once` share them.
-#: What 80 columns must show comes first (box, state, busy, idle, age, the setting to change),
-#: and beside the setting what changing it would gain (which box to fix first).
+#: What 80 columns must show comes first: the box, its state and busy share, and HEADLINE, the
+#: one thing to know of it (`headline`: its PoSts gone wrong, the setting to change and its
+#: gain, ...); the figures behind it follow (the screen scrolls sideways to them). SETTING,
+#: PoSt and HLTH past 80 columns, a box losing blocks read `none` there.
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("BOX", 21), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("IDLE5m", 6), ("AGE", 4),
-    ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4), ("CAUSE", 60),
+    ("BOX", 16), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("HEADLINE", 40), ("IDLE5m", 6),
+    ("AGE", 4), ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4),
+    ("CAUSE", 60),
 )
 #: What each column says, in the columns' order: the fleet screen's `?` (docs/fleet.md has
 #: the queries behind them). One entry per column (a test holds them in step).
@@ -495,8 +540,15 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("BOX", "Prometheus's instance (the box's gapwatch /metrics)"),
     ("GPU", "the GPU's index on its box"),
     ("STATE", "chaining state now: BREAKDOWN, GAPS, NO_DATA, IDLE, CHAINED (worst first); "
-              "~ before it: stale, ? not known if fresh"),
+              "DOWN: Prometheus cannot scrape the box, STALE: its last scrape too old or the "
+              "GPU no longer exported (HEADLINE says the last known state); ? before it: not "
+              "known if fresh"),
     ("BUSY", "busy share of the detector's window"),
+    ("HEADLINE", "the one thing to know of the box, the first that holds: its PoSts that went "
+                 "late, were lost or failed in the lookback (a block lost: such a box ranks "
+                 "first) and the setting its PoSt advice names; why Prometheus cannot scrape "
+                 "it; its GPU's errors; the setting to change and its gain; the cause in "
+                 "words; what HLTH flags"),
     ("IDLE5m", "idle seconds in gaps over the last 5 minutes, with the top kind's letter (S "
                "starved, T transfer, H host, ? unknown)"),
     ("AGE", "how long ago Prometheus last scraped the box"),
@@ -509,7 +561,7 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("HLTH", "T clocks held down by heat or a HW slowdown (not the power cap), X a GPU "
              "error (XID, uncorrected ECC, the GPU lost, a failed row remap), R prover "
              "restarts, D data holes (read at its period less than 90 % of the last 5 "
-             "minutes); ok: none"),
+             "minutes); ok: none; ~ before them: the box is stale, its last known flags"),
     ("CAUSE", "the stall that idled the GPU longest in the window, in words, or why "
               "Prometheus cannot scrape the box"),
 )
@@ -560,9 +612,66 @@ def count_text(count: float, digits: int = 5) -> str:
     return f"{count / 1e15:.0f}P"
 
 
+def headline(r: FleetRow) -> str:
+    """The one thing to know of the row, the first that holds (the HEADLINE column, what 80
+    columns show of a box past its state and busy share): its PoSts gone wrong
+    (`_post_headline`); why Prometheus cannot scrape its box; its GPU's own errors; the
+    setting to change, with its gain; the cause in words; then what HLTH flags (clocks held
+    down, prover restarts, data holes: HLTH is past 80 columns); "-". Unsanitised: `cells`
+    makes it visible."""
+    if r.stale:
+        return _stale_headline(r)
+    if r.post_trouble():
+        return _post_headline(r)
+    if r.gpu_errors is not None and round(r.gpu_errors) > 0:
+        return f"GPU errors: {count_text(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
+    if r.setting and r.setting != NO_CAUSE:
+        gain = _gain_cell(r)
+        return r.setting if gain == "-" else f"{r.setting} {gain}"
+    if r.cause_words and r.cause_words != "none":
+        return r.cause_words
+    if r.cause and r.cause != NO_CAUSE:
+        return r.cause
+    return _health_headline(r)
+
+
+def _stale_headline(r: FleetRow) -> str:
+    """`last known GAPS: connection refused`: a row not fresh says its last known state as
+    such (its STATE cell says DOWN or STALE) and why, in Prometheus's words (its `scrape
+    failed: ` said by DOWN), or that a live box no longer exports the GPU. How long ago its
+    box last answered is AGE's: said here too, the reason was cut at 80 columns."""
+    if r.down_why:
+        why = r.down_why.removeprefix("scrape failed: ")
+    elif r.exported is False and r.up == 1.0:
+        why = "its box no longer exports this GPU"
+    else:
+        why = "no fresh scrape"
+    return f"last known {r.state}: {why}"
+
+
+def _health_headline(r: FleetRow) -> str:
+    """What HLTH flags other than GPU errors, in words, for a row with nothing more to say."""
+    said = [words for letter, words in (("T", "clocks held down"), ("R", "prover restarts"),
+                                        ("D", "data holes")) if letter in r.health()]
+    return f"{', '.join(said)} (HLTH)" if said else "-"
+
+
+def _post_headline(r: FleetRow) -> str:
+    """`PoSt 2 late: [memory] eviction_min_idle`: how many PoSts went late (lost in a restart
+    among them) and failed in the lookback, then the setting the box's PoSt advice names,
+    `no cuzk setting` where it names none, or, from a gapwatch that exports no advice, where
+    the advice is read."""
+    said = [f"{count_text(n)} {how}" for n, how in (
+        (r.post_late, "late"), (r.post_failed, "failed")) if n is not None and round(n) > 0]
+    head = f"PoSt {', '.join(said)}"
+    if r.post_setting is None:
+        return f"{head} (the box's report says why)"
+    return f"{head}: {r.post_setting if r.post_setting != NO_CAUSE else 'no cuzk setting'}"
+
+
 def cells(r: FleetRow) -> tuple[str, ...]:
     """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
-    state = f"~{r.state}" if r.stale else f"?{r.state}" if r.stale is None else r.state
+    state = r.state_word()
     busy = fmt.frac_pct(r.busy_ratio) if r.busy_ratio is not None else "-"
     chain = fmt.frac_pct(r.chaining_ratio) if r.chaining_ratio is not None else "-"
     idle = "-"
@@ -575,9 +684,9 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     # A box Prometheus cannot scrape: why, before the cause it last reported (that is old).
     cause = r.down_why or cause
     # Every label is Prometheus's text, the state's too (an unknown one is shown as it came).
-    return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy, idle, age,
-            fmt.visible(r.setting or "-"), _gain_cell(r), chain, post, r.health(),
-            fmt.visible(cause))
+    return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy,
+            fmt.visible(headline(r)), idle, age, fmt.visible(r.setting or "-"), _gain_cell(r),
+            chain, post, r.health(), fmt.visible(cause))
 
 
 def _gain_cell(r: FleetRow) -> str:

@@ -65,6 +65,7 @@ from gapwatch.cuzk.prover import view_of
 from gapwatch.logs.parse import BUILT_IN_KINDS
 from gapwatch.sinks.metrics import LATENESS_BUCKETS_S, MetricsSink, SinkCounts
 from gapwatch.sinks.metrics_server import MetricsServer, ServerLimits
+from gapwatch.sinks.proof_advice_metrics import proof_advice_families
 from gapwatch.sinks.prover_event_metrics import families as prover_event_families
 from gapwatch.sinks.prover_metrics import prover_families
 from gapwatch.sinks.verdict_metrics import verdict_families
@@ -133,7 +134,7 @@ class GapwatchCollector:
         #: Scrapes whose verdict families could not be built (`_verdicts`), and the kinds of
         #: error already said (each said once, then only counted).
         self.verdict_errors = 0
-        self._verdict_errors_said: set[str] = set()
+        self._verdict_errors_said: set[tuple[str, str]] = set()
 
     def describe(self) -> Iterable[Metric]:
         # Returning nothing keeps registration from calling collect() (which reads the store).
@@ -182,6 +183,7 @@ class GapwatchCollector:
         yield from _chaining({gpu: f for gpu, f in snap.chaining.items() if gpu not in lost})
         yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
+        yield from self._proof_advice(snap)
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period
@@ -204,20 +206,33 @@ class GapwatchCollector:
             self._say_verdict_error(snap, exc)
             return []
 
-    def _say_verdict_error(self, snap: StoreSnapshot, exc: Exception) -> None:
-        """An error notice for the first verdict failure of its kind, at the data's time."""
+    def _proof_advice(self, snap: StoreSnapshot) -> list[Metric]:
+        """The PoSt advice family (`proof_advice_metrics`), guarded as the verdict's
+        (`_verdicts`): it reads the prover's own figures too (each proof's timing), and a
+        failure there costs that family for that scrape only, counted with the verdict's."""
+        try:
+            return list(proof_advice_families(snap))
+        except Exception as exc:  # noqa: BLE001 - the rest of the scrape must be served
+            self.verdict_errors += 1
+            self._say_verdict_error(snap, exc, "the PoSt advice", "gapwatch_proof_advice_info is")
+            return []
+
+    def _say_verdict_error(self, snap: StoreSnapshot, exc: Exception,
+                           what: str = "the GPUs' verdict",
+                           left_out: str = "gapwatch_gpu_verdict* are") -> None:
+        """An error notice for the first failure of its kind of `what`, at the data's time."""
         kind = type(exc).__name__
-        if kind in self._verdict_errors_said:
+        if (what, kind) in self._verdict_errors_said:
             return
-        self._verdict_errors_said.add(kind)
+        self._verdict_errors_said.add((what, kind))
         latest = [s[-1] for s in snap.gpu_samples.values() if s]
         last = max(latest, key=lambda s: s.t_mono_ns) if latest else None
         t_mono, t_wall = (last.t_mono_ns, last.t_wall_s) if last else (0, time.time())
         with contextlib.suppress(Exception):  # saying it must not cost the scrape either
             self._session.on_notice(Notice(
                 t_mono, t_wall, "error",
-                f"/metrics: the GPUs' verdict could not be built ({kind}: "
-                f"{str(exc)[:200]}); gapwatch_gpu_verdict* are left out of the scrapes it "
+                f"/metrics: {what} could not be built ({kind}: "
+                f"{str(exc)[:200]}); {left_out} left out of the scrapes it "
                 "fails, the rest is served; counted in gapwatch_exporter_verdict_errors_total, "
                 "further failures of this kind only counted"))
 
@@ -312,8 +327,8 @@ class GapwatchCollector:
         errors.add_metric([], self.status_errors)
         verdict = CounterMetricFamily("gapwatch_exporter_verdict_errors",
                                       "Scrapes whose GPUs' verdict (gapwatch_gpu_verdict*) "
-                                      "could not be built: left out of that scrape, the rest "
-                                      "served.")
+                                      "or PoSt advice (gapwatch_proof_advice_info) could not "
+                                      "be built: left out of that scrape, the rest served.")
         verdict.add_metric([], self.verdict_errors)
         yield from (files, lines, errors, verdict)
 

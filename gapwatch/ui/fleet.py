@@ -23,7 +23,7 @@ from textual.widgets import DataTable, Static
 
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
-from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail, scrape_line
+from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail, post_line, scrape_line
 from gapwatch.fleet.rows import COLUMN_LEGEND, COLUMNS, FleetOptions, Refresh, cells, refresh
 
 #: The most rows the table holds, the worst first (a farm of 250 8-GPU boxes). Prometheus may
@@ -50,6 +50,17 @@ def screen_rows(result: Refresh) -> list[tuple[str, tuple[Text, ...]]]:
              tuple(Text(_cell_fit(c, width, heading), no_wrap=True)
                    for c, (heading, width) in zip(cells(row), COLUMNS, strict=True)))
             for row in result.rows[:MAX_SCREEN_ROWS]]
+
+
+#: What the marks before a state mean, said first on the title line (`title_text`).
+TITLE_LEGEND = "? before a state: not known if fresh"
+
+
+def title_text(url: str, selector: str) -> str:
+    """The title line: the marks' legend first, then the Prometheus asked and the selector.
+    The legend came last, after a URL and selector of any length, and 80 columns cut it
+    (`(~ = stale, ? = not known`); what is cut now is the end of the address."""
+    return f"gapwatch fleet ({TITLE_LEGEND}): {fmt.visible(url)} {fmt.visible(selector)}"
 
 
 def footer_text(result: Refresh | None, error: str, url: str) -> str:
@@ -91,22 +102,25 @@ class LegendScreen(Screen[None]):
 
 class DetailScreen(Screen[None]):
     """One box's recent minutes (what Prometheus holds, said on the first line), under why
-    Prometheus cannot scrape the box (`scrape`, already made visible) when it cannot."""
+    Prometheus cannot scrape the box (`scrape`, already made visible) when it cannot, and its
+    PoSts gone wrong (`post`, already made visible) when some did."""
 
     BINDINGS = [Binding("escape", "app.pop_screen", "back"), Binding("q", "app.pop_screen",
                                                                      "back")]
 
     def __init__(self, client: PromClient, opts: FleetOptions, instance: str,
-                 scrape: str | None = None) -> None:
+                 scrape: str | None = None, post: str | None = None) -> None:
         super().__init__()
         self._client, self._opts, self._instance = client, opts, instance
-        self._scrape = scrape
+        self._scrape, self._post = scrape, post
 
     def compose(self) -> ComposeResult:
         yield Static(f"{fmt.visible(self._instance)}: recent gaps (Escape: back)",
                      id="detail-title", markup=False)
         if self._scrape is not None:  # from the table's refresh: shown at once, not asked
             yield Static(self._scrape, id="detail-scrape", markup=False)
+        if self._post is not None:  # likewise: a lost block is said before the idle minutes
+            yield Static(self._post, id="detail-post", markup=False)
         with VerticalScroll():
             yield Static("asking Prometheus ...", id="detail-body", markup=False)
 
@@ -148,15 +162,16 @@ class FleetApp(App[int]):
         self._keys: list[str] = []
         # Made here and held: every refresh reaches them directly, also one that lands while a
         # box's detail screen is on top (tests/test_ui_fleet.py pins that case).
+        # BOX stays on screen while the table scrolls sideways (`fixed_columns`): scrolled to
+        # CAUSE at 80 columns, a row no longer said which box it was.
         self.table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True,
-                                                cell_padding=0)
+                                                cell_padding=0, fixed_columns=1)
         self.footer = Static(footer_text(None, "", client.base_url), id="fleet-footer",
                              markup=False)
 
     def compose(self) -> ComposeResult:
-        yield Static(f"gapwatch fleet: {fmt.visible(self.client.base_url)} "
-                     f"{fmt.visible(self.opts.selector)} (~ = stale, ? = not known if fresh)",
-                     id="fleet-title", markup=False)
+        yield Static(title_text(self.client.base_url, self.opts.selector), id="fleet-title",
+                     markup=False)
         yield self.table
         yield self.footer
 
@@ -225,8 +240,10 @@ class FleetApp(App[int]):
         key = event.row_key.value
         if key:
             instance = key.split("\x00", 1)[0]
-            scrape = scrape_line(self.last.rows, instance) if self.last is not None else None
-            self.push_screen(DetailScreen(self.client, self.opts, instance, scrape))
+            rows = self.last.rows if self.last is not None else []
+            self.push_screen(DetailScreen(
+                self.client, self.opts, instance, scrape_line(rows, instance),
+                post_line(rows, instance, self.opts.lookback)))
 
 
 def run_fleet_screen(client: PromClient, opts: FleetOptions, refresh_s: float) -> int:

@@ -155,15 +155,29 @@ def test_an_export_stopped_while_writing_leaves_no_hidden_part_file(
 
 @pytest.mark.parametrize("sig", STOP, ids=lambda s: s.name)
 def test_a_report_stopped_while_reading_exits_0_without_a_traceback(
-        long_recording: Path, sig: signal.Signals) -> None:
-    proc = subprocess.Popen(gapwatch_argv("report", str(long_recording)),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wait_for("the stop signals taken", lambda: _handles_all_stop_signals(proc.pid), 30)
-    wait_for("the recording opened", lambda: _has_open(proc.pid, long_recording), 30)
-    rc, err = _stop(proc, sig)  # reading (the whole report takes seconds)
-    assert rc == 0, err
-    assert "Traceback" not in err, err
-    assert f"stopped ({sig.name})" in err  # stopped, not finished before the signal
+        long_recording: Path, tmp_path: Path, sig: signal.Signals) -> None:
+    """A report stopped while it reads exits 0, says it stopped, and prints no report. On a
+    loaded box the poll that sees the recording open can come so late that the report has
+    read it all by the signal (it failed so once in a full suite run beside three others: exit 0,
+    nothing said, the report printed): such a try is not the case this test is about, and is
+    made again (three tries), each still held to exit 0 without a traceback."""
+    for attempt in range(3):
+        out = tmp_path / f"report-{attempt}.txt"
+        with out.open("w") as stdout:
+            proc = subprocess.Popen(gapwatch_argv("report", str(long_recording)),
+                                    stdout=stdout, stderr=subprocess.PIPE, text=True)
+            pid = proc.pid
+            wait_for("the stop signals taken", lambda pid=pid: _handles_all_stop_signals(pid), 30)
+            wait_for("the recording opened", lambda pid=pid: _has_open(pid, long_recording), 30)
+            rc, err = _stop(proc, sig)  # reading (the whole report takes seconds)
+        assert rc == 0, err
+        assert "Traceback" not in err, err
+        printed = out.read_text()
+        if f"stopped ({sig.name})" in err:
+            assert printed == ""  # stopped while reading: no report, not half of one
+            return
+        assert printed, err  # neither stopped nor done: the signal was lost
+    pytest.fail(f"the report read the recording whole before {sig.name} three times")
 
 
 @pytest.mark.skipif(ctbuild.find_compiler() is None, reason="no C compiler")

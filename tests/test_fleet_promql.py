@@ -204,3 +204,19 @@ def test_a_gpu_read_in_holes_is_flagged_d_and_one_read_every_period_is_not(
     assert FleetRow(instance="b:9400", gpu="1", read_share_5m=0.5, throttled=1.0).health() \
         == "TD"
     assert FleetRow(instance="b:9400", gpu="1").health() == "-"
+
+
+def test_when_a_post_last_went_wrong_is_the_minute_its_late_or_failed_count_last_rose(
+        tmp_path: Path) -> None:
+    """The HEADLINE's `PoSt 1 late 7m ago`: a count of the lookback was said as if now, a late
+    PoSt of 50 minutes ago as one of this minute. The late count rose between 1m and 2m, the
+    failed count of another box between 3m and 4m: read at the last minute step whose 2
+    minutes hold the rise (3m, 5m), 7 and 5 minutes before 10m (to within 2 minutes)."""
+    _expect(tmp_path, promql("post_trouble_age_s"), {
+        f'gapwatch_proofs_late_total{{{BOX},proof_kind="winning-post"}}':
+            "0 0 1 1 1 1 1 1 1 1 1",
+        'gapwatch_proofs_total{job="gapwatch",instance="f:9400",proof_kind="winning-post",'
+        'verdict="failed"}': "0 0 0 0 1 1 1 1 1 1 1",
+        'gapwatch_proofs_total{job="gapwatch",instance="f:9400",proof_kind="winning-post",'
+        'verdict="ok"}': "0 1 2 3 4 5 6 7 8 9 10",
+    }, "10m", [(BY_BOX, 420), ('{instance="f:9400"}', 300)])

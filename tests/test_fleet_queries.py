@@ -516,23 +516,52 @@ def test_an_unquoted_selector_value_is_refused_at_the_flag_with_the_quoted_form(
     assert given(nested) == nested
 
 
+def _add(fake: FakeProm, field: str, *series: tuple[dict[str, str], float]) -> None:
+    """`series` added to what the stand-in answers for `field`'s query."""
+    old = json.loads(fake.replies.get(promql(field), EMPTY).body)["data"]["result"]
+    new = json.loads(vector(*series).body)
+    new["data"]["result"] = old + new["data"]["result"]
+    fake.replies[promql(field)] = Reply(body=json.dumps(new).encode())
+
+
 def _post_box(fake: FakeProm, instance: str, late: float, failed: float,
-              settings: tuple[str, ...] | None) -> None:
-    """A box 100 % busy, CHAINED, whose PoSts went late or failed in the lookback, with the
-    settings its PoSt advice names (`gapwatch_proof_advice_info`; None: a gapwatch that does
-    not export it)."""
-    box(fake, instance, 1, "CHAINED")
+              settings: tuple[str, ...] | None, gpus: int = 1, ago_s: float | None = None,
+              state: str = "CHAINED", up: float = 1.0, age_s: float = 2.0) -> None:
+    """A box of `gpus` GPUs 100 % busy, CHAINED, whose PoSts went late or failed in the
+    lookback (the last `ago_s` ago), with the settings its PoSt advice names
+    (`gapwatch_proof_advice_info`; None: a gapwatch that does not export it)."""
+    box(fake, instance, gpus, state, up=up, age_s=age_s)
     for field, n in (("post_late", late), ("post_failed", failed)):
-        old = json.loads(fake.replies.get(promql(field), EMPTY).body)["data"]["result"]
-        new = json.loads(vector(({"instance": instance}, n)).body)
-        new["data"]["result"] = old + new["data"]["result"]
-        fake.replies[promql(field)] = Reply(body=json.dumps(new).encode())
+        _add(fake, field, ({"instance": instance}, n))
+    if ago_s is not None:
+        _add(fake, "post_trouble_age_s", ({"instance": instance}, ago_s))
     if settings is not None:
-        old = json.loads(fake.replies.get(promql("post_setting"), EMPTY).body)["data"]["result"]
-        new = json.loads(vector(*(({"instance": instance, "setting": s}, 1)
-                                  for s in settings)).body)
-        new["data"]["result"] = old + new["data"]["result"]
-        fake.replies[promql("post_setting")] = Reply(body=json.dumps(new).encode())
+        _add(fake, "post_setting", *(({"instance": instance, "setting": s}, 1)
+                                     for s in settings))
+
+
+def test_one_row_of_a_box_ranks_for_its_posts_the_worst_trouble_first_saying_when() -> None:
+    """The PoSt counts are the box's: set on each of its GPU rows they ranked every one
+    first (two 8-GPU boxes with one late PoSt each filled rows 1-16, a BREAKDOWN box 17th).
+    One row of the box ranks for them, its first GPU's, failed before late and more before
+    fewer; its HEADLINE says how long ago the last went wrong; the box's other GPUs rank by
+    their own state, the box's counts still in their PoSt cell."""
+    with fake_prometheus() as fake:
+        _post_box(fake, "post-a:9400", 1.0, 0.0, ("[memory] eviction_min_idle",), gpus=8,
+                  ago_s=720.0)
+        _post_box(fake, "post-b:9400", 1.0, 0.0, None, gpus=8)
+        _post_box(fake, "post-c:9400", 3.0, 0.0, None, gpus=2)
+        _post_box(fake, "post-d:9400", 0.0, 1.0, ("none",), gpus=2)
+        box(fake, "broken:9400", 1, "BREAKDOWN")
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    order = [(r.instance, r.gpu) for r in rows]
+    assert order[:5] == [("post-d:9400", "0"), ("post-c:9400", "0"), ("post-a:9400", "0"),
+                         ("post-b:9400", "0"), ("broken:9400", "0")]
+    by = {(r.instance, r.gpu): r for r in rows}
+    assert cells(by[("post-a:9400", "0")])[4] == "PoSt 1 late 12m ago: [memory] eviction_min_idle"
+    assert cells(by[("post-b:9400", "0")])[4] == "PoSt 1 late (the box's report says why)"
+    other = by[("post-a:9400", "3")]
+    assert cells(other)[4] == "[memory] safety_margin" and cells(other)[10] == "-/1"
 
 
 def test_a_box_whose_posts_went_wrong_ranks_first_and_its_headline_says_what_to_change() -> None:

@@ -24,6 +24,8 @@ from gapwatch.core.health import GPU_ERROR_KINDS, GPU_STATE_KINDS, HELD_DOWN_REA
 #: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
 FRESH_WINDOW = "15m"
 FRESH_STEP = "5s"
+#: The step at which a box's PoSt counts are read for when one last went wrong.
+POST_WHEN_STEP = "1m"
 #: A box's latest scrape, when it succeeded: its own time, exact.
 _GOOD_NOW = "(timestamp(up{{{sel}}}) and up{{{sel}}} == 1)"
 
@@ -115,6 +117,15 @@ QUERIES: tuple[Query, ...] = (
     Query("post_failed",
           "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=\"failed\"}}"
           "[{lb}]))", per="box", optional=True),
+    # When one last went wrong (seconds ago): the latest minute step of the lookback at which
+    # a late or failed count rose over the 2 minutes before it (2: a rise between two samples
+    # a step apart is inside one window). Up to 2 minutes short, `PoSt 1 late 12m ago`: a
+    # count of the lookback read as now.
+    Query("post_trouble_age_s",
+          "time() - max by (instance) (max_over_time(timestamp("
+          "sum by (instance) (increase(gapwatch_proofs_late_total{{{sel}}}[2m])) > 0 or "
+          "sum by (instance) (increase(gapwatch_proofs_total{{{sel_}verdict=~\"late|failed\"}}"
+          f"[2m])) > 0)[{{lb}}:{POST_WHEN_STEP}]))", per="box", optional=True),
     # What to change for them: the settings the box's PoSt advice names for the PoSt that
     # failed, were lost or went late in the lookback (`gapwatch_proof_advice_info`, the
     # report's "What to change" PoSt lines as a bounded label set; "none": no cuzk setting).

@@ -42,7 +42,9 @@ STALE_SEVERITY = 3.5
 #: Rank of a box whose PoSts went late, were lost or failed in the lookback: first, above
 #: BREAKDOWN. A late or failed WinningPoSt is a block reward lost, a WindowPoSt's sectors
 #: faulted: worse than any GPU time idled. Such a box ranked last (its GPUs CHAINED, 100 %
-#: busy) with SETTING `none`.
+#: busy) with SETTING `none`. One row of the box ranks so (`FleetRow.post_ranks`): the counts
+#: are the box's, and set on each of its GPU rows they ranked every one first (two 8-GPU boxes
+#: with one late PoSt each filled rows 1-16, a BREAKDOWN box 17th).
 POST_SEVERITY = 5.0
 #: A GPU read at its period less than this share of the last 5 minutes is flagged `D`: a
 #: tenth of its time without a fine reading hides gaps of a second or two.
@@ -89,6 +91,12 @@ class FleetRow:
     #: went late (`gapwatch_proof_advice_info`): "none" where no setting frees them; None
     #: where the box exports no advice (an older gapwatch, or none went wrong).
     post_setting: str | None = None
+    #: How long ago (seconds, up to 2 minutes short: `queries`) a PoSt of the box last
+    #: went late, was lost or failed in the lookback; None: not known or none did.
+    post_trouble_age_s: float | None = None
+    #: Whether this row is the one of its box that ranks for the box's PoSts (its first GPU
+    #: row, `build_rows`): the others rank by their GPU's own state.
+    post_ranks: bool = False
     throttled: float | None = None
     #: The GPUs' own errors in the lookback: XIDs, uncorrected ECC errors, GPUs lost.
     gpu_errors: float | None = None
@@ -110,9 +118,18 @@ class FleetRow:
         the counts as the PoSt column rounds them."""
         return any(n is not None and round(n) > 0 for n in (self.post_late, self.post_failed))
 
+    def post_rank_key(self) -> tuple[int, int]:
+        """How bad the PoSt trouble this row ranks for is, worst lowest (a sort key): failed
+        ones before late ones (lost among them: a lost block either way, a failure no setting
+        frees), more before fewer; (0, 0) for a row that ranks for none."""
+        if not (self.post_ranks and self.post_trouble()):
+            return (0, 0)
+        return (-round(self.post_failed or 0.0), -round(self.post_late or 0.0))
+
     def severity(self) -> float:
-        # A lost block first, whatever the GPUs' state or the box's freshness (`POST_SEVERITY`).
-        if self.post_trouble():
+        # A lost block first, whatever the GPUs' state or the box's freshness (`POST_SEVERITY`),
+        # on the one row of the box that ranks for it.
+        if self.post_ranks and self.post_trouble():
             return POST_SEVERITY
         # Freshness not known ranks as stale: its last state may be a dead box's.
         if self.stale is not False and self.state != "BREAKDOWN":
@@ -344,6 +361,9 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     for q in QUERIES:
         if q.field != "state":
             _fill(q, answers.get(q.field, []), rows, by_box)
+    for box_rows in by_box.values():
+        # The box's PoSt counts rank one row of it: its first GPU's.
+        min(box_rows, key=lambda r: _gpu_order(r.gpu)).post_ranks = True
     verdict_asked = "verdict" in answers
     for row in rows.values():
         if "exported" in answers and row.gpu != "-" and row.up == 1.0 and row.exported is None:
@@ -355,7 +375,8 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
             # The verdict now unanswered: the newest of the lookback is shown, but whether it
             # is the box's now is not known (it read "the last it reported" of a live box).
             row.verdict_now = None
-    return sorted(rows.values(), key=lambda r: (-r.severity(), -r.idle_total_s(), r.instance,
+    return sorted(rows.values(), key=lambda r: (-r.severity(), r.post_rank_key(),
+                                                -r.idle_total_s(), r.instance,
                                                 _gpu_order(r.gpu)))
 
 
@@ -415,6 +436,8 @@ CAN_BE: dict[str, tuple[float, float]] = {
     # Seconds of the gaps that closed in 5 minutes (a gap counts whole as it closes: more than
     # the window when it began before it), the last WinningPoSt's latency.
     "idle_s_5m": (0.0, MAX_SECONDS), "post_last_latency_s": (0.0, MAX_SECONDS),
+    # How long ago a PoSt last went wrong: now less a step's time (clock skew as `age_s`).
+    "post_trouble_age_s": (-AGE_SKEW_S, MAX_SECONDS),
     # Counts in the lookback (`increase` of counters: never below 0).
     "post_late": (0.0, MAX_COUNT), "post_untimed": (0.0, MAX_COUNT),
     "post_failed": (0.0, MAX_COUNT), "gpu_errors": (0.0, MAX_COUNT),
@@ -621,7 +644,7 @@ def headline(r: FleetRow) -> str:
     makes it visible."""
     if r.stale:
         return _stale_headline(r)
-    if r.post_trouble():
+    if r.post_ranks and r.post_trouble():
         return _post_headline(r)
     if r.gpu_errors is not None and round(r.gpu_errors) > 0:
         return f"GPU errors: {count_text(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
@@ -657,13 +680,16 @@ def _health_headline(r: FleetRow) -> str:
 
 
 def _post_headline(r: FleetRow) -> str:
-    """`PoSt 2 late: [memory] eviction_min_idle`: how many PoSts went late (lost in a restart
-    among them) and failed in the lookback, then the setting the box's PoSt advice names,
-    `no cuzk setting` where it names none, or, from a gapwatch that exports no advice, where
-    the advice is read."""
+    """`PoSt 2 late 12m ago: [memory] eviction_min_idle`: how many PoSts went late (lost in a
+    restart among them) and failed in the lookback, how long ago the last did (where known: a
+    count of the lookback read as now), then the setting the box's PoSt advice names, `no cuzk
+    setting` where it names none, or, from a gapwatch that exports no advice, where the advice
+    is read."""
     said = [f"{count_text(n)} {how}" for n, how in (
         (r.post_late, "late"), (r.post_failed, "failed")) if n is not None and round(n) > 0]
     head = f"PoSt {', '.join(said)}"
+    if r.post_trouble_age_s is not None:
+        head += f" {short_s(max(0.0, r.post_trouble_age_s))} ago"
     if r.post_setting is None:
         return f"{head} (the box's report says why)"
     return f"{head}: {r.post_setting if r.post_setting != NO_CAUSE else 'no cuzk setting'}"

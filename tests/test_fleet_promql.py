@@ -220,3 +220,16 @@ def test_when_a_post_last_went_wrong_is_the_minute_its_late_or_failed_count_last
         'gapwatch_proofs_total{job="gapwatch",instance="f:9400",proof_kind="winning-post",'
         'verdict="ok"}': "0 1 2 3 4 5 6 7 8 9 10",
     }, "10m", [(BY_BOX, 420), ('{instance="f:9400"}', 300)])
+
+
+def test_the_post_advice_keeps_which_verdict_each_setting_is_for(tmp_path: Path) -> None:
+    """`max by (instance, setting)` dropped the verdict: a failure's `none` and yesterday's
+    late PoSt's setting came as two settings of the box, which of them the PoSt failed now
+    was for not said."""
+    advice = f'gapwatch_proof_advice_info{{{BOX},proof_kind="winning-post"'
+    _expect(tmp_path, promql("post_setting"), {
+        f'{advice},verdict="failed",setting="none"}}': "1 1 1",
+        f'{advice},verdict="late",setting="[memory] eviction_min_idle"}}': "1 1 1",
+        f'{advice},verdict="at_risk",setting="[memory] eviction_min_idle"}}': "1 1 1",
+    }, "2m", [('{instance="b:9400",verdict="failed",setting="none"}', 1),
+              ('{instance="b:9400",verdict="late",setting="[memory] eviction_min_idle"}', 1)])

@@ -525,10 +525,10 @@ def _add(fake: FakeProm, field: str, *series: tuple[dict[str, str], float]) -> N
 
 
 def _post_box(fake: FakeProm, instance: str, late: float, failed: float,
-              settings: tuple[str, ...] | None, gpus: int = 1, ago_s: float | None = None,
+              settings: tuple[tuple[str, str], ...] | None, gpus: int = 1, ago_s: float | None = None,
               state: str = "CHAINED", up: float = 1.0, age_s: float = 2.0) -> None:
     """A box of `gpus` GPUs 100 % busy, CHAINED, whose PoSts went late or failed in the
-    lookback (the last `ago_s` ago), with the settings its PoSt advice names
+    lookback (the last `ago_s` ago), with the (verdict, setting) its PoSt advice names
     (`gapwatch_proof_advice_info`; None: a gapwatch that does not export it)."""
     box(fake, instance, gpus, state, up=up, age_s=age_s)
     for field, n in (("post_late", late), ("post_failed", failed)):
@@ -536,8 +536,8 @@ def _post_box(fake: FakeProm, instance: str, late: float, failed: float,
     if ago_s is not None:
         _add(fake, "post_trouble_age_s", ({"instance": instance}, ago_s))
     if settings is not None:
-        _add(fake, "post_setting", *(({"instance": instance, "setting": s}, 1)
-                                     for s in settings))
+        _add(fake, "post_setting", *(({"instance": instance, "verdict": v, "setting": s}, 1)
+                                     for v, s in settings))
 
 
 def test_one_row_of_a_box_ranks_for_its_posts_the_worst_trouble_first_saying_when() -> None:
@@ -547,11 +547,11 @@ def test_one_row_of_a_box_ranks_for_its_posts_the_worst_trouble_first_saying_whe
     fewer; its HEADLINE says how long ago the last went wrong; the box's other GPUs rank by
     their own state, the box's counts still in their PoSt cell."""
     with fake_prometheus() as fake:
-        _post_box(fake, "post-a:9400", 1.0, 0.0, ("[memory] eviction_min_idle",), gpus=8,
+        _post_box(fake, "post-a:9400", 1.0, 0.0, (("late", "[memory] eviction_min_idle"),), gpus=8,
                   ago_s=720.0)
         _post_box(fake, "post-b:9400", 1.0, 0.0, None, gpus=8)
         _post_box(fake, "post-c:9400", 3.0, 0.0, None, gpus=2)
-        _post_box(fake, "post-d:9400", 0.0, 1.0, ("none",), gpus=2)
+        _post_box(fake, "post-d:9400", 0.0, 1.0, (("failed", "none"),), gpus=2)
         box(fake, "broken:9400", 1, "BREAKDOWN")
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
     order = [(r.instance, r.gpu) for r in rows]
@@ -572,8 +572,9 @@ def test_a_box_whose_posts_went_wrong_ranks_first_and_its_headline_says_what_to_
     exports no advice says where it is read."""
     with fake_prometheus() as fake:
         box(fake, "bad:9400", 1, "BREAKDOWN")
-        _post_box(fake, "late:9400", 2.02, 0.0, ("none", "[memory] eviction_min_idle"))
-        _post_box(fake, "failed:9400", 0.0, 1.0, ("none",))
+        _post_box(fake, "late:9400", 2.02, 0.0, (("late", "none"),
+                                                  ("late", "[memory] eviction_min_idle")))
+        _post_box(fake, "failed:9400", 0.0, 1.0, (("failed", "none"),))
         _post_box(fake, "old:9400", 1.0, 0.0, None)
         _post_box(fake, "fine:9400", 0.0, 0.0, ())
         rows = refresh(PromClient(fake.url), FleetOptions()).rows
@@ -588,10 +589,33 @@ def test_a_box_whose_posts_went_wrong_ranks_first_and_its_headline_says_what_to_
     assert by["late:9400"].as_json()["headline"] == "PoSt 2 late: [memory] eviction_min_idle"
 
 
+def test_a_post_failed_now_is_headlined_with_the_advice_for_it_not_an_old_late_ones() -> None:
+    """The box exports the advice of every PoSt its session holds (a late one of yesterday
+    among them), and the query dropped the verdict, preferring any setting to `none`: a PoSt
+    failed now, which no setting frees, was headlined with the old late one's setting. The
+    setting is the advice's for the verdicts the lookback counted: failed, then lost and
+    late; a late one's setting beside a failure none frees where both were counted."""
+    old_late = ("late", "[memory] eviction_min_idle")
+    with fake_prometheus() as fake:
+        _post_box(fake, "failed:9400", 0.0, 1.0, (("failed", "none"), old_late))
+        _post_box(fake, "both:9400", 1.0, 1.0, (("failed", "none"), old_late))
+        _post_box(fake, "lost:9400", 1.0, 0.0, (("lost", "none"), ("at_risk", "[x] y")))
+        _post_box(fake, "unsaid:9400", 0.0, 1.0, (old_late,))
+        rows = {r.instance: r for r in refresh(PromClient(fake.url), FleetOptions()).rows}
+    assert cells(rows["failed:9400"])[4] == "PoSt 1 failed: no cuzk setting"
+    said = post_line(list(rows.values()), "failed:9400", "1h")
+    assert said is not None and "eviction_min_idle" not in said
+    assert cells(rows["both:9400"])[4] == "PoSt 1 late, 1 failed: [memory] eviction_min_idle"
+    assert cells(rows["lost:9400"])[4] == "PoSt 1 late: no cuzk setting"
+    assert cells(rows["unsaid:9400"])[4] == "PoSt 1 failed (the box's report says why)"
+    assert rows["failed:9400"].as_json()["post_advice"] == {
+        "failed": ["none"], "late": ["[memory] eviction_min_idle"]}
+
+
 def test_a_box_detail_says_its_posts_gone_wrong_and_the_setting_its_advice_names() -> None:
     """The detail listed only the box's idle minutes: nothing of the PoSts it lost."""
     with fake_prometheus() as fake:
-        _post_box(fake, "late:9400", 2.0, 1.0, ("[memory] eviction_min_idle",))
+        _post_box(fake, "late:9400", 2.0, 1.0, (("late", "[memory] eviction_min_idle"),))
         fake.replies[promql("post_last_latency_s")] = vector(({"instance": "late:9400"}, 35.0))
         box(fake, "fine:9400", 1)
         rows = refresh(PromClient(fake.url), FleetOptions()).rows

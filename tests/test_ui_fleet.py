@@ -268,7 +268,8 @@ async def test_a_box_losing_posts_is_the_first_row_at_80x24_saying_post_and_its_
         box(fake, "post:9400", 1, "CHAINED")
         fake.replies[promql("post_late")] = vector(({"instance": "post:9400"}, 2.0))
         fake.replies[promql("post_setting")] = vector(
-            ({"instance": "post:9400", "setting": "[memory] eviction_min_idle"}, 1))
+            ({"instance": "post:9400", "verdict": "late",
+              "setting": "[memory] eviction_min_idle"}, 1))
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
         async with app.run_test(size=(80, 24)) as pilot:
             table: DataTable[Text] = app.query_one(DataTable)

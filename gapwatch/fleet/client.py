@@ -57,7 +57,9 @@ MAX_SERIES = 100_000
 #: The labels fleet reads (rows and detail); a series keeps only these. Prometheus sends every
 #: label of a series, and a hostile or misconfigured one thousands of them: kept whole, 13 MB
 #: of them cost 1.3 GB across a refresh's answers.
-READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting", "step")
+#: `verdict`: how a PoSt went wrong, of the PoSt advice (`rows.post_setting_of`).
+READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting", "step",
+               "verdict")
 #: What one label value may keep: a box name or a cause's words fit many times over.
 MAX_LABEL_CHARS = 256
 #: What a target's words (its `lastError`, `health`, `scrapeUrl`) may keep: Go's longest scrape
@@ -93,6 +95,7 @@ class _Labels(msgspec.Struct):
     cause_words: str | None = None
     setting: str | None = None
     step: str | None = None
+    verdict: str | None = None
 
 
 #: The shape of an answer's `data`: query results, or the targets.

@@ -105,7 +105,8 @@ def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
     if row.post_last_latency_s is not None:
         said.append(f"the last WinningPoSt took {row.post_last_latency_s:.1f} s")
     if row.post_setting is None:
-        said.append("the box exports no PoSt advice: its gapwatch report says what to change")
+        said.append("the box exports no PoSt advice for them: its gapwatch report says what "
+                    "to change")
     elif row.post_setting == NO_CAUSE:
         said.append("its PoSt advice names no cuzk setting: its gapwatch report says why")
     else:

@@ -130,9 +130,11 @@ QUERIES: tuple[Query, ...] = (
     # failed, were lost or went late in the lookback (`gapwatch_proof_advice_info`, the
     # report's "What to change" PoSt lines as a bounded label set; "none": no cuzk setting).
     # The box's verdict is its GPUs' stall: it said `none` of a box whose WinningPoSts went
-    # late behind an evicted SRS.
+    # late behind an evicted SRS. By verdict: the box exports the advice of every PoSt its
+    # session holds, and without it a PoSt failed now was headlined with the setting of one
+    # late yesterday (`rows.post_setting_of` matches them to the counts).
     Query("post_setting",
-          "max by (instance, setting) (last_over_time(gapwatch_proof_advice_info{{{sel_}"
+          "max by (instance, verdict, setting) (last_over_time(gapwatch_proof_advice_info{{{sel_}"
           "verdict=~\"failed|lost|late\"}}[{lb}]))", per="box", optional=True),
     # Throttled: a reason that holds the clocks down by heat or a hardware slowdown, held in
     # the last reading.

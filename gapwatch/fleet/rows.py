@@ -88,9 +88,15 @@ class FleetRow:
     post_untimed: float | None = None
     post_failed: float | None = None
     #: The cuzk setting the box's PoSt advice names for its PoSts that failed, were lost or
-    #: went late (`gapwatch_proof_advice_info`): "none" where no setting frees them; None
-    #: where the box exports no advice (an older gapwatch, or none went wrong).
+    #: went late, of the verdicts the lookback counted (`post_setting_of`): "none" where no
+    #: setting frees them; None where the box exports no advice for them (an older gapwatch,
+    #: or none went wrong).
     post_setting: str | None = None
+    #: What the box's PoSt advice names (`gapwatch_proof_advice_info` over the lookback), by
+    #: how the PoSt went wrong: `failed`, `lost`, `late` -> the settings it names ("none":
+    #: none frees it). The box exports the advice of every PoSt its session holds, hours old
+    #: among them: `post_setting` takes only those of the verdicts the lookback counted.
+    post_advice: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: How long ago (seconds, up to 2 minutes short: `queries`) a PoSt of the box last
     #: went late, was lost or failed in the lookback; None: not known or none did.
     post_trouble_age_s: float | None = None
@@ -175,6 +181,7 @@ class FleetRow:
     def as_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__slots__}
         out["idle_s_5m"] = dict(sorted(self.idle_s_5m.items()))
+        out["post_advice"] = {v: list(said) for v, said in sorted(self.post_advice.items())}
         out["health"] = self.health()
         out["headline"] = headline(self)
         return out
@@ -364,6 +371,8 @@ def build_rows(answers: dict[str, list[Series]], stale_after_s: float) -> list[F
     for box_rows in by_box.values():
         # The box's PoSt counts rank one row of it: its first GPU's.
         min(box_rows, key=lambda r: _gpu_order(r.gpu)).post_ranks = True
+        for row in box_rows:
+            row.post_setting = post_setting_of(row)
     verdict_asked = "verdict" in answers
     for row in rows.values():
         if "exported" in answers and row.gpu != "-" and row.up == 1.0 and row.exported is None:
@@ -399,6 +408,26 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
     if any(judged):
         return True
     return False if "up" in answers or "age_s" in answers else None
+
+
+#: The verdicts of the PoSt advice each PoSt count of the row stands for, worst first: failed
+#: (`post_failed`), then lost in a restart and late (`post_late` counts both).
+_COUNTED_AS: tuple[tuple[str, str], ...] = (("post_failed", "failed"), ("post_late", "lost"),
+                                           ("post_late", "late"))
+
+
+def post_setting_of(row: FleetRow) -> str | None:
+    """The setting the row's PoSt advice names for the PoSts the lookback counted: the first
+    setting named for a verdict counted (failed, lost, late), "none" where the advice of
+    each such verdict names none, None where it says nothing of them. The advice's other
+    verdicts are not the lookback's (an old late PoSt's setting headlined a failure now)."""
+    counted = [verdict for count_field, verdict in _COUNTED_AS
+               if (n := getattr(row, count_field)) is not None and round(n) > 0]
+    said = [s for verdict in counted for s in row.post_advice.get(verdict, ())]
+    named = [s for s in said if s != NO_CAUSE]
+    if named:
+        return named[0]
+    return NO_CAUSE if said else None
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
@@ -502,10 +531,9 @@ def _merged(name: str, group: list[Series]) -> list[Series]:
         known = [s for s in group if s.value is not None]
         return known[-1:]
     if name == "post_setting":
-        # The box's advice may name several (a late proof's setting, a failed one's "none"):
-        # a setting to change is what the row shows, "none" only where no advice names one.
-        named = [s for s in group if s.labels.get("setting") not in (None, "none")]
-        return (named or group)[:1]
+        # Every (verdict, setting) the box's advice says: which one the row shows depends on
+        # the verdicts the lookback counted (`post_setting_of`).
+        return group
     if name == "up":
         # Two jobs scraping one box: scraped by one is scraped (the last in Prometheus's order
         # won, and a canary job's 404 made a box scraped every 5 s stale).
@@ -542,7 +570,11 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
     elif name == "exported":
         row.exported = True
     elif name == "post_setting":
-        row.post_setting = s.labels.get("setting")
+        verdict, setting = s.labels.get("verdict"), s.labels.get("setting")
+        if verdict is not None and setting is not None:
+            had = row.post_advice.get(verdict, ())
+            if setting not in had:
+                row.post_advice[verdict] = (*had, setting)
     else:
         setattr(row, name, s.value)
 

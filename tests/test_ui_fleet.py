@@ -231,11 +231,51 @@ async def test_two_long_box_names_that_differ_at_their_ends_read_apart_on_the_sc
         for port in (9400, 9401):
             box(fake, f"gpu-prover-0001.ams.example.net:{port}", 1, "CHAINED")
         app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
-        async with app.run_test(size=(120, 24)) as pilot:
+        async with app.run_test(size=(80, 24)) as pilot:
             table: DataTable[Text] = app.query_one(DataTable)
             await _until(pilot, lambda: table.row_count == 2)
             names = {str(table.get_row_at(i)[0]) for i in range(2)}
     assert names == {"gpu-prov…et:9400", "gpu-prov…et:9401"}
+
+
+async def _screen_at(size: tuple[int, int], rows: int) -> list[str]:
+    """The fleet screen's lines at `size` over two boxes whose long realistic names differ in
+    the middle, their PoSts gone wrong with the settings their advice names."""
+    a, b = "prover-host-01.example.net:9400", "prover-host-02.example.net:9400"
+    with fake_prometheus() as fake:
+        box(fake, a, 1, "CHAINED")
+        box(fake, b, 1, "CHAINED")
+        fake.replies[promql("post_late")] = vector(({"instance": a}, 1.0), ({"instance": b}, 2.0))
+        fake.replies[promql("post_failed")] = vector(({"instance": b}, 1.0))
+        fake.replies[promql("post_trouble_age_s")] = vector(({"instance": a}, 720.0),
+                                                            ({"instance": b}, 180.0))
+        fake.replies[promql("post_setting")] = vector(
+            ({"instance": a, "verdict": "late", "setting": "[pipeline] synthesis_concurrency"},
+             1), ({"instance": b, "verdict": "late", "setting": "[memory] eviction_min_idle"}, 1))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=size) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count == rows)
+            await pilot.pause(0.1)
+            return [line.rstrip() for line in screen_text(app).splitlines()]
+
+
+async def test_box_and_headline_grow_with_the_terminal_and_two_boxes_never_read_the_same(
+        ) -> None:
+    """BOX was 16 cells and HEADLINE 40 at any width: at 200 columns, 100 of them free,
+    `prover-host-01.example.net:9400` and `-02` both read `prover-h…et:9400` and the headline
+    was cut at `[pipeline] synthesis_concu…`. They grow with the terminal: whole at 200
+    columns; at 80 the name keeps what sets it apart from the other box's."""
+    wide = await _screen_at((200, 50), 2)
+    assert any(line.startswith("prover-host-01.example.net:9400 ") and
+               "PoSt 1 late 12m ago: [pipeline] synthesis_concurrency " in line for line in wide)
+    assert any(line.startswith("prover-host-02.example.net:9400 ") and
+               "PoSt 2 late, 1 failed 3m ago: [memory] eviction_min_idle " in line
+               for line in wide)
+    narrow = await _screen_at((80, 24), 2)
+    firsts = [line.split(" ", 1)[0] for line in narrow if line.startswith("prover-")]
+    assert len(firsts) == 2 and len(set(firsts)) == 2, firsts
+    assert all(len(line) <= 80 for line in narrow)
 
 
 async def test_question_mark_says_what_each_column_and_health_letter_means() -> None:

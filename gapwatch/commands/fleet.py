@@ -21,6 +21,7 @@ from gapwatch.core.codec import encode_json
 from gapwatch.core.units import parse_duration
 from gapwatch.engine.console import say
 from gapwatch.fleet.client import PromClient
+from gapwatch.fleet.layout import box_labels
 from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
 from gapwatch.fleet.targets import parse_selector
 
@@ -153,6 +154,9 @@ def table_lines(result: Refresh) -> list[str]:
     # In terminal cells (`fmt.cells`, `fmt.fit`): a wide character takes two.
     widths = [max([w, *(min(fmt.cells(c[i]), MAX_TEXT_CELL) for c in all_cells)])
               for i, (_, w) in enumerate(COLUMNS)]
+    # Two names alike up to the cut read apart (`layout.box_labels`).
+    boxes = box_labels([c[0] for c in all_cells], widths[0])
+    all_cells = [(boxes[c[0]], *c[1:]) for c in all_cells]
     out = [" ".join(fmt.fit(h, w) for (h, _), w in zip(COLUMNS, widths, strict=True)).rstrip()]
     out += [" ".join(fmt.fit(c, w) for c, w in zip(row, widths, strict=True)).rstrip()
             for row in all_cells]

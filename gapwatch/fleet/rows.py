@@ -721,10 +721,18 @@ def _post_headline(r: FleetRow) -> str:
         (r.post_late, "late"), (r.post_failed, "failed")) if n is not None and round(n) > 0]
     head = f"PoSt {', '.join(said)}"
     if r.post_trouble_age_s is not None:
-        head += f" {short_s(max(0.0, r.post_trouble_age_s))} ago"
+        head += f" {_ago(r.post_trouble_age_s)} ago"
     if r.post_setting is None:
         return f"{head} (the box's report says why)"
     return f"{head}: {r.post_setting if r.post_setting != NO_CAUSE else 'no cuzk setting'}"
+
+
+def _ago(seconds: float) -> str:
+    """How long ago, in minutes under an hour (`3m`, `<1m`: the figure is read at minute
+    steps, `180s` said a precision it has not), else as `short_s`."""
+    if seconds < 30.0:
+        return "<1m"
+    return f"{seconds / 60:.0f}m" if seconds < 3600.0 else short_s(seconds)
 
 
 def cells(r: FleetRow) -> tuple[str, ...]:

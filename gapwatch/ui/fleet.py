@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Static
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail, post_line, scrape_line
+from gapwatch.fleet.layout import box_labels, screen_widths
 from gapwatch.fleet.rows import COLUMN_LEGEND, COLUMNS, FleetOptions, Refresh, cells, refresh
 
 #: The most rows the table holds, the worst first (a farm of 250 8-GPU boxes). Prometheus may
@@ -33,23 +34,31 @@ from gapwatch.fleet.rows import COLUMN_LEGEND, COLUMNS, FleetOptions, Refresh, c
 MAX_SCREEN_ROWS = 2000
 
 
-def _cell_fit(text: str, width: int, heading: str) -> str:
-    """A table cell as shown, fit to its column with a "…" where it is cut (`fmt.fit`): the
-    table crops at the column's end saying nothing, so a cause cut at 60 cells read as the
-    whole of it. A box's name keeps both ends: `gpu-prover-0001.ams.example.net:9400` and
-    `:9401` read the same at 21 cells. The detail and `--once` show every cell whole."""
-    return fmt.fit(text, width, pad=False, keep_both=heading == "BOX")
+#: A refresh's table as shown: the columns' widths, and the rows (key, cells).
+Shown = tuple[tuple[int, ...], list[tuple[str, tuple[Text, ...]]]]
 
 
-def screen_rows(result: Refresh) -> list[tuple[str, tuple[Text, ...]]]:
-    """The table's rows (key, cells) of a refresh: the worst `MAX_SCREEN_ROWS` (the cut keeps
-    the starved), each cell fit to its column. Text, not str: a str cell is read as markup
+def screen_rows(result: Refresh, terminal_cells: int) -> Shown:
+    """The table of a refresh on a terminal `terminal_cells` wide: the columns' widths
+    (`layout.screen_widths`: BOX and HEADLINE grow with it) and the worst `MAX_SCREEN_ROWS`
+    rows (the cut keeps the starved), each cell fit to its column with a "…" where it is cut
+    (`fmt.fit`: the table crops at the column's end saying nothing, so a cause cut at 60 cells
+    read as the whole of it), each box's name as no other box's (`layout.box_labels`). The
+    detail and `--once` show every cell whole. Text, not str: a str cell is read as markup
     (`[memory] safety_margin` lost its section, and a label from Prometheus could style the
     screen)."""
-    return [(f"{row.instance}\x00{row.gpu}",
-             tuple(Text(_cell_fit(c, width, heading), no_wrap=True)
-                   for c, (heading, width) in zip(cells(row), COLUMNS, strict=True)))
-            for row in result.rows[:MAX_SCREEN_ROWS]]
+    texts = [cells(row) for row in result.rows[:MAX_SCREEN_ROWS]]
+    headings = [h for h, _ in COLUMNS]
+    box_i, head_i = headings.index("BOX"), headings.index("HEADLINE")
+    widths = screen_widths(terminal_cells, (c[box_i] for c in texts),
+                           (c[head_i] for c in texts))
+    boxes = box_labels([c[box_i] for c in texts], widths[box_i])
+    rows = [(f"{row.instance}\x00{row.gpu}",
+             tuple(Text(boxes[c] if i == box_i else fmt.fit(c, width, pad=False),
+                        no_wrap=True)
+                   for i, (c, width) in enumerate(zip(row_cells, widths, strict=True))))
+            for row, row_cells in zip(result.rows, texts, strict=False)]
+    return widths, rows
 
 
 #: What the marks before a state mean, said first on the title line (`title_text`).
@@ -160,6 +169,7 @@ class FleetApp(App[int]):
         self.error = ""
         self._busy = False
         self._keys: list[str] = []
+        self._widths: tuple[int, ...] = ()
         # Made here and held: every refresh reaches them directly, also one that lands while a
         # box's detail screen is on top (tests/test_ui_fleet.py pins that case).
         # BOX stays on screen while the table scrolls sideways (`fixed_columns`): scrolled to
@@ -176,11 +186,25 @@ class FleetApp(App[int]):
         yield self.footer
 
     def on_mount(self) -> None:
-        table = self.table
-        for heading, width in COLUMNS:
-            table.add_column(heading, width=width + 1)
+        self._set_columns(tuple(w for _, w in COLUMNS))
         self.action_refresh_now()
         self.set_interval(self.refresh_s, self.action_refresh_now)
+
+    def _set_columns(self, widths: tuple[int, ...]) -> None:
+        """The table's columns at `widths` (each one more: the gap after it), made again where
+        they changed (a resize, a longer box name or headline): a column's width is set as it
+        is added. Its rows go with them: the caller adds them again."""
+        if widths == self._widths:
+            return
+        self.table.clear(columns=True)
+        for (heading, _), width in zip(COLUMNS, widths, strict=True):
+            self.table.add_column(heading, width=width + 1)
+        self._widths = widths
+
+    def on_resize(self) -> None:
+        # The widths follow the terminal's: BOX and HEADLINE grow with it.
+        if self.last is not None and not self.last.rows_failed:
+            self.show(self.last, "", screen_rows(self.last, self.size.width))
 
     def on_unmount(self) -> None:
         # However the screen ends (q, a stop signal): a refresh still waiting on Prometheus is
@@ -202,18 +226,17 @@ class FleetApp(App[int]):
         """A refresh and its table's cells, on the worker thread: the cells of 2,000 rows
         took 0.07-0.39 s (a cause of wide characters is measured cell by cell), on the UI
         thread at every refresh."""
-        shown: list[tuple[str, tuple[Text, ...]]] = []
+        shown: Shown = ((), [])
         try:
             result: Refresh | None = refresh(self.client, self.opts)
             error = ""
             if result is not None and not result.rows_failed:
-                shown = screen_rows(result)
+                shown = screen_rows(result, self.size.width)
         except Exception as exc:  # noqa: BLE001 - the view must stay whatever happens
             result, error = None, f"refresh failed: {type(exc).__name__}: {exc}"
         self.call_from_thread(self.show, result, error, shown)
 
-    def show(self, result: Refresh | None, error: str,
-             shown: list[tuple[str, tuple[Text, ...]]]) -> None:
+    def show(self, result: Refresh | None, error: str, shown: Shown) -> None:
         """Put a refresh on screen (on the UI thread): `shown`, its rows as `screen_rows`
         made them on the worker thread."""
         self._busy = False
@@ -228,8 +251,9 @@ class FleetApp(App[int]):
         selected = self._keys[table.cursor_row] if 0 <= table.cursor_row < len(self._keys) \
             else None
         table.clear()
+        self._set_columns(shown[0])
         self._keys = []
-        for key, row_cells in shown:
+        for key, row_cells in shown[1]:
             table.add_row(*row_cells, key=key)
             self._keys.append(key)
         if selected in self._keys:

@@ -657,9 +657,33 @@ def test_a_stopped_box_reads_down_first_its_last_state_as_last_known_never_ok_he
                 refresh(PromClient(fake.url), FleetOptions()).rows}
     stopped, gone = rows[("stopped:9400", "0")], rows[("gone:9400", "0")]
     lost_gpu = rows[("live:9400", "1")]
-    assert cells(stopped)[2:5] == ("DOWN", "50%", "last known IDLE: connection refused")
+    assert cells(stopped)[2:5] == ("DOWN", "~50%", "last known IDLE: connection refused")
     assert stopped.health() == "~" and cells(stopped)[11] == "~"
     assert gone.health() == "~R" and cells(gone)[4].startswith("last known GAPS: connection refused")
     assert cells(lost_gpu)[2] == "STALE"
     assert cells(lost_gpu)[4] == "last known CHAINED: its box no longer exports this GPU"
     assert stopped.as_json()["state"] == "IDLE" and stopped.as_json()["health"] == "~"
+
+
+def test_a_down_box_ranked_for_its_posts_says_them_and_its_last_known_figures_are_marked() -> None:
+    """A box DOWN 25 minutes with one PoSt late in the lookback ranked first, above a live box
+    losing PoSts now, its HEADLINE `last known GAPS: connection refused` saying nothing of the
+    PoSt it ranked for, its BUSY `50%` 25 minutes old, unmarked. It ranks below the box whose
+    PoSt failed, says its PoSt and when, then its last known state; its BUSY and CHAIN are
+    marked last known (`~`), as its HLTH is; a row not known fresh, `?`."""
+    with fake_prometheus() as fake:
+        _post_box(fake, "dead:9400", 1.0, 0.0, (("late", "[memory] eviction_min_idle"),),
+                  ago_s=1800.0, state="GAPS", up=0.0, age_s=1500.0)
+        _post_box(fake, "post-a:9400", 2.0, 1.0, (("failed", "none"),), gpus=2)
+        box(fake, "broken:9400", 1, "BREAKDOWN")
+        fake.replies[promql("chaining_ratio")] = vector(
+            ({"instance": "dead:9400", "gpu": "0"}, 0.25))
+        rows = refresh(PromClient(fake.url), FleetOptions()).rows
+    assert [(r.instance, r.gpu) for r in rows][:3] == [
+        ("post-a:9400", "0"), ("dead:9400", "0"), ("broken:9400", "0")]
+    dead = cells(rows[1])
+    assert dead[2:5] == ("DOWN", "~50%", "PoSt 1 late 30m ago: [memory] eviction_min_idle; "
+                                         "last known GAPS: connection refused")
+    assert dead[9] == "~25%" and dead[11] == "~"
+    assert cells(FleetRow("b", "0", stale=None, busy_ratio=0.5))[3] == "?50%"
+    assert cells(FleetRow("b", "0", stale=False, busy_ratio=0.5))[3] == "50%"

@@ -585,7 +585,7 @@ def _set(row: FleetRow, name: str, s: Series) -> None:
 #: gain, ...); the figures behind it follow (the screen scrolls sideways to them). SETTING,
 #: PoSt and HLTH past 80 columns, a box losing blocks read `none` there.
 COLUMNS: tuple[tuple[str, int], ...] = (
-    ("BOX", 16), ("GPU", 3), ("STATE", 10), ("BUSY", 4), ("HEADLINE", 40), ("IDLE5m", 6),
+    ("BOX", 16), ("GPU", 3), ("STATE", 10), ("BUSY", 5), ("HEADLINE", 39), ("IDLE5m", 6),
     ("AGE", 4), ("SETTING", 34), ("GAIN", 5), ("CHAIN", 5), ("PoSt", 9), ("HLTH", 4),
     ("CAUSE", 60),
 )
@@ -598,7 +598,8 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
               "DOWN: Prometheus cannot scrape the box, STALE: its last scrape too old or the "
               "GPU no longer exported (HEADLINE says the last known state); ? before it: not "
               "known if fresh"),
-    ("BUSY", "busy share of the detector's window"),
+    ("BUSY", "busy share of the detector's window; ~ before it: the box is stale, its last "
+             "known share (? : not known if fresh)"),
     ("HEADLINE", "the one thing to know of the box, the first that holds: its PoSts that went "
                  "late, were lost or failed in the lookback (a block lost: such a box ranks "
                  "first) and the setting its PoSt advice names; why Prometheus cannot scrape "
@@ -610,7 +611,8 @@ COLUMN_LEGEND: tuple[tuple[str, str], ...] = (
     ("SETTING", "the cuzk setting that closes the cause (none: no setting does)"),
     ("GAIN", "throughput gain expected from changing SETTING (closing the cause's gaps); "
              "- where no setting closes them"),
-    ("CHAIN", "share of host-to-device copy time that ran while the SMs were busy"),
+    ("CHAIN", "share of host-to-device copy time that ran while the SMs were busy; ~ or ? "
+              "before it as BUSY"),
     ("PoSt", "the last WinningPoSt's latency / PoSts late in the lookback; !N: N failed, ?N: "
              "N not timed"),
     ("HLTH", "T clocks held down by heat or a HW slowdown (not the power cap), X a GPU "
@@ -675,6 +677,9 @@ def headline(r: FleetRow) -> str:
     down, prover restarts, data holes: HLTH is past 80 columns); "-". Unsanitised: `cells`
     makes it visible."""
     if r.stale:
+        # A dead box ranked first for its PoSts says them, then its last known state.
+        if r.post_ranks and r.post_trouble():
+            return f"{_post_headline(r)}; {_stale_headline(r)}"
         return _stale_headline(r)
     if r.post_ranks and r.post_trouble():
         return _post_headline(r)
@@ -738,8 +743,9 @@ def _ago(seconds: float) -> str:
 def cells(r: FleetRow) -> tuple[str, ...]:
     """One row as text cells (outside text made visible, numbers rounded; "-": not known)."""
     state = r.state_word()
-    busy = fmt.frac_pct(r.busy_ratio) if r.busy_ratio is not None else "-"
-    chain = fmt.frac_pct(r.chaining_ratio) if r.chaining_ratio is not None else "-"
+    busy = _last_known(r, fmt.frac_pct(r.busy_ratio)) if r.busy_ratio is not None else "-"
+    chain = _last_known(r, fmt.frac_pct(r.chaining_ratio)) if r.chaining_ratio is not None \
+        else "-"
     idle = "-"
     if r.idle_s_5m:
         top = max(r.idle_s_5m, key=lambda k: r.idle_s_5m[k])
@@ -753,6 +759,15 @@ def cells(r: FleetRow) -> tuple[str, ...]:
     return (fmt.visible(r.instance), fmt.visible(r.gpu), fmt.visible(state), busy,
             fmt.visible(headline(r)), idle, age, fmt.visible(r.setting or "-"), _gain_cell(r),
             chain, post, r.health(), fmt.visible(cause))
+
+
+def _last_known(r: FleetRow, figure: str) -> str:
+    """A figure of the GPU's (BUSY, CHAIN) as read: `~50%` where the row is stale (its box's
+    last, up to a lookback old), `?50%` where its freshness is not known, as HLTH marks them.
+    Unmarked, a box DOWN 25 minutes read `50%` busy beside DOWN."""
+    if r.stale is False:
+        return figure
+    return ("~" if r.stale else "?") + figure
 
 
 def _gain_cell(r: FleetRow) -> str:

@@ -110,9 +110,13 @@ def test_a_verdict_that_raises_costs_its_families_only_counted_and_said_once(
                                     sm_source="gpm", pcie_source="gpm"))
         _scrape(handle.url)
         metrics = _scrape(handle.url)
+        with urllib.request.urlopen(handle.url, timeout=5) as resp:
+            text = resp.read().decode()
     finally:
         handle.stop()
-    assert metrics["gapwatch_exporter_verdict_errors_total"] == 2
+    # Which family failed: the GPUs' verdict, not the PoSt advice.
+    assert 'gapwatch_exporter_verdict_errors_total{family="verdict"} 3.0' in text
+    assert 'gapwatch_exporter_verdict_errors_total{family="proof_advice"} 0.0' in text
     assert not any(name.startswith("gapwatch_gpu_verdict") for name in metrics)
     assert metrics["gapwatch_gpu_sm_active_ratio"] == 0.8  # the rest is served
     errors = [n.message for n in session.store.snapshot().notices if n.level == "error"]

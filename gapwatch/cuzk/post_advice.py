@@ -43,8 +43,14 @@ CAUSE_SETTINGS: dict[str, str] = {
     "synthesis_queue": "[pipeline] synthesis_concurrency",
     "pipeline_off": "[pipeline] enabled",
 }
-#: The order troubles are said in: a proof that never came first.
-_ORDER = {"failed": 0, "lost": 1, "late": 2, "at_risk": 3}
+#: How a PoSt went wrong, in the order troubles are said in (a proof that never came first):
+#: the one home of these words (the PoSt advice metric's `verdict` label and the fleet's
+#: query and its rows read them here).
+VERDICTS: tuple[str, ...] = ("failed", "lost", "late", "at_risk")
+#: Those of a PoSt that missed (no proof in time: a block lost, sectors faulted), not merely
+#: at risk: what the fleet counts and ranks a box for.
+MISSED_VERDICTS: tuple[str, ...] = VERDICTS[:3]
+_ORDER = {verdict: i for i, verdict in enumerate(VERDICTS)}
 _PANIC = ("a panic in cuzk's task: supraseal-c2 turns every CUDA error into one (src/lib.rs:155, "
           "316, 331, 383), and the panic's own text beside cuzk's line in the Errors list says "
           "which; a CUDA out of memory may be sppark 0.1.14's GPU memory leak "

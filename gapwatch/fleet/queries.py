@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gapwatch.core.health import GPU_ERROR_KINDS, GPU_STATE_KINDS, HELD_DOWN_REASONS
+from gapwatch.cuzk.post_advice import MISSED_VERDICTS
 
 #: How old a box's last good scrape may be (resolution of that figure once its scrapes fail:
 #: `FRESH_STEP`; while its latest scrape succeeded, it is exact).
@@ -54,6 +55,8 @@ _SLOWING = "|".join(sorted(HELD_DOWN_REASONS))
 #: count is above 0, as `GapwatchGpuLost` and `GapwatchGpuRowRemapFailed` read them.
 _GPU_ERROR_EVENTS = "|".join(sorted(GPU_ERROR_KINDS - GPU_STATE_KINDS))
 _GPU_ERROR_STATES = "|".join(sorted(GPU_ERROR_KINDS & GPU_STATE_KINDS))
+#: The PoSt advice's verdicts of a PoSt that missed (`post_advice.MISSED_VERDICTS`), a regex.
+_MISSED = "|".join(MISSED_VERDICTS)
 
 QUERIES: tuple[Query, ...] = (
     # The rows: every (box, GPU) with a chaining state in the lookback, with its last state.
@@ -135,7 +138,7 @@ QUERIES: tuple[Query, ...] = (
     # late yesterday (`rows.post_setting_of` matches them to the counts).
     Query("post_setting",
           "max by (instance, verdict, setting) (last_over_time(gapwatch_proof_advice_info{{{sel_}"
-          "verdict=~\"failed|lost|late\"}}[{lb}]))", per="box", optional=True),
+          f"verdict=~\"{_MISSED}\"}}}}[{{lb}}]))", per="box", optional=True),
     # Throttled: a reason that holds the clocks down by heat or a hardware slowdown, held in
     # the last reading.
     Query("throttled",

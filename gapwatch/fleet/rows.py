@@ -32,6 +32,7 @@ from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.models import STATE_SEVERITY
+from gapwatch.cuzk.post_advice import MISSED_VERDICTS
 from gapwatch.cuzk.why_now import NO_CAUSE  # the setting a box exports when none closes its cause
 from gapwatch.fleet.client import PromClient, PromError, Series
 from gapwatch.fleet.queries import QUERIES, Query, render
@@ -410,10 +411,12 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
     return False if "up" in answers or "age_s" in answers else None
 
 
-#: The verdicts of the PoSt advice each PoSt count of the row stands for, worst first: failed
-#: (`post_failed`), then lost in a restart and late (`post_late` counts both).
-_COUNTED_AS: tuple[tuple[str, str], ...] = (("post_failed", "failed"), ("post_late", "lost"),
-                                           ("post_late", "late"))
+#: The verdicts of the PoSt advice (`post_advice.MISSED_VERDICTS`, worst first) each PoSt
+#: count of the row stands for: failed (`post_failed`), lost in a restart and late
+#: (`post_late` counts both).
+_COUNTED_AS: tuple[tuple[str, str], ...] = tuple(
+    ("post_failed" if verdict == "failed" else "post_late", verdict)
+    for verdict in MISSED_VERDICTS)
 
 
 def post_setting_of(row: FleetRow) -> str | None:

@@ -118,6 +118,12 @@ def _ratio(pct: float | None) -> float | None:
     return None if pct is None else pct / 100.0
 
 
+#: The families `gapwatch_exporter_verdict_errors_total{family}` counts the failures of
+#: (bounded): the GPUs' verdict (`gapwatch_gpu_verdict*`) and the PoSt advice
+#: (`gapwatch_proof_advice_info`). One count for both did not say which went dark.
+VERDICT_FAMILIES = ("verdict", "proof_advice")
+
+
 class GapwatchCollector:
     """Builds every gapwatch metric family at scrape time (a prometheus-client custom collector)."""
 
@@ -131,9 +137,10 @@ class GapwatchCollector:
         self._sink = sink
         self._status_fn = status_fn
         self.status_errors = 0
-        #: Scrapes whose verdict families could not be built (`_verdicts`), and the kinds of
+        #: Scrapes whose verdict families could not be built, by which (`VERDICT_FAMILIES`:
+        #: the GPUs' verdict, `_verdicts`; the PoSt advice, `_proof_advice`), and the kinds of
         #: error already said (each said once, then only counted).
-        self.verdict_errors = 0
+        self.verdict_errors: dict[str, int] = dict.fromkeys(VERDICT_FAMILIES, 0)
         self._verdict_errors_said: set[tuple[str, str]] = set()
 
     def describe(self) -> Iterable[Metric]:
@@ -202,7 +209,7 @@ class GapwatchCollector:
         try:
             return list(verdict_families(snap))
         except Exception as exc:  # noqa: BLE001 - the rest of the scrape must be served
-            self.verdict_errors += 1
+            self.verdict_errors["verdict"] += 1
             self._say_verdict_error(snap, exc)
             return []
 
@@ -213,7 +220,7 @@ class GapwatchCollector:
         try:
             return list(proof_advice_families(snap))
         except Exception as exc:  # noqa: BLE001 - the rest of the scrape must be served
-            self.verdict_errors += 1
+            self.verdict_errors["proof_advice"] += 1
             self._say_verdict_error(snap, exc, "the PoSt advice", "gapwatch_proof_advice_info is")
             return []
 
@@ -326,10 +333,13 @@ class GapwatchCollector:
                                      "Scrapes whose runtime status could not be read.")
         errors.add_metric([], self.status_errors)
         verdict = CounterMetricFamily("gapwatch_exporter_verdict_errors",
-                                      "Scrapes whose GPUs' verdict (gapwatch_gpu_verdict*) "
-                                      "or PoSt advice (gapwatch_proof_advice_info) could not "
-                                      "be built: left out of that scrape, the rest served.")
-        verdict.add_metric([], self.verdict_errors)
+                                      "Scrapes whose GPUs' verdict (family verdict: "
+                                      "gapwatch_gpu_verdict*) or PoSt advice (family "
+                                      "proof_advice: gapwatch_proof_advice_info) could not "
+                                      "be built: left out of that scrape, the rest served.",
+                                      labels=["family"])
+        for family, count in self.verdict_errors.items():
+            verdict.add_metric([family], count)
         yield from (files, lines, errors, verdict)
 
     def _gpu_gauges(

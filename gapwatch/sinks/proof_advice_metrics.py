@@ -28,13 +28,11 @@ from prometheus_client.core import InfoMetricFamily, Metric
 from gapwatch.core.prover_watch import ProofTroubles
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.post import POST_NAMES
-from gapwatch.cuzk.post_advice import CAUSE_SETTINGS, proof_advice
+from gapwatch.cuzk.post_advice import CAUSE_SETTINGS, VERDICTS, proof_advice
+from gapwatch.cuzk.why_now import NO_CAUSE
 
 #: The label a proof kind outside cuzk's PoSt kinds is exported under (bounded).
 OTHER_KIND = "other"
-#: The verdicts the advice says (`post_advice._ORDER`), and the setting where none is named.
-ADVICE_VERDICTS = ("failed", "lost", "late", "at_risk")
-NO_SETTING = "none"
 
 
 def advice_labels(snap: StoreSnapshot) -> list[dict[str, str]]:
@@ -42,12 +40,13 @@ def advice_labels(snap: StoreSnapshot) -> list[dict[str, str]]:
     once, in the advice's order (failed first), every value from its fixed set."""
     out: list[dict[str, str]] = []
     for a in proof_advice(ProofTroubles(snap.prover_events).troubles()):
-        if a.verdict not in ADVICE_VERDICTS:  # none other is made: bounded all the same
+        if a.verdict not in VERDICTS:  # none other is made: bounded all the same
             continue
-        setting = a.setting if a.setting is not None else NO_SETTING
+        # "none" where no setting is named: the verdict's word for it (`why_now.NO_CAUSE`).
+        setting = a.setting if a.setting is not None else NO_CAUSE
         labels = {"proof_kind": a.proof_kind if a.proof_kind in POST_NAMES else OTHER_KIND,
                   "verdict": a.verdict,
-                  "setting": setting if setting in CAUSE_SETTINGS.values() else NO_SETTING}
+                  "setting": setting if setting in CAUSE_SETTINGS.values() else NO_CAUSE}
         if labels not in out:
             out.append(labels)
     return out

@@ -11,6 +11,7 @@ simulator recorded."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from contextlib import ExitStack
@@ -21,10 +22,13 @@ import pytest
 from shared_files import made_once
 from sim_recordings import record_sim, report_of
 
-from evaluation.simulate import SIM_EPOCH_WALL_S, simulate
+from evaluation.simulate import SIM_EPOCH_WALL_S, SimResult, simulate
 from gapwatch.cli import main
+from gapwatch.commands import compare as compare_command
 from gapwatch.config import Config, ConfigError, load_config
 from gapwatch.engine.sim_wiring import open_sim
+from gapwatch.offline.compare import Side, read_side
+from gapwatch.offline.progress import Progress
 from gapwatch.sources.sim import (
     SCENARIO_PARAMS,
     SimProver,
@@ -34,6 +38,7 @@ from gapwatch.sources.sim import (
     with_batch_settings,
 )
 from gapwatch.sources.sim_batch_wait import FIRST_REQUEST_S, TURNAROUND_S, BatchHold
+from gapwatch.sources.time_window import TimeWindow
 
 WAIT_S = SCENARIO_PARAMS["batch-wait"].max_batch_wait_ms / 1000
 #: Four requests: three gaps between their proofs (the first request's hold comes before any
@@ -303,6 +308,31 @@ def as_it_is(tmp_path_factory: pytest.TempPathFactory) -> Path:
                                                str(SEED))) / "batch-wait.jsonl"
 
 
+#: Each side `compare` read in this process, by its label and path: BEFORE (made once a run,
+#: read only) is the same side in both advices, and each AFTER the same in its text and JSON.
+_SIDES_READ: dict[tuple[str, str], Side] = {}
+
+
+@pytest.fixture
+def sides_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`compare` reads each recording once here (`_SIDES_READ`), not again for its JSON and
+    for the other advice's BEFORE: reading a side (detection over ten simulated minutes, ~0.6
+    CPU-s) was most of the loop's cost, and the sides are a pure function of the file and the
+    default config. The command's own path (its arguments, the comparison, the text or JSON
+    written) still runs in full for each call."""
+    def read_once(label: str, path: str | Path, config: Config, logs: list[str],
+                  progress: Progress | None = None, window: TimeWindow | None = None,
+                  window_own: bool = False) -> Side:
+        assert not logs and window is None  # the whole recording, as the key assumes
+        key = (label, str(path))
+        if key not in _SIDES_READ:
+            _SIDES_READ[key] = read_side(label, path, config, logs, progress, window,
+                                         window_own)
+        return _SIDES_READ[key]
+
+    monkeypatch.setattr(compare_command, "read_side", read_once)
+
+
 def _compare(before: Path, after: Path, capsys: pytest.CaptureFixture[str],
              *flags: str) -> str:
     """`gapwatch compare BEFORE AFTER` (`flags`: `--json`) run as the command line runs it, in
@@ -312,8 +342,16 @@ def _compare(before: Path, after: Path, capsys: pytest.CaptureFixture[str],
     return capsys.readouterr().out
 
 
+@functools.cache
+def _simulated_as_it_is() -> SimResult:
+    """The scenario's truth for LOOP_S at SEED with its own settings (BEFORE of both advices),
+    simulated once a process."""
+    return simulate("batch-wait", seed=SEED, duration_s=LOOP_S)
+
+
 @pytest.mark.parametrize(("setting", "advised"), [("max_batch_wait_ms", 0),
                                                   ("max_batch_size", 1)])
+@pytest.mark.usefixtures("sides_read_once")
 def test_the_advice_followed_on_the_simulator_is_judged_the_settings_gain(
         tmp_path: Path, as_it_is: Path, capsys: pytest.CaptureFixture[str], setting: str,
         advised: int) -> None:
@@ -357,7 +395,7 @@ def test_the_advice_followed_on_the_simulator_is_judged_the_settings_gain(
     assert achieved["verdict"] == "better" and achieved["share_of_predicted_gain"] > 0
 
     # The truth: the same runs simulated here. BEFORE held every request 5 s, AFTER none.
-    truth_before = simulate("batch-wait", seed=SEED, duration_s=LOOP_S)
+    truth_before = _simulated_as_it_is()
     truth_after = simulate(
         "batch-wait", seed=SEED, duration_s=LOOP_S,
         max_batch_size=advised if setting == "max_batch_size" else None,

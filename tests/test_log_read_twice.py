@@ -254,7 +254,7 @@ def test_what_is_held_to_match_the_recording_stays_bounded() -> None:
     from gapwatch.logs.once import HOLD_S, MAX_AHEAD, SAME_LINE_S, LinesOnce, itself
 
     n = 100_000
-    file = (_ev(1000.0 + i * 0.01, f"line {i}") for i in range(n))  # 1,000 s of 100 lines a s: HOLD_S thrice
+    file = (_ev(1000.0 + i * 0.01, f"line {i}") for i in range(n))  # 1,000 s: HOLD_S thrice
     once = LinesOnce(file, itself)
     given = iter(once)
     most = 0

@@ -64,20 +64,28 @@ def sim_with_log_once(factory: pytest.TempPathFactory, *, seed: int, duration_s:
     and shared by every test module and worker that asks for them (a 4-minute one is ~0.4 s
     of CPU; as a module fixture it was made again in each of the run's workers, and by each
     module that wants the same one). Read only: a test that changes one works on a copy."""
-    name = f"sim-with-log-{seed}-{duration_s:g}s-{gpus}gpus"
-
-    def make(folder: Path) -> None:
-        write_sim_with_log(folder, seed=seed, duration_s=duration_s, gpus=gpus)
-        for made in (folder / "sim.jsonl", folder / "cuzk.log"):
-            made.chmod(0o444)  # a test that writes to one fails there (but as root)
-        (folder / "sha256").write_text(_digest(folder))
-
-    folder = made_once(factory, name, make)
-    # Read only, and checked: a test that changed them (root writes through 0444) would have
-    # changed every later test's input, in whichever worker and order.
-    assert _digest(folder) == (folder / "sha256").read_text(), (
-        f"a test changed the shared {folder}: work on a copy")
+    folder = read_only_once(
+        factory, f"sim-with-log-{seed}-{duration_s:g}s-{gpus}gpus",
+        lambda folder: write_sim_with_log(folder, seed=seed, duration_s=duration_s, gpus=gpus),
+        ("sim.jsonl", "cuzk.log"))
     return folder / "sim.jsonl", folder / "cuzk.log"
+
+
+def read_only_once(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object],
+                   files: tuple[str, ...]) -> Path:
+    """`made_once`'s folder `name`, whose `files` (made by `make(folder)`) are read only and
+    checked by their hash at each use: a test that changed one (root writes through 0444)
+    would change every later test's input, in whichever worker and order."""
+    def made(folder: Path) -> None:
+        make(folder)
+        for one in files:
+            (folder / one).chmod(0o444)  # a test that writes to one fails there (but as root)
+        (folder / "sha256").write_text(_digest(folder, files))
+
+    folder = made_once(factory, name, made)
+    assert _digest(folder, files) == (folder / "sha256").read_text(), (
+        f"a test changed the shared {folder}: work on a copy")
+    return folder
 
 
 @functools.cache
@@ -99,9 +107,9 @@ def sim_recording_bytes(seed: int, duration_s: float, gpus: int = 1,
         return path.read_bytes()
 
 
-def _digest(folder: Path) -> str:
-    """The shared recording's and log's bytes, hashed."""
+def _digest(folder: Path, files: tuple[str, ...]) -> str:
+    """The shared files' bytes, hashed."""
     h = hashlib.sha256()
-    for made in (folder / "sim.jsonl", folder / "cuzk.log"):
-        h.update(made.read_bytes())
+    for one in files:
+        h.update((folder / one).read_bytes())
     return h.hexdigest()

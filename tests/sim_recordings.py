@@ -5,7 +5,7 @@ process: what these tests pin is what the commands write, not a process's start 
 its own cost ~0.3 CPU-s of interpreter and imports a call; the stop signals, exit codes and
 start-up of real processes are pinned in test_stop_anytime.py and test_fault_signals.py).
 Who calls it: tests/test_sim_post_failures.py, tests/test_sim_cuzk_lines.py,
-tests/test_sim_batch_wait.py, tests/test_sim_post.py."""
+tests/test_sim_batch_wait.py, tests/test_sim_post.py, tests/test_time_window.py."""
 
 from __future__ import annotations
 
@@ -13,6 +13,9 @@ import contextlib
 import io
 import sys
 from pathlib import Path
+
+import pytest
+from shared_files import read_only_once
 
 from gapwatch.cli import main
 
@@ -41,6 +44,17 @@ def record_sim(tmp_path: Path, scenario: str, duration_s: float, *flags: str,
         status = main(argv)
     assert status == 0, err.getvalue()
     return out, err.getvalue()
+
+
+def recorded_once(factory: pytest.TempPathFactory, scenario: str, duration_s: float) -> Path:
+    """`record_sim`'s recording of `scenario` for `duration_s` (no other flags), made once per
+    test run and shared by every test and worker that asks for it (~0.3 CPU-s each for the
+    two-minute PoSt one, which nine tests read). Read only, checked by its hash at each use:
+    a test that changes one works on a copy."""
+    name = f"recorded-{scenario}-{duration_s:g}s"
+    folder = read_only_once(factory, name, lambda folder: record_sim(folder, scenario, duration_s),
+                            (f"{scenario}.jsonl",))
+    return folder / f"{scenario}.jsonl"
 
 
 def report_of(recording: Path, *flags: str) -> str:

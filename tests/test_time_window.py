@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 from shared_files import made_once, sim_with_log_once
-from sim_recordings import record_sim, report_of
+from sim_recordings import record_sim, recorded_once, report_of
 from split_parse import two_processes
 
 from gapwatch.base import gzip_stream
@@ -365,8 +365,16 @@ def test_a_log_whose_lines_show_no_time_is_read_through_the_window_not_cut_befor
 @pytest.fixture(scope="module")
 def pageable_recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`gapwatch record` of the simulated pageable prover for a minute: its log lines and
-    `/status` snapshots inside the recording (`record --log`), every partition unpinned."""
-    return record_sim(tmp_path_factory.mktemp("recorded"), "pageable", 60.0)[0]
+    `/status` snapshots inside the recording (`record --log`), every partition unpinned.
+    Made once a run, not in each worker that draws one of its three tests: read only."""
+    return recorded_once(tmp_path_factory, "pageable", 60.0)
+
+
+@pytest.fixture
+def post_recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`gapwatch record` of the simulated PoSt prover for 130 s (cuzk killed at 100 s and
+    back), made once a run for the nine tests that read it (`recorded_once`): read only."""
+    return recorded_once(tmp_path_factory, "post", 130.0)
 
 
 def _table(report_text: str) -> tuple[int, list[str]]:
@@ -472,13 +480,15 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     assert (said["verdict"], said["cause"], said["setting"]) == ("late", "phases_not_read", None)
 
 
-def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(tmp_path: Path) -> None:
+def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(
+    post_recorded: Path
+) -> None:
     """cuzk goes down 100 s into the simulated PoSt prover's run (a restart: the GPU idles
     ~16 s). A window ending 12 s into it said "busy 100 %, no gaps" and nothing more: the idle
     stretch its end cuts is no gap of it (no busy reading bounds it there, as at a
     recording's end), and the busy share is of the working span; the GPU's line now says the
     window's last seconds held no busy reading. The whole report has no such line."""
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     text = report_of(path, "--since", "+60s", "--until", "+112s")
     gpu = text.split("GPUs (busy", 1)[1].split("\n\n", 1)[0].splitlines()
     assert "no gaps" in gpu[1]
@@ -517,14 +527,14 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def test_a_windows_prover_events_are_those_said_in_it_with_its_log_read_around_it(
-    tmp_path: Path
+    post_recorded: Path, tmp_path: Path
 ) -> None:
     """A `--log` is read 5 minutes each side of a window (the gaps' evidence, the PoSt in
     flight at its start): its PoSt, restarts and errors of those minutes were listed as the
     window's. Now the window lists what was said in it, as a window of the recording with its
     log inside does, and the PoSt begun before it has its phases (the lines before it are
     context)."""
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     log = tmp_path / "cuzk.log"
     log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
                            if r.get("type") == "log" and r.get("raw")))
@@ -1036,12 +1046,13 @@ def test_a_replay_of_a_window_replays_the_recording_cut_there(
     assert rc == 2 and "holds none of the recording" in err
 
 
-def _late_post_window(tmp_path: Path) -> tuple[Path, Path, dict[str, Any], tuple[str, ...]]:
+def _late_post_window(post_recorded: Path, tmp_path: Path
+                      ) -> tuple[Path, Path, dict[str, Any], tuple[str, ...]]:
     """The simulated PoSt prover recorded with its log (`record --log`), that log as a file,
     its late WinningPoSt (from the whole report), and a window from 5 s after that PoSt
     began to 31 s after (late inside it; a GPU panic, a restart and its cost follow within
     a minute of the window's end)."""
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     log = tmp_path / "cuzk.log"
     log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
                            if r.get("type") == "log" and r.get("raw")))
@@ -1054,14 +1065,14 @@ def _late_post_window(tmp_path: Path) -> tuple[Path, Path, dict[str, Any], tuple
 
 
 def test_a_replay_of_a_window_of_a_recording_holding_its_log_is_told_what_its_report_is(
-    tmp_path: Path
+    post_recorded: Path, tmp_path: Path
 ) -> None:
     """A WinningPoSt begun before a window and late inside it: the window's report (which
     reads the recording's own log 5 minutes around the window, `recorded_around`) lists it
     late, and so does a replay of the window with the same log as `--log`; the replay of the
     window without `--log` fed only the window's records and said nothing of it (nor the
     daemon's settings before the window). It is told the same lines as with `--log` now."""
-    path, log, late, window = _late_post_window(tmp_path)
+    path, log, late, window = _late_post_window(post_recorded, tmp_path)
     reported = json.loads(report_of(path, "--json", *window))["prover_events"]["proof"]
     assert {(e["job_id"], e["proof"]["verdict"]) for e in reported} == {(late["job_id"], "late")}
     rc, _, recorded = _run("replay", str(path), "--headless", *window)
@@ -1083,7 +1094,7 @@ def test_a_replay_of_a_window_of_a_recording_holding_its_log_is_told_what_its_re
 
 
 def test_a_replay_of_a_window_tells_what_its_report_lists_not_what_followed_it(
-    tmp_path: Path
+    post_recorded: Path, tmp_path: Path
 ) -> None:
     """The log read 5 minutes after a window (the recording's own, or a `--log` file's near
     it) is for the PoSt in flight at its end: the window's report lists the words said in
@@ -1091,7 +1102,7 @@ def test_a_replay_of_a_window_tells_what_its_report_lists_not_what_followed_it(
     `--log`, said all the watcher said of those lines too: a GPU panic, a restart and its
     cost, 15 to 52 s after the window's end. It tells what the report lists (the log given
     either way: a file's lines and the recording's are timed apart)."""
-    path, log, _late, window = _late_post_window(tmp_path)
+    path, log, _late, window = _late_post_window(post_recorded, tmp_path)
     for given in ((), ("--log", str(log))):
         doc = json.loads(report_of(path, "--json", *given, *window))["prover_events"]
         reported = sorted((e["t_wall_s"], kind.replace("_", " ")) for kind, events in doc.items()
@@ -1159,14 +1170,14 @@ def _post_and_table(doc: dict[str, Any]) -> tuple[set[str], int]:
 
 
 def test_a_whole_report_keeps_the_log_from_a_minute_before_record_in_its_post_list_and_table(
-    tmp_path: Path
+    post_recorded: Path, tmp_path: Path
 ) -> None:
     """A recording whose log begins before its samples (`record --log --from-start`, or a
     `--log` from a minute before `record`): its PoSt list held the first WinningPoSt and its
     partition table not its partitions (203 of 304 partitions, 3 PoSt jobs of 5), or (with
     `--log`) both lost them, nothing said. A whole report keeps what the log gives within
     5 minutes of the recording's span in both, either way the log is given."""
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     log = tmp_path / "cuzk.log"
     log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
                            if r.get("type") == "log" and r.get("raw")))
@@ -1178,12 +1189,14 @@ def test_a_whole_report_keeps_the_log_from_a_minute_before_record_in_its_post_li
     assert _post_and_table(json.loads(report_of(given, "--json", "--log", str(log)))) == whole
 
 
-def test_a_restarts_cost_is_listed_only_where_its_restart_is(tmp_path: Path) -> None:
+def test_a_restarts_cost_is_listed_only_where_its_restart_is(
+    post_recorded: Path, tmp_path: Path
+) -> None:
     """A window (or a whole report's span) begun between a restart and its new run's first
     work: the count said no restart, the Restarts list opened with the cost of the one left
     out (`the restart cost the GPU 17.8 s, 16:22:32 to 16:22:50`). The cost goes where its
     restart goes."""
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     log = tmp_path / "cuzk.log"
     log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
                            if r.get("type") == "log" and r.get("raw")))
@@ -1197,13 +1210,13 @@ def test_a_restarts_cost_is_listed_only_where_its_restart_is(tmp_path: Path) -> 
 
 
 def test_a_whole_report_says_what_it_leaves_out_of_a_log_recorded_from_long_before(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    post_recorded: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The log a recording holds from more than the margin before its samples (`record
     --from-start` of a long log; the margin scaled to 10 s here): its PoSt list and its table
     both leave those lines' proofs and partitions out, and one line counts them."""
     monkeypatch.setattr(log_span, "MARGIN_S", 10.0)
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     held = _begun_after_its_log(path, tmp_path, 40.0, keep_log=True)
     doc = json.loads(report_of(held, "--json"))
     proofs, _rows = _post_and_table(doc)
@@ -1224,7 +1237,7 @@ def test_a_window_to_the_recordings_end_says_no_later_until_reads_its_idle_end(
     assert "--until later reads it" in report_of(path, "--since", "+60s", "--until", "+113s")
 
 
-def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(tmp_path: Path) -> None:
+def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(post_recorded: Path) -> None:
     """The stretch a window's end cuts is said from the detector's min gap on (the report's
     `min_gap_s`, `[detector] min_gap_ms`): one of about a sample (0.3 s of a fast sampler) is
     no idle stretch. A window ending 12 s into cuzk's restart says it; held to a min gap of
@@ -1232,7 +1245,7 @@ def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(tmp_path: Path)
     from dataclasses import replace
 
     from gapwatch.offline.report_text import format_text
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     r = build_report(path, Config(), [], workers=1, window=_window(path, "+60s", "+112s"))
     assert (r.min_gap_s, r.data_after) == (Config().detector.min_gap_ms / 1000, True)
     assert "no busy reading in the window" in format_text(r)
@@ -1261,14 +1274,14 @@ def test_a_time_of_day_on_a_trace_csv_is_resolved_by_its_end_as_a_recordings_is(
 
 
 def test_a_window_of_a_recording_holding_its_log_says_the_post_that_went_late_in_it(
-    tmp_path: Path
+    post_recorded: Path, tmp_path: Path
 ) -> None:
     """A WinningPoSt begun before a window and past its 30 s deadline inside it: the window
     of the recording holding its log listed no PoSt ("nothing to change"), its begin not
     read, while the same window with the same log as `--log` (read 5 minutes around it)
     listed it late. The recording's own log is read around the window as a `--log` is: both
     list it, alike."""
-    path, _err = record_sim(tmp_path, "post", 130.0)
+    path = post_recorded
     log = tmp_path / "cuzk.log"
     log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
                            if r.get("type") == "log" and r.get("raw")))

@@ -471,10 +471,12 @@ def test_a_recording_from_before_failed_proofs_reads_as_it_did() -> None:
     assert again == now and not again.proof.proved  # type: ignore[union-attr]
 
 
-def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: Path) -> None:
+def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
     """The `post` scenario's panic is said once its message has ended, after the line that
     preceded it: the report's Errors listed `16:22:13.646` above `.594`."""
-    from sim_recordings import record_sim, report_of
+    from sim_recordings import recorded_once, report_of
 
     # Said in the order the watcher derives them (a panic once its message ended, after the
     # line before it), listed by time: the rule, on two errors said out of order.
@@ -483,7 +485,7 @@ def test_the_reports_errors_are_listed_in_time_order_in_text_and_json(tmp_path: 
     listed_said = prover_events.ProverEvents(said).in_time_order(("error",))
     assert [e.t_wall_s for e in listed_said] == [13.594, 13.646]
     # And end to end: the report's lists, text and JSON alike, in that order.
-    rec, _err = record_sim(tmp_path, "post", 100)
+    rec = recorded_once(tmp_path_factory, "post", 100.0)  # test_time_window's too
     doc = json.loads(report_of(rec, "--json"))
     errors = doc["prover_events"]["error"]
     times = [e["t_wall_s"] for e in errors]

@@ -446,7 +446,7 @@ def _samples(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The simulated PoSt prover's second WinningPoSt is late (35.0 s: 33.1 s of synthesis,
     its SRS loaded from disk). A window from after its synthesis began (and after the log
@@ -457,7 +457,7 @@ def test_a_late_post_begun_before_the_window_says_the_phases_it_did_not_read(
     1.7 s beside 33.1 s not read. Now it names no phase: its cause is not known from the log
     read, and --since earlier reads it."""
     monkeypatch.setattr(log_span, "MARGIN_S", 1.0)
-    path, _err = record_sim(tmp_path, "post", 100.0)
+    path = recorded_once(tmp_path_factory, "post", 100.0)  # test_cuzk_events_outputs' too
     whole = report_of(path)
     row = next(line for line in whole.splitlines() if "winpost-1000-1a2b3c02" in line)
     assert row.split()[3:6] == ["35.0", "0.0", "33.1"]  # total, queue, synthesis

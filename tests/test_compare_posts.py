@@ -14,6 +14,7 @@ from gapwatch.cuzk.post_advice import ProofAdvice
 from gapwatch.cuzk.settings import ProverSettings
 from gapwatch.offline.compare import Comparison, Figure, Side, _slim_posts, compare, to_json
 from gapwatch.offline.compare_format import format_text
+from gapwatch.offline.compare_stats import judge_counts
 from gapwatch.offline.compare_windows import SlimPost
 
 SPAN_S = 2400.0
@@ -72,6 +73,22 @@ def test_faster_posts_with_no_more_failures_are_still_better() -> None:
     assert _figure(c, "PoSt latency s: winning-post").test.verdict == "better"
     assert _figure(c, "PoSt failed: winning-post").test.verdict == "no measurable change"
     assert not [n for n in c.notes if "failed or lost" in n]
+
+
+def test_counts_too_few_to_tell_a_large_change_say_so_not_no_measurable_change() -> None:
+    """0 of 8 -> 10 of 20 failed (Fisher p 0.025), 0 of 3 -> 3 of 3 (p 0.1, the least three
+    PoSts a side allow): "no measurable change" beside +50 and +100 pp said the sides looked
+    alike. A share above the floor the counts cannot tell is too few PoSts; within the floor,
+    no measurable change; told, worse."""
+    assert judge_counts((0, 8), (10, 20), "lower").verdict == "too few PoSts"
+    assert judge_counts((0, 3), (3, 3), "lower").verdict == "too few PoSts"
+    assert judge_counts((4, 40), (4, 40), "lower").verdict == "no measurable change"
+    assert judge_counts((0, 40), (20, 40), "lower").verdict == "worse"
+    before = _side("BEFORE", _posts(24.0)[:8])
+    after = _side("AFTER", _posts(24.0, failed_every=2)[:20])
+    text = format_text(compare(before, after))
+    assert re.search(r"PoSt failed: winning-post +0 % \(0 of 8\) +50 % \(10 of 20\) +\+50 pp +"
+                     r"too few PoSts", text)
 
 
 def test_a_side_slower_but_failing_none_is_not_judged_worse_by_its_latency() -> None:

@@ -12,11 +12,16 @@ with a day of windows, a test alone finds "significant" changes far too small to
 Fewer than `MIN_TEST_WINDOWS` windows on either side: too short to tell, said so; and so where
 every window of one side lies past every window of the other, by more than the floor, and the
 test still gives p >= `ALPHA`: the windows are too few to tell so clean a split from the drift
-the widening allows for (below), which is not "no measurable change".
+the widening allows for (below). Windows that overlap, their means apart by more than the
+floor, the test at p >= `ALPHA`: "no measurable change" only where the windows are mixed (a
+window of one side above one of the other at most `MIXED_ODDS` times as often as below: a
+difference the windows of either side show among themselves), else "not shown". A difference
+above the floor that the data could not tell is never said as the sides alike.
 
 A share of events counted whole (the PoSts that failed, of those that ended: a few an hour, too
 rare for windows) is judged by Fisher's exact test on the two sides' counts instead
-(`judge_counts`), with the same `ALPHA` and `SHARE_FLOOR`: exact however few the events.
+(`judge_counts`), with the same `ALPHA` and `SHARE_FLOOR`: exact however few the events; a
+share above the floor at p >= `ALPHA` is "too few PoSts" (counts vary by their number alone).
 
 Windows next to each other are not independent (a slow stretch of the prover spans several):
 the U test assumes they are, and with 5 s windows it called two runs of the very same settings
@@ -44,10 +49,17 @@ MAX_SERIAL_R = 0.99
 #: Windows a side needs for the autocorrelation's small-sample bias to be corrected, and for a
 #: side of few independent windows to be "too few windows" (see `serial_inflation`).
 BIAS_MIN_WINDOWS = 20
+#: The most a window of one side may lie above one of the other, against below, for windows
+#: the test did not tell apart to be called alike (`windows_mixed`).
+MIXED_ODDS = 3.0
 
-Verdict = Literal["better", "no measurable change", "worse", "too few windows",
-                  "different load", "load", "one side only", "no data", "not comparable"]
+Verdict = Literal["better", "no measurable change", "worse", "too few windows", "too few PoSts",
+                  "not shown", "different load", "load", "one side only", "no data",
+                  "not comparable"]
 Better = Literal["higher", "lower", "none"]
+#: A change above the floor that windows which overlap did not tell from their spread: not
+#: shown, which is not "no measurable change" (the sides looked alike) either.
+UNTOLD: Verdict = "not shown"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,12 +127,9 @@ def serial_inflation(*sides: list[float]) -> float:
     return (1 + r) / (1 - r)
 
 
-def mann_whitney_p(a: list[float], b: list[float], inflation: float = 1.0) -> float:
-    """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected,
-    continuity-corrected), its variance multiplied by `inflation` (`serial_inflation`). 1.0
-    when every value ties (nothing to tell apart)."""
-    n1, n2 = len(a), len(b)
-    n = n1 + n2
+def _u_and_ties(a: list[float], b: list[float]) -> tuple[float, float]:
+    """The Mann-Whitney U of `a` (ties counted half) and the tie term sum(t^3 - t)."""
+    n1, n = len(a), len(a) + len(b)
     pooled = sorted([(v, 0) for v in a] + [(v, 1) for v in b])
     rank_a = 0.0
     ties = 0.0
@@ -134,13 +143,29 @@ def mann_whitney_p(a: list[float], b: list[float], inflation: float = 1.0) -> fl
         ties += t ** 3 - t
         rank_a += avg * sum(1 for k in range(i, j + 1) if pooled[k][1] == 0)
         i = j + 1
-    u = rank_a - n1 * (n1 + 1) / 2
+    return rank_a - n1 * (n1 + 1) / 2, ties
+
+
+def mann_whitney_p(a: list[float], b: list[float], inflation: float = 1.0) -> float:
+    """Two-sided p-value of the Mann-Whitney U test (normal approximation, tie-corrected,
+    continuity-corrected), its variance multiplied by `inflation` (`serial_inflation`). 1.0
+    when every value ties (nothing to tell apart)."""
+    n1, n2 = len(a), len(b)
+    n = n1 + n2
+    u, ties = _u_and_ties(a, b)
     mu = n1 * n2 / 2
     var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1))) * inflation
     if var <= 0:
         return 1.0
     z = (abs(u - mu) - 0.5) / sqrt(var)
     return min(1.0, erfc(max(0.0, z) / sqrt(2)))
+
+
+def windows_mixed(a: list[float], b: list[float]) -> bool:
+    """Whether the windows of the two sides are mixed: a window of one side lies above one of
+    the other no more than `MIXED_ODDS` times as often as below (ties half each way)."""
+    share = _u_and_ties(a, b)[0] / (len(a) * len(b))
+    return 1 / (1 + MIXED_ODDS) <= share <= MIXED_ODDS / (1 + MIXED_ODDS)
 
 
 def judge(before: list[float], after: list[float], better: Better, share: bool) -> Test:
@@ -168,7 +193,14 @@ def judge(before: list[float], after: list[float], better: Better, share: bool) 
         # with so few, but "no measurable change" beside 1892 gaps an hour in every BEFORE
         # window and none in any AFTER one said the sides looked alike.
         apart = max(before) < min(after) or max(after) < min(before)
-        return Test(p, delta, "too few windows" if apart else "no measurable change")
+        if apart:
+            return Test(p, delta, "too few windows")
+        # Windows mixed (`windows_mixed`): the means' difference is one the windows of
+        # either side show among themselves: the sides alike. Not mixed, the test, widened
+        # for the drift, could not tell it with so few ("no measurable change" beside 1698
+        # gaps an hour against none, one BEFORE window tied at 0).
+        alike = windows_mixed(before, after)
+        return Test(p, delta, "no measurable change" if alike else UNTOLD)
     if better == "none":
         return Test(p, delta, "load")
     up = delta > 0
@@ -201,8 +233,14 @@ def judge_counts(before: tuple[int, int], after: tuple[int, int], better: Better
         return Test(None, None, "one side only" if n_b or n_a else "no data")
     delta = hit_a / n_a - hit_b / n_b
     p = fisher_p(hit_b, n_b, hit_a, n_a)
-    if p >= ALPHA or abs(delta) <= SHARE_FLOOR:
+    if abs(delta) <= SHARE_FLOOR:
         return Test(p, delta, "no measurable change")
+    if p >= ALPHA:
+        # Counts vary by their number alone: a share above the floor not told from chance is
+        # told by more of them. "No measurable change" beside 0 of 8 -> 10 of 20 failed (p
+        # 0.025), or 0 of 3 -> 3 of 3 (p 0.1, the least these counts allow), said the sides
+        # looked alike.
+        return Test(p, delta, "too few PoSts")
     if better == "none":
         return Test(p, delta, "load")
     return Test(p, delta, "better" if (delta > 0) == (better == "higher") else "worse")

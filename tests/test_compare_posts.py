@@ -31,11 +31,16 @@ def _side(label: str, posts: list[SlimPost]) -> Side:
                 partitions_per_hour=None, statuses=10, posts=posts)
 
 
+DEADLINE_S = 30.0
+
+
 def _posts(latency_s: float, failed_every: int = 0) -> list[SlimPost]:
-    """40 WinningPoSts a minute apart; every `failed_every`-th one failed (none at 0)."""
+    """40 WinningPoSts a minute apart; every `failed_every`-th one failed (none at 0); a proved
+    one late past `DEADLINE_S`, as the watcher says it."""
     return [SlimPost(None, "winning-post", 60.0 * i + 30, None, "failed")
             if failed_every and i % failed_every == 0
-            else SlimPost(None, "winning-post", 60.0 * i + 30, latency_s + i % 3)
+            else SlimPost(None, "winning-post", 60.0 * i + 30, latency_s + i % 3,
+                          late=latency_s + i % 3 > DEADLINE_S)
             for i in range(40)]
 
 
@@ -136,15 +141,49 @@ def test_the_payoff_judges_the_posts_advice_by_its_setting_and_the_post_figure_i
     assert row["setting"] == EVICTION and row["verdict"] == "late" and row["count"] == 4
     assert row["changed"] is True
     assert row["shown_by"] == [{"setting": EVICTION, "before": "15s", "after": "10m"}]
-    assert row["figure"]["figure"] == "PoSt latency s: winning-post"
+    assert row["figure"]["figure"] == "PoSt late: winning-post"
     assert row["figure"]["verdict"] == "better"
     payoff = format_text(c).split("Payoff:")[1]
     assert "advised no setting" not in payoff
     assert "  [memory] eviction_min_idle: 4 winning-post late (PoSt)\n" in payoff
     assert "    changed: [memory] eviction_min_idle 15s → 10m\n" in payoff
-    assert "    PoSt s: winning-post: 35 → 7.0: better\n" in payoff
+    assert "    PoSt late: winning-post: 100 % → 0 %: better\n" in payoff
     # Unchanged, it says so, and the figure still says what became of the proofs.
     same = compare(before, _advised_eviction(_side("AFTER", _posts(34.0)), "15s"))
     payoff = format_text(same).split("Payoff:")[1]
     assert "    unchanged: [memory] eviction_min_idle 15s on both\n" in payoff
-    assert "    PoSt s: winning-post: 35 → 35: no measurable change\n" in payoff
+    assert "    PoSt late: winning-post: 100 % → 100 %: no measurable change\n" in payoff
+
+
+def test_the_late_share_is_counted_whole_and_judges_the_advice_for_late_posts() -> None:
+    """BEFORE proved 4 of its 8 WinningPoSts past the deadline, its report advising `[memory]
+    eviction_min_idle`; the payoff judged that advice by the mean latency of all proofs (21 ->
+    20 s, "no measurable change"), and the late share was counted nowhere. It is a row of its
+    own, counted whole as the failures are, and the late advice's figure."""
+    before = [SlimPost(None, "winning-post", 300.0 * i + 30, 35.0 if i % 2 else 7.0,
+                       late=bool(i % 2)) for i in range(8)]
+    after = [SlimPost(None, "winning-post", 300.0 * i + 30, 7.0) for i in range(8)]
+    c = compare(_advised_eviction(_side("BEFORE", before), "15s"),
+                _advised_eviction(_side("AFTER", after), "10m"))
+    late = _figure(c, "PoSt late: winning-post")
+    assert late.counts == ((4, 8), (0, 8))
+    assert (late.before, late.after) == (0.5, 0.0)
+    assert late.test.verdict == "too few PoSts"  # Fisher p 0.077
+    text = format_text(c)
+    assert re.search(r"PoSt late: winning-post +50 % \(4 of 8\) +0 % \(0 of 8\) +-50 pp +"
+                     r"too few PoSts", text)
+    assert "    PoSt late: winning-post: 50 % → 0 %: too few PoSts\n" in text.split("Payoff:")[1]
+    [row] = [f for f in to_json(c)["figures"] if f["figure"] == "PoSt late: winning-post"]
+    assert row["before_count"] == {"late": 4, "ended": 8}
+    assert row["after_count"] == {"late": 0, "ended": 8}
+    # Counted whole, a late share told: 20 of 40 late against none.
+    c = compare(_side("BEFORE", _posts(34.0)[:20] + _posts(6.0)[20:]), _side("AFTER", _posts(6.0)))
+    assert _figure(c, "PoSt late: winning-post").test.verdict == "better"
+
+
+def test_a_sides_posts_keep_whether_a_proved_one_was_late() -> None:
+    events = [_word("a", 12.0, total_s=38.0, verdict="late"),
+              _word("b", 20.0, total_s=8.0),
+              _word("c", 30.0, total_s=40.0, verdict="failed", error="GPU prove start failed")]
+    assert [(p.outcome, p.late) for p in _slim_posts(events)] == [
+        ("proved", True), ("proved", False), ("failed", False)]

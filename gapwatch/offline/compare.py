@@ -79,6 +79,7 @@ from gapwatch.offline.compare_windows import (
     ALL,
     PAGEABLE_SHARE,
     POST_FAILED,
+    POST_LATE,
     POST_LATENCY,
     GpuWindows,
     Grid,
@@ -286,7 +287,8 @@ def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
             continue
         outcome: PostOutcome = ("proved" if p.proved else "failed" if p.done else "lost")
         out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s,
-                            p.total_s if outcome == "proved" else None, outcome))
+                            p.total_s if outcome == "proved" else None, outcome,
+                            late=outcome == "proved" and p.verdict == "late"))
     return out
 
 
@@ -368,7 +370,7 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
             bw, aw = b_win.get(name, []), a_win.get(name, [])
             b_n = counted["BEFORE"].get(gpu, {}).get(name, (0, 0))
             a_n = counted["AFTER"].get(gpu, {}).get(name, (0, 0))
-            if name.startswith(POST_FAILED):
+            if name.startswith((POST_FAILED, POST_LATE)):
                 figures.append(Figure(gpu, name, better, share, b_all.get(name),
                                       a_all.get(name), spread([]), spread([]),
                                       judge_counts(b_n, a_n, better), (b_n, a_n)))
@@ -637,7 +639,7 @@ def _direction(name: str, batch_changed: bool = True) -> tuple[Better, bool]:
         return "none", False
     if name == "busy share":
         return "higher", True
-    if name == PAGEABLE_SHARE or name.startswith(POST_FAILED):
+    if name == PAGEABLE_SHARE or name.startswith((POST_FAILED, POST_LATE)):
         return "lower", True
     if name == "partitions/h" or name.startswith("H2D rate"):
         return "higher", False
@@ -650,7 +652,7 @@ def _figure_names(*maps: dict[str, Any]) -> list[str]:
     names = {n for m in maps for n in m}
     order = ["busy share", "partitions/h", "gaps/h", "idle s/h"]
     groups = ("idle s/h: ", "idle s/h, prover: ", "H2D rate: ", PAGEABLE_SHARE, POST_FAILED,
-              POST_LATENCY)
+              POST_LATE, POST_LATENCY)
     out = [n for n in order if n in names]
     for prefix in groups:
         out += sorted(n for n in names if n.startswith(prefix))
@@ -778,9 +780,14 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
 
 
 def _post_counts(w: GpuWindows) -> dict[str, tuple[int, int]]:
-    """Each PoSt kind's (failed or lost, ended) over the whole side, by `POST_FAILED` name."""
-    return {f"{POST_FAILED}{kind}": (sum(w.posts_failed.get(kind, ())), sum(ended))
-            for kind, ended in w.posts_ended.items() if sum(ended)}
+    """Each PoSt kind's (failed or lost, ended) over the whole side, by `POST_FAILED` name, and
+    its (proved late, ended), by `POST_LATE` name: counted whole, as the failures are."""
+    out = {}
+    for kind, ended in w.posts_ended.items():
+        if sum(ended):
+            out[f"{POST_FAILED}{kind}"] = (sum(w.posts_failed.get(kind, ())), sum(ended))
+            out[f"{POST_LATE}{kind}"] = (sum(w.posts_late.get(kind, ())), sum(ended))
+    return out
 
 
 def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | None]:
@@ -808,8 +815,8 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
     for kind, post_s in w.post_s.items():
         proofs = sum(w.posts[kind])
         out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
-    for name, (failed, ended) in _post_counts(w).items():
-        out[name] = failed / ended
+    for name, (hits, ended) in _post_counts(w).items():
+        out[name] = hits / ended
     return out
 
 
@@ -1080,9 +1087,11 @@ def advice_changed(changed: list[bool | None]) -> bool | None:
     return None
 
 
-#: The PoSt figure an advice for proofs of each verdict was meant to move: a late or at-risk
-#: proof's latency, a failed or lost one's share without a proof.
-PROOF_ADVICE_MOVES = {"late": POST_LATENCY, "at_risk": POST_LATENCY, "failed": POST_FAILED,
+#: The PoSt figure an advice for proofs of each verdict was meant to move: a late proof's share
+#: past the deadline (the mean latency of all proofs moves little when 4 of 8 are late: 21 ->
+#: 20 s "no measurable change" was all the payoff said), an at-risk one's latency, a failed or
+#: lost one's share without a proof.
+PROOF_ADVICE_MOVES = {"late": POST_LATE, "at_risk": POST_LATENCY, "failed": POST_FAILED,
                       "lost": POST_FAILED}
 
 
@@ -1178,7 +1187,13 @@ def _figure_json(f: Figure) -> dict[str, Any]:
             "after_windows": _spread_json(f.after_windows),
             "delta_mean": f.test.delta_mean, "p_value": f.test.p_value,
             "verdict": f.test.verdict,
-            **({} if f.counts is None else {
-                "before_count": {"failed": f.counts[0][0], "ended": f.counts[0][1]},
-                "after_count": {"failed": f.counts[1][0], "ended": f.counts[1][1]}})}
+            **({} if f.counts is None else _counts_json(f))}
+
+
+def _counts_json(f: Figure) -> dict[str, Any]:
+    """A share counted whole with its counts: `{"failed": 10, "ended": 20}` (`{"late": ...}`)."""
+    assert f.counts is not None
+    hit = "late" if f.name.startswith(POST_LATE) else "failed"
+    (hb, nb), (ha, na) = f.counts
+    return {"before_count": {hit: hb, "ended": nb}, "after_count": {hit: ha, "ended": na}}
 

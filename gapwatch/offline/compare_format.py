@@ -20,7 +20,7 @@ from gapwatch.offline.compare import (
     usable_windows,
 )
 from gapwatch.offline.compare_stats import Spread
-from gapwatch.offline.compare_windows import ALL, POST_FAILED, POST_LATENCY
+from gapwatch.offline.compare_windows import ALL, POST_FAILED, POST_LATE, POST_LATENCY
 
 WIDTH = 100
 PATH_CHARS = 60
@@ -126,6 +126,8 @@ def label(name: str, rate: str = "partitions/h") -> str:
         return "PoSt s: " + name.removeprefix(POST_LATENCY)
     if name.startswith(POST_FAILED):
         return "PoSt failed: " + name.removeprefix(POST_FAILED)
+    if name.startswith(POST_LATE):
+        return "PoSt late: " + name.removeprefix(POST_LATE)
     return name
 
 
@@ -277,7 +279,7 @@ def _proof_advice_lines(x: dict[str, Any], c: Comparison) -> list[str]:
     out = [f"  {x['setting']}: {x['count']} {x['proof_kind']} {how} (PoSt)",
            _changed_line(x["changed"], x["shown_by"], x["changed_not_known_why"])]
     f = x["figure"]
-    share = f["figure"].startswith(POST_FAILED)
+    share = f["figure"].startswith((POST_FAILED, POST_LATE))
     out.append(f"    {label(f['figure'], c.rate_label)}: {_plain(f['before'], share)} → "
                f"{_plain(f['after'], share)}: {f['verdict'] or 'on neither side'}")
     return out

@@ -19,7 +19,8 @@ window:
 - H2D rate by host memory kind (copy trace): bytes over copy time of the copies that ended in the
   window (None without such a copy);
 - PoSt latency by proof kind, of the proofs that came; and each kind's PoSts that ended, and of
-  them those that failed or were lost (summed over the side: `compare` judges their share whole).
+  them those that failed or were lost, and those proved past their deadline (late: summed over
+  the side: `compare` judges both shares whole).
 All in one pass over the gaps, partitions and copies (each spread over the windows it touches).
 """
 
@@ -60,6 +61,8 @@ class SlimPost(NamedTuple):
     end_s: float
     total_s: float | None
     outcome: PostOutcome = "proved"
+    #: Proved past its deadline (the watcher's verdict "late"): a WinningPoSt's block lost.
+    late: bool = False
 
 
 class NoData(NamedTuple):
@@ -147,6 +150,8 @@ PAGEABLE_SHARE = "H2D bytes from pageable"
 POST_LATENCY = "PoSt latency s: "
 #: The share of a kind's PoSts that ended without a proof (failed or lost), of all that ended.
 POST_FAILED = "PoSt failed: "
+#: The share of a kind's PoSts proved past their deadline (`SlimPost.late`), of all that ended.
+POST_LATE = "PoSt late: "
 
 
 def choose_window_s(span_s: float) -> float:
@@ -203,6 +208,8 @@ class GpuWindows:
     #: PoSts by proof kind that ended (proved, failed or lost), and of them those with no proof.
     posts_ended: dict[str, list[int]] = field(default_factory=dict)
     posts_failed: dict[str, list[int]] = field(default_factory=dict)
+    #: Of them, those proved past their deadline.
+    posts_late: dict[str, list[int]] = field(default_factory=dict)
     #: `ALL` only: each window's wall seconds in which some GPU was read (None: all of it).
     read_wall_s: list[float] | None = None
 
@@ -301,9 +308,11 @@ def _posts(grid: Grid, out: dict[int, GpuWindows],
                     else ALL, unplaced)
         w.posts_ended.setdefault(p.kind, [0] * grid.n)[i] += 1
         failed = w.posts_failed.setdefault(p.kind, [0] * grid.n)
+        late = w.posts_late.setdefault(p.kind, [0] * grid.n)
         if p.outcome != "proved":
             failed[i] += 1
             continue
+        late[i] += p.late
         if p.total_s is None:
             continue
         w.post_s.setdefault(p.kind, [0.0] * grid.n)[i] += p.total_s
@@ -316,6 +325,7 @@ def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
     _add_into(total.posts, more.posts)
     _add_into(total.posts_ended, more.posts_ended)
     _add_into(total.posts_failed, more.posts_failed)
+    _add_into(total.posts_late, more.posts_late)
 
 
 def _add_into(dst: dict[str, list[_N]], src: dict[str, list[_N]]) -> None:

@@ -96,6 +96,20 @@ def test_counts_too_few_to_tell_a_large_change_say_so_not_no_measurable_change()
                      r"too few PoSts", text)
 
 
+def test_one_lost_post_the_counts_do_not_tell_leaves_a_4x_latency_gain_judged() -> None:
+    """AFTER lost 1 WinningPoSt of 40 (a restart took it), BEFORE none (Fisher p 1.0); AFTER's
+    39 proved in ~7 s against ~25 s. Any larger share, however untold, made the 4x gain "not
+    comparable": only a failures' row told "worse" against the faster side voids it."""
+    after = _posts(6.0)
+    after[20] = SlimPost(None, "winning-post", after[20].end_s, None, "lost")
+    c = compare(_side("BEFORE", _posts(24.0)), _side("AFTER", after))
+    assert _figure(c, "PoSt failed: winning-post").test.verdict == "too few PoSts"
+    assert _figure(c, "PoSt latency s: winning-post").test.verdict == "better"
+    [note] = [n for n in c.notes if "failed or lost" in n]
+    assert "AFTER failed or lost 1 of 40, BEFORE 0 of 40" in note
+    assert "the failures' difference is not told (too few PoSts)" in note
+
+
 def test_a_side_slower_but_failing_none_is_not_judged_worse_by_its_latency() -> None:
     # The rule runs both ways: BEFORE's short latency is of the half it proved.
     c = compare(_side("BEFORE", _posts(6.0, failed_every=2)), _side("AFTER", _posts(24.0)))

@@ -30,8 +30,9 @@ judged, though not taken as want of work (`EMPTY_PIPELINE`). Different GPU sets 
 said in the head. The prover's settings come from each side's own lines and `/status`
 (`gapwatch.cuzk.settings`); BEFORE's advice and its payoff (work taken as fixed) are set against
 what AFTER achieved, box against box. PoSt: each side's PoSts by their last word, proved (their
-latency) or failed or lost (their share, judged on counts: `compare_stats.judge_counts`); a
-side that lost more is never the better one by its survivors' latency.
+latency, and their share past the deadline) or failed or lost (their share; both shares judged on
+counts: `compare_stats.judge_counts`); a
+side told to lose more is never the better one by its survivors' latency.
 """
 
 from __future__ import annotations
@@ -411,38 +412,46 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
 
 
 def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str]]:
-    """PoSt latency is of the proofs that came; a side that failed or lost a larger share of
-    that kind's PoSts (`POST_FAILED`) is never the better one by it: a failed WinningPoSt
-    loses its block as a late one does, and a run failing half its proofs fast read "better"
-    (x0.24) for its survivors. Such a latency verdict is said "not comparable", and why, as
-    a note; the failures' own row judges them (Fisher's exact test)."""
+    """PoSt latency, and the late share, are of the proofs that came; a side told to fail or
+    lose more of that kind's PoSts (`POST_FAILED`'s verdict "worse" against it) is never the
+    better one by them: a failed WinningPoSt loses its block as a late one does, and a run
+    failing half its proofs fast read "better" (x0.24) for its survivors. Such a verdict is
+    said "not comparable", and why, as a note. A difference in failures the counts do not tell
+    ("too few PoSts", "no measurable change") voids nothing: one PoSt of 40 lost made a 4x
+    gain "not comparable"; where the favoured side failed more, a note says so."""
     failed = {(f.gpu, f.name.removeprefix(POST_FAILED)): f for f in figures
               if f.name.startswith(POST_FAILED)}
     out, notes = [], []
     for f in figures:
-        fails = failed.get((f.gpu, f.name.removeprefix(POST_LATENCY)))
-        if (f.name.startswith(POST_LATENCY) and fails is not None and fails.counts is not None
-                and fails.before is not None and fails.after is not None
-                and f.test.verdict in ("better", "worse")):
+        prefix = next((x for x in (POST_LATENCY, POST_LATE) if f.name.startswith(x)), None)
+        fails = None if prefix is None else failed.get((f.gpu, f.name.removeprefix(prefix)))
+        if (fails is not None and fails.counts is not None and fails.before is not None
+                and fails.after is not None and f.test.verdict in ("better", "worse")):
             favoured_after = f.test.verdict == "better"
             mine, other = ((fails.after, fails.before) if favoured_after
                            else (fails.before, fails.after))
-            if mine > other:
+            # "worse" of the failures is AFTER's: against the side the figure favours.
+            told = fails.test.verdict == ("worse" if favoured_after else "better")
+            note = _survivors_note(fails, favoured_after, told)
+            if told:
                 f = f.said("not comparable")
-                notes.append(_survivors_note(fails, favoured_after))
+            if mine > other and note not in notes:
+                notes.append(note)
         out.append(f)
     return out, notes
 
 
-def _survivors_note(fails: Figure, after_favoured: bool) -> str:
+def _survivors_note(fails: Figure, after_favoured: bool, told: bool) -> str:
     assert fails.counts is not None
     (fb, nb), (fa, na) = fails.counts
     kind = fails.name.removeprefix(POST_FAILED)
     who, other = ("AFTER", "BEFORE") if after_favoured else ("BEFORE", "AFTER")
     where = "" if fails.gpu == ALL else f" on GPU {fails.gpu}"
+    said = (f"not judged better than {other}'s" if told else
+            f"their verdicts stand: the failures' difference is not told ({fails.test.verdict})")
     return (f"{kind}{where}: AFTER failed or lost {fa} of {na}, BEFORE {fb} of {nb}: no proof "
-            f"came of those (a lost block, as a late one); {who}'s shorter latency is of the "
-            f"proofs that came, not judged better than {other}'s")
+            f"came of those (a lost block, as a late one); {who}'s PoSt figures are of the "
+            f"proofs that came, {said}")
 
 
 def batch_settings_changed(before: Side, after: Side) -> bool:

@@ -1036,7 +1036,7 @@ def test_a_restart_inside_a_side_is_said_with_the_settings_that_changed_at_it() 
     [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
     assert said.startswith("BEFORE holds 1 restart(s) of cuzk after its first busy reading")
     assert "changed at them: [gpus] gpu_workers_per_device 1 → 2" in said
-    assert said.endswith("--at 2026-05-12T14:30:00")
+    assert said.endswith("leave them out: --before-since 2026-05-12T14:30:01")
     assert not [n for n in c.notes if n.startswith("AFTER holds")]
     assert all(len(line) <= 100 for line in format_text(c).splitlines())
 
@@ -1071,8 +1071,9 @@ def test_an_at_windows_restart_note_counts_only_its_own_and_says_a_span_that_lea
 def test_a_restart_inside_a_sides_own_window_is_said_as_of_a_whole_recording_not_a_span(
         ) -> None:
     """A side read over its own `--since/--until` shares no moment with the other: a restart
-    inside it points `--at` itself (as a whole recording's does), never `--at` the window's
-    end with a `--span` (the `--at` cut's way out, which named a moment of no cut)."""
+    inside it points at its own since past the restart (as a whole recording's does), never
+    `--at` (refused beside `--since`) nor `--at` the window's end with a `--span` (the `--at`
+    cut's way out, which named a moment of no cut)."""
     settings = _settings_of(*[_START.format(m) for m in ("00:00", "10:00")])
     before = _side("BEFORE", [], span_s=1440.0, t0_s=_T0 + 360)
     before.window = TimeWindow(_T0 + 300, _T0 + 1800, "--since 14:05 --until 14:30")
@@ -1081,7 +1082,28 @@ def test_a_restart_inside_a_sides_own_window_is_said_as_of_a_whole_recording_not
     before.settings = settings
     [said] = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
     assert said.startswith("BEFORE holds 1 restart(s)")
-    assert said.endswith("compare across the last: --at 2026-05-12T14:10:00")
+    assert said.endswith("leave them out: --before-since 2026-05-12T14:10:01")
+
+
+def test_a_restart_in_two_recordings_points_at_that_sides_own_since_and_one_recording_at_at(
+        ) -> None:
+    """Two recordings, AFTER's cuzk restarted 10 minutes in: the note said `--at` the restart,
+    which reads BEFORE only up to that moment (its restarts, if any, kept) and AFTER, another
+    run, from that wall-clock moment of its own recording. What leaves AFTER's restart out is
+    its own window from it on. One recording read whole on both sides is cut with `--at`."""
+    before = _side("BEFORE", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 1),
+                   t0_s=_T0 + 1)
+    after = _side("AFTER", _every(20.0, 2.0, "pcie_starved", "pinned_pool", offset_s=_T0 + 1),
+                  t0_s=_T0 + 1)
+    after.settings = _settings_of(_START.format("00:00"), _START.format("10:00"))
+    [said] = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+    assert said.startswith("AFTER holds 1 restart(s)")
+    assert said.endswith("leave them out: --after-since 2026-05-12T14:10:01")
+    assert "--at" not in said
+    after.path = before.path
+    before.settings = after.settings
+    notes = [n for n in compare(before, after).notes if "restart(s) of cuzk" in n]
+    assert all(n.endswith("compare across the last: --at 2026-05-12T14:10:00") for n in notes)
 
 
 def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> None:
@@ -1097,7 +1119,7 @@ def test_a_crash_loop_inside_a_side_points_at_its_last_start_not_the_64th() -> N
     c = compare(before, after)
     [said] = [n for n in c.notes if "restart(s) of cuzk" in n]
     assert said.startswith("BEFORE holds more than 64 restart(s)")
-    assert said.endswith("--at 2026-05-12T14:33:20")
+    assert said.endswith("--before-since 2026-05-12T14:33:21")
 
 
 def test_sides_on_other_gpus_or_links_say_so_and_claim_no_share_of_the_predicted_gain(

@@ -881,8 +881,10 @@ def _notes(before: Side, after: Side, window_s: float) -> list[str]:
         out.append(f"only {with_log.label} has the prover's log: prover causes not compared "
                    f"({_causes_without_log(other)})")
     spans = [n for s in (before, after) if (n := _span_without_restarts(s)) is not None]
+    # Both sides one recording, each read whole (`compare REC REC`): `--at` cuts it.
+    one = before.path == after.path and before.window is None and after.window is None
     out += [note for s in (before, after)
-            if (note := _restart_note(s, min(spans, default=None))) is not None]
+            if (note := _restart_note(s, min(spans, default=None), one)) is not None]
     out += [note for s in (before, after) if (note := _gpu_health_note(s)) is not None]
     for s in (before, after):
         silent = _silent_in_span(s) if not s.stepped_back_s else ""
@@ -925,7 +927,8 @@ def _gpu_health_note(side: Side) -> str | None:
             "as the settings (docs/health.md)")
 
 
-def _restart_note(side: Side, span_s: int | None = None) -> str | None:
+def _restart_note(side: Side, span_s: int | None = None,
+                  one_recording: bool = False) -> str | None:
     """Said when cuzk started again after the side's first busy reading: the side is two runs
     or more (each start begins with an unpinned first wave and reloads its SRS,
     cuzk-upstream-paths.md 4.4), and its settings column shows only the last start's values;
@@ -935,7 +938,7 @@ def _restart_note(side: Side, span_s: int | None = None) -> str | None:
     window's end (`runs_after`: the window's rule, `report --since/--until`'s): they were
     counted, and the `--at` said of them lay outside the window. `span_s`: the `--span` that
     leaves both sides' restarts out (`_span_without_restarts`), said of a side read as a
-    window."""
+    window; `one_recording`: both sides are one recording read whole (`_restarts_left_out`)."""
     runs = _restarts_inside(side)
     if runs is None:
         return None
@@ -945,7 +948,7 @@ def _restart_note(side: Side, span_s: int | None = None) -> str | None:
             "reading (each begins with an unpinned first wave and reloads its SRS), so its "
             "figures mix the runs"
             + (f"; changed at them: {changed} (its settings show the last)" if changed else "")
-            + _restarts_left_out(side, runs.times, span_s))
+            + _restarts_left_out(side, runs.times, span_s, one_recording))
 
 
 def _restarts_inside(side: Side) -> Restarts | None:
@@ -978,14 +981,22 @@ def _span_without_restarts(side: Side) -> int | None:
     return max(0, math.ceil(at_s - t[-1] if side.label == "BEFORE" else t[0] - at_s) - 1)
 
 
-def _restarts_left_out(side: Side, times: tuple[float, ...], span_s: int | None) -> str:
-    """What to run instead, in words: a whole recording, compared across its last restart
-    (`--at` it: inside its data); a side read as an `--at` window, the same moment with a span
-    that leaves both sides' restarts out: `--at` the last restart, said of a window, lay
-    outside it, and from it the next run said it again."""
+def _restarts_left_out(side: Side, times: tuple[float, ...], span_s: int | None,
+                       one_recording: bool) -> str:
+    """What to run instead, in words. A side of its own (two recordings, or a window of its
+    own): its own window from its last restart on, `--before-since` (`--after-since`) the
+    first whole second after it, on that side's own clock: `--at` there read BEFORE *up to*
+    that moment, keeping the restarts, and AFTER (another run) from that moment of its own
+    recording, and beside `--since` it was refused. One recording read whole on both sides:
+    `--at` its last restart. A side read as an `--at` window: the same moment with a span that
+    leaves both sides' restarts out (`--at` the last restart, said of a window, lay outside it,
+    and from it the next run said it again)."""
     at_s = _at_s(side)
     if at_s is None:
-        return f"; compare across the last: --at {_iso(times[-1])}"
+        if one_recording:
+            return f"; compare across the last: --at {_iso(times[-1])}"
+        flag = "--before-since" if side.label == "BEFORE" else "--after-since"
+        return f"; leave them out: {flag} {_iso(math.floor(times[-1]) + 1)}"
     if not span_s:
         return ""
     return f"; leave them out: --at {_iso(at_s)} --span {span_s}s"

@@ -447,7 +447,12 @@ def test_different_gpu_counts_and_lengths_are_said() -> None:
     # Each note wrapped within the text's 100 columns (the GPUs' one was 122 wide).
     text = format_text(c)
     assert max(len(line) for line in text.splitlines()) <= 100
-    assert "\n        'all GPUs' per GPU-hour" in text
+    # The note says what is shown: the boxes, as 'all GPUs', their partitions/h not compared
+    # (it promised an 'all GPUs' section that never came, GPU 0's rows alone beside it).
+    assert ("'all GPUs' is each side's whole box (per GPU-hour; partitions/h per wall hour, not "
+            "comparable)") in " ".join(text.split())
+    assert {f.gpu for f in c.figures} == {ALL, 0}
+    assert "\nall GPUs " in text
 
 
 def test_the_command_prints_text_within_100_columns_json_and_markdown(
@@ -1259,6 +1264,12 @@ def test_two_gpus_against_one_achieve_by_each_boxs_totals_said_not_comparable() 
     line = " ".join(format_text(c).split("  achieved:")[1].split("\n\n")[0].split())
     assert "0.62× by partitions/h of each box: not comparable: 2 GPU(s) before, 1 after" in line
     assert "predicted gain" not in line
+    # The table says what the payoff says: the boxes' rows ("all GPUs", shown though the sides
+    # share one GPU), their partitions/h the totals' 0.62x, not comparable (GPU 0's x1.67
+    # "better" was the only rate row beside a payoff whose box fell).
+    box = _figure(c, "partitions/h", gpu=ALL)
+    assert (box.before, box.after) == (before.partitions_per_hour, after.partitions_per_hour)
+    assert box.test.verdict == "not comparable"
     # With a GPU more on each side, "all GPUs" is the box: its partitions/h, 2 GPUs' output
     # against 3's, is not comparable either.
     three = _box("AFTER", {0: (0.9, []), 1: (0.9, []), 2: (0.9, [])})

@@ -581,7 +581,13 @@ def test_at_on_the_command_line_and_its_refusals(tmp_path: Path,
     assert before["until_s"] == after["since_s"]
     assert after["until_s"] - after["since_s"] == before["until_s"] - before["since_s"] == 10
     assert main(["compare", rec, "--at", "+15s"]) == 0
-    assert "only the window" in capsys.readouterr().out
+    # Each side's part in plain words ("only the window the start to ...", "... to the end").
+    head = capsys.readouterr().out.split("Settings")[0]
+    assert re.search(r"only its part up to 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC \(--at \+15s\)",
+                     head)
+    assert re.search(r"only its part from 20\d\d-\d\d-\d\d \d\d:\d\d:\d\d UTC on \(--at \+15s\)",
+                     head)
+    assert "the start to" not in head and "to the end" not in head
     for argv, words in (([rec], "AFTER is needed"),
                         ([rec, rec, "--span", "1h"], "--span needs --at"),
                         ([rec, "--at", "+2d"], "AFTER: the window")):

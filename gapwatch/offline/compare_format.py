@@ -21,6 +21,7 @@ from gapwatch.offline.compare import (
 )
 from gapwatch.offline.compare_stats import Spread
 from gapwatch.offline.compare_windows import ALL, POST_FAILED, POST_LATE, POST_LATENCY
+from gapwatch.sources.time_window import TimeWindow
 
 WIDTH = 100
 PATH_CHARS = 60
@@ -113,6 +114,32 @@ def _when(t: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
+def window_words(w: TimeWindow) -> str:
+    """The part of a side's recording read, in plain words: `its part up to 2026-12-05
+    19:00:35 UTC (--at ...)`, `... from ... on`, `... from ... to ...`. `TimeWindow.describe`
+    said "the window the start to ..." and "... to the end UTC" of an `--at` cut's sides."""
+    since = None if w.since_s is None else _utc(w.since_s, "%Y-%m-%d %H:%M:%S")
+    until = None if w.until_s is None else _utc(w.until_s, "%Y-%m-%d %H:%M:%S")
+    if since is not None and until is not None and since[:10] == until[:10]:
+        until = until[11:]  # the same day: its time alone
+    said = fmt.visible(w.said)
+    if since is None and until is None:
+        return f"its whole recording ({said})"
+    if since is None:
+        return f"its part up to {until} UTC ({said})"
+    if until is None:
+        return f"its part from {since} UTC on ({said})"
+    return f"its part from {since} to {until} UTC ({said})"
+
+
+def _utc(t: float, form: str) -> str:
+    """`t` as a UTC time, or the number where it names none (a hostile header's start)."""
+    try:
+        return time.strftime(form, time.gmtime(t))
+    except (OverflowError, OSError, ValueError):
+        return f"{t:g}"
+
+
 def label(name: str, rate: str = "partitions/h") -> str:
     """A figure's name in the text table: idle by kind and by cause as rows under "idle s/h";
     the rate with its unit (`rate`: `Comparison.rate_label`)."""
@@ -137,7 +164,7 @@ def _side_lines(s: Side, windowed: bool) -> list[str]:
     out = [f"  {s.label:<6} {_path(s.path)}"]
     if s.window is not None:
         # Wrapped: two of a side's own options with dates run past the width.
-        out += _wrap(s.window.describe(), first="         only the ", rest="           ")
+        out += _wrap(window_words(s.window), first="         only ", rest="           ")
     elif windowed:
         out.append("         all of its recording (no window)")
     return [*out, f"         {len(s.totals)} GPU(s), {fmt.duration(s.span_s)} of work from "

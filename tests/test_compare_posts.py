@@ -34,14 +34,14 @@ def _side(label: str, posts: list[SlimPost]) -> Side:
 DEADLINE_S = 30.0
 
 
-def _posts(latency_s: float, failed_every: int = 0) -> list[SlimPost]:
-    """40 WinningPoSts a minute apart; every `failed_every`-th one failed (none at 0); a proved
+def _posts(latency_s: float, failed_every: int = 0, n: int = 40) -> list[SlimPost]:
+    """`n` WinningPoSts a minute apart; every `failed_every`-th one failed (none at 0); a proved
     one late past `DEADLINE_S`, as the watcher says it."""
     return [SlimPost(None, "winning-post", 60.0 * i + 30, None, "failed")
             if failed_every and i % failed_every == 0
             else SlimPost(None, "winning-post", 60.0 * i + 30, latency_s + i % 3,
                           late=latency_s + i % 3 > DEADLINE_S)
-            for i in range(40)]
+            for i in range(n)]
 
 
 def _figure(c: Comparison, name: str) -> Figure:
@@ -108,6 +108,19 @@ def test_one_lost_post_the_counts_do_not_tell_leaves_a_4x_latency_gain_judged() 
     [note] = [n for n in c.notes if "failed or lost" in n]
     assert "AFTER failed or lost 1 of 40, BEFORE 0 of 40" in note
     assert "the failures' difference is not told (too few PoSts)" in note
+
+
+def test_half_the_posts_failed_too_few_to_call_worse_still_voids_the_survivors_better() -> None:
+    """0 of 8 failed against 10 of 20 (Fisher p 0.025): too few PoSts to call the failures
+    worse at p < 0.01, yet not chance either: AFTER's fast survivors and its late share are
+    not judged better (they read "better", and "50 % -> 0 % better" for the late share)."""
+    c = compare(_side("BEFORE", _posts(24.0, n=8)), _side("AFTER", _posts(6.0, n=20,
+                                                                            failed_every=2)))
+    assert _figure(c, "PoSt failed: winning-post").test.verdict == "too few PoSts"
+    assert _figure(c, "PoSt latency s: winning-post").test.verdict == "not comparable"
+    [note] = [n for n in c.notes if "failed or lost" in n]
+    assert "AFTER failed or lost 10 of 20, BEFORE 0 of 8" in note
+    assert "not judged better than BEFORE's" in note
 
 
 def test_a_side_slower_but_failing_none_is_not_judged_worse_by_its_latency() -> None:

@@ -420,9 +420,10 @@ def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str
     lose more of that kind's PoSts (`POST_FAILED`'s verdict "worse" against it) is never the
     better one by them: a failed WinningPoSt loses its block as a late one does, and a run
     failing half its proofs fast read "better" (x0.24) for its survivors. Such a verdict is
-    said "not comparable", and why, as a note. A difference in failures the counts do not tell
-    ("too few PoSts", "no measurable change") voids nothing: one PoSt of 40 lost made a 4x
-    gain "not comparable"; where the favoured side failed more, a note says so."""
+    said "not comparable", and why, as a note; so is one whose side failed more where the counts
+    cannot tell it at `ALPHA` but chance is still unlikely (`VOID_ALPHA`). A difference in
+    failures likely chance voids nothing: one PoSt of 40 lost made a 4x gain "not comparable";
+    where the favoured side failed more, a note says so."""
     failed = {(f.gpu, f.name.removeprefix(POST_FAILED)): f for f in figures
               if f.name.startswith(POST_FAILED)}
     out, notes = [], []
@@ -435,7 +436,8 @@ def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str
             mine, other = ((fails.after, fails.before) if favoured_after
                            else (fails.before, fails.after))
             # "worse" of the failures is AFTER's: against the side the figure favours.
-            told = fails.test.verdict == ("worse" if favoured_after else "better")
+            told = (fails.test.verdict == ("worse" if favoured_after else "better")
+                    or _fails_more_likely(fails, mine, other))
             note = _survivors_note(fails, favoured_after, told)
             if told:
                 f = f.said("not comparable")
@@ -443,6 +445,20 @@ def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str
                 notes.append(note)
         out.append(f)
     return out, notes
+
+
+#: The evidence that voids a latency or late-share verdict of the side that failed more: looser
+#: than the verdicts' own `ALPHA`, as voiding a "better" only withholds a claim. 0 of 8 -> 10 of
+#: 20 WinningPoSts failed (Fisher p 0.025, "too few PoSts" to call worse) left AFTER's fast
+#: survivors "better" and its late share "50 % -> 0 % better"; 1 lost of 40 (p 1.0) voids none.
+VOID_ALPHA = 0.05
+
+
+def _fails_more_likely(fails: Figure, mine: float, other: float) -> bool:
+    """Whether the favoured side's larger failure share, untold at `ALPHA`, is still unlikely
+    to be chance (p < `VOID_ALPHA`)."""
+    p = fails.test.p_value
+    return mine > other and p is not None and p < VOID_ALPHA
 
 
 def _survivors_note(fails: Figure, after_favoured: bool, told: bool) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from gapwatch.core import fmt
 from gapwatch.fleet.layout import box_labels, screen_widths
-from gapwatch.fleet.rows import COLUMNS
+from gapwatch.fleet.rows import COLUMNS, MAX_SECONDS, short_s
 
 HEADINGS = [h for h, _ in COLUMNS]
 #: Long realistic box names: a farm's hosts differ in the middle, or by the port alone.
@@ -74,3 +74,14 @@ def test_once_prints_two_boxes_alike_up_to_its_widest_cell_apart() -> None:
         lines = table_lines(refresh(PromClient(fake.url), FleetOptions()))
     firsts = [line.split(" ", 1)[0] for line in lines[1:]]
     assert len(set(firsts)) == 2, firsts
+
+
+def test_a_time_on_the_edge_of_its_unit_is_said_in_the_next_in_at_most_4_characters() -> None:
+    """The unit was chosen before rounding: 599.6 s read `600s` and 999.6 days `1000d`."""
+    assert short_s(599.6) == "10m"
+    assert short_s(999.6 * 86400) == "3y"
+    assert short_s(71.6 * 3600) == "3d"
+    assert short_s(599.4) == "599s"
+    edges = [size * below - 0.4 * size for size, below in
+             ((1.0, 600.0), (60.0, 600.0), (3600.0, 72.0), (86400.0, 1000.0))]
+    assert all(len(short_s(t)) <= 4 for t in edges + [MAX_SECONDS])

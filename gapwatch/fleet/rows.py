@@ -652,10 +652,11 @@ def _said_if_any(mark: str, count: float | None) -> str:
 def short_s(seconds: float) -> str:
     """Seconds in at most 4 characters, in the unit a person reads (`42s`, `15m`, `9h`, `12d`,
     `3y`): a cell of AGE, IDLE5m or PoSt fits its column for any time a field can hold
-    (`MAX_SECONDS`; a day read as `86400s` did not)."""
+    (`MAX_SECONDS`; a day read as `86400s` did not). The unit is chosen by the figure as it
+    will print, rounded: 599.6 s printed `600s` and 999.6 days `1000d` (5 characters)."""
     for unit, size, below in (("s", 1.0, 600.0), ("m", 60.0, 600.0), ("h", 3600.0, 72.0),
                               ("d", 86400.0, 1000.0)):
-        if seconds / size < below:
+        if round(seconds / size) < below:
             return f"{seconds / size:.0f}{unit}"
     return f"{seconds / (365.25 * 86400):.0f}y"
 

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -166,9 +167,8 @@ def test_a_report_stopped_while_reading_exits_0_without_a_traceback(
         with out.open("w") as stdout:
             proc = subprocess.Popen(gapwatch_argv("report", str(long_recording)),
                                     stdout=stdout, stderr=subprocess.PIPE, text=True)
-            pid = proc.pid
-            wait_for("the stop signals taken", lambda pid=pid: _handles_all_stop_signals(pid), 30)
-            wait_for("the recording opened", lambda pid=pid: _has_open(pid, long_recording), 30)
+            wait_for("the stop signals taken", partial(_handles_all_stop_signals, proc.pid), 30)
+            wait_for("the recording opened", partial(_has_open, proc.pid, long_recording), 30)
             rc, err = _stop(proc, sig)  # reading (the whole report takes seconds)
         assert rc == 0, err
         assert "Traceback" not in err, err

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from gapwatch.config import Config
+from gapwatch.core.models import LogEvent
 from gapwatch.offline.log_span import STRAY_MAX, LogSpan, _File
 from gapwatch.offline.report import ReportData, build_report, to_json
 from gapwatch.sources.time_window import TimeWindow
@@ -179,11 +180,12 @@ def test_strays_are_few_far_and_never_the_bulk() -> None:
     # An hour before the rest (the daemon's start before its first work): no stray.
     f = _file(1000.0 - 3600, *bulk)
     assert f.first_s == 1000.0 - 3600 and f.strays() == []
-    # Two lines: neither is the other's stray; three: the one far from two is.
-    assert _file(0.0, 10 * day).strays() == []
-    assert _file(0.0, 1.0, 10 * day).strays() == [10 * day]
+    # Two lines: neither is the other's stray; three: the one far from two is (written
+    # before them: a clock set ahead, then corrected).
+    assert _file(10 * day, 0.0).strays() == []
+    assert _file(10 * day, 0.0, 1.0).strays() == [10 * day]
     # More far lines than STRAY_MAX at one end are no strays: they are a part of the file.
-    many = _file(*[-10 * day - i for i in range(STRAY_MAX + 1)], *bulk)
+    many = _file(*bulk, *[-10 * day - i for i in range(STRAY_MAX + 1)])
     assert many.strays() == [] and many.first_s == -10 * day - STRAY_MAX
 
 
@@ -191,8 +193,11 @@ def test_a_file_split_in_two_has_the_span_of_the_file_read_whole() -> None:
     """A large file is parsed in two processes (`log_split`), the second half's span merged
     into the first's: the same as one pass over all its lines, in any order."""
     day = 86_400.0
-    times = [50 * day, *(1000.0 + i for i in range(40)), -50 * day, 2000.0]
+    # Out of time order (strays): 50 days ahead first, 50 days behind; in time order (a run
+    # appended days later: no stray): 9 days on, last.
+    times = [50 * day, *(1000.0 + i for i in range(40)), -50 * day, 2000.0, 9 * day]
     whole = _file(*times)
+    assert whole.strays() == [-50 * day, 50 * day] and whole.last_s == 9 * day
     for cut in range(len(times) + 1):
         first, second = LogSpan(1.0), LogSpan(1.0)
         for t in times[:cut]:
@@ -201,3 +206,99 @@ def test_a_file_split_in_two_has_the_span_of_the_file_read_whole() -> None:
         first.observed_after(second.files)
         assert first.files["a"] == whole
         assert first.files["a"].strays() == [-50 * day, 50 * day]
+        assert first.files["a"].last_s == 9 * day
+
+
+# --- far lines in time order are a run of their own, not strays -------------------------------
+
+def _shift_days(line: str, days: float) -> str:
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+)Z", line)
+    if m is None:
+        return line
+    t = datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f") + timedelta(days=days)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.%f") + line[m.end(1):]
+
+
+def test_a_new_run_appended_to_an_old_runs_log_keeps_its_startup_lines(
+        tmp_path: Path) -> None:
+    """One file across two runs: Monday's run (the bulk), then today's restart of an idle
+    daemon, a few startup lines an hour before the recording and a pinned-pool failure in it.
+    Today's lines lie days after Monday's, but in time order: they were called strays "of a
+    clock set wrong", the file judged Monday's ("not this recording's log ... none of its
+    events is used"), and the budget dropped from the report."""
+    monday = [_shift_days(line, -3) for line in _pageable_lines()]
+    today = [_line("2026-11-30T08:00:01.000000", "INFO", "cuzk_daemon", "cuzk-daemon starting"),
+             _line("2026-11-30T08:00:01.010000", "INFO", "cuzk_core::engine",
+                   "memory budget initialized total_budget_gib=512"),
+             _line("2026-11-30T08:00:01.030000", "INFO", "cuzk_core::engine",
+                   "starting cuzk engine pipeline_enabled=true"),
+             _line("2026-11-30T09:06:30.000000", "WARN", "cuzk_core::pinned_pool",
+                   "cudaHostAlloc failed size_gib=3.882613 cuda_err=2")]
+    r = _report_with(tmp_path, monday + today)
+    assert "total_budget_gib=512" in json.dumps(to_json(r))
+    assert not any("not this recording" in w or "timed more than a day" in w
+                   for w in r.warnings)
+    # Monday's lines are said as lines before the recording, as any earlier run's are.
+    assert any("line(s) before it (from 2026-11-27" in w for w in r.warnings)
+
+
+def test_a_daemon_started_days_before_its_work_has_no_strays(tmp_path: Path) -> None:
+    """Started on Friday, idle over the weekend (cuzk logs nothing without work), Monday's
+    work recorded: its startup lines were called strays "timed more than a day from its
+    other lines: a clock set wrong while written?"."""
+    friday = [_line("2026-11-27T18:00:00.000000", "INFO", "cuzk_daemon", "cuzk-daemon starting"),
+              _line("2026-11-27T18:00:00.010000", "INFO", "cuzk_core::engine",
+                    "memory budget initialized total_budget_gib=512"),
+              _line("2026-11-27T18:00:00.020000", "INFO", "cuzk_core::engine",
+                    "CUDA pinned memory pool initialized")]
+    r = _report_with(tmp_path, friday + _pageable_lines())
+    assert not any("timed more than a day" in w or "not this recording" in w
+                   for w in r.warnings)
+    assert any("line(s) before it (from 2026-11-27 18:00:00 UTC" in w for w in r.warnings)
+
+
+def test_far_lines_are_strays_only_where_written_out_of_time_order() -> None:
+    day = 86_400.0
+    bulk = [1000.0 + i for i in range(100)]
+    # A jump forward is a later run (appended), or work days after the start: no strays.
+    assert _file(*bulk, *(9 * day + i for i in range(5))).strays() == []
+    assert _file(*(-3 * day + i for i in range(3)), *bulk).strays() == []
+    # A jump forward then back (a clock set ahead, then corrected), a jump back (set behind
+    # at the end): strays, wherever in the file they are written.
+    ahead = [9 * day + i for i in range(5)]
+    assert _file(*ahead, *bulk).strays() == ahead
+    assert _file(*bulk[:50], *ahead, *bulk[50:]).strays() == ahead
+    assert _file(*bulk, -3 * day).strays() == [-3 * day]
+    # Years ahead first, then a run appended a week on: only the first is a stray.
+    f = _file(10 * 365 * day, *bulk, 7 * day)
+    assert f.strays() == [10 * 365 * day] and f.last_s == 7 * day
+
+
+def _event(t_s: float, name: str) -> LogEvent:
+    return LogEvent(t_s, "line", "tracing", name, name, stream="cuzk.log")
+
+
+def test_far_lines_holding_a_daemons_start_are_never_strays() -> None:
+    """Rotated pieces joined newest first (`cat cuzk.log cuzk.log.1`): today's run, its
+    startup lines, written before Monday's lines. Out of time order, but holding a daemon's
+    start they are a run of their own, whichever of cuzk's start lines they hold; the same
+    lines without a start line are strays."""
+    day = 86_400.0
+    monday = [_event(1000.0 + i, "proof completed successfully (pipeline)") for i in range(50)]
+    for start in ("cuzk-daemon starting", "configuration loaded", "starting cuzk engine"):
+        today = [_event(3 * day, start), _event(3 * day + 0.5, "memory budget initialized")]
+        events = today + monday
+        for cut in range(len(events) + 1):  # read whole, or in two processes
+            span, rest = LogSpan(1.0), LogSpan(1.0)
+            for ev in events[:cut]:
+                span.observe(ev)
+            for ev in events[cut:]:
+                rest.observe(ev)
+            span.observed_after(rest.files)
+            assert span.files["cuzk.log"].strays() == []
+            assert span.files["cuzk.log"].last_s == 3 * day + 0.5
+    span = LogSpan(1.0)
+    for ev in [_event(3 * day, "hello"), _event(3 * day + 0.5, "memory budget initialized"),
+               *monday]:
+        span.observe(ev)
+    assert span.files["cuzk.log"].strays() == [3 * day, 3 * day + 0.5]

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import msgspec
 
 from gapwatch.core import fmt
-from gapwatch.core.models import FieldValue, TimeSource
+from gapwatch.core.models import FieldValue, LogEvent, TimeSource
 from gapwatch.core.values import convert_value, count_field, digits_value, is_bad_count
 
 #: The kind of the event the parser adds per attributed lock region (`PartitionLock`).
@@ -59,6 +59,11 @@ DAEMON_STARTING_MESSAGE = "cuzk-daemon starting"
 #: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`): its gRPC
 #: address, which no two daemons of a box share.
 CONFIGURATION_LOADED_MESSAGE = "configuration loaded"
+#: The lines a daemon writes once a run as it starts (main.rs:63-64, engine.rs:1244): lines
+#: that hold one are a run of their own, however far their times lie from a file's other lines
+#: (`starts_a_run`).
+RUN_START_MESSAGES = frozenset((DAEMON_STARTING_MESSAGE, CONFIGURATION_LOADED_MESSAGE,
+                                ANCHOR_MESSAGE))
 #: main.rs:85-91: `set CUZK_GPU_THREADS for C++ groth16_pool gpu_threads=N`, written only when
 #: `[gpus] gpu_threads` > 0 (else an operator-set `CUZK_GPU_THREADS` is honoured, or all CPUs),
 #: before `RAYON_THREADS_MESSAGE` (main.rs:95-115), which every start writes.
@@ -201,6 +206,14 @@ class Unplaced:
     path: str
     lines: int
     placed: tuple[str, ...]
+
+
+def starts_a_run(ev: LogEvent) -> bool:
+    """Whether `ev` is one of the lines a daemon writes as it starts (`RUN_START_MESSAGES`):
+    asked by `gapwatch.offline.log_span` of a file's far lines, which are never a clock set
+    wrong where they hold a start (an idle daemon's start days before its work, a new run
+    appended to an old run's log)."""
+    return ev.kind == "tracing" and ev.name in RUN_START_MESSAGES
 
 
 def unplaced_note(unplaced: Unplaced, flag: str = "--log ",

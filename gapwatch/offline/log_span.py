@@ -30,7 +30,7 @@ from typing import TypeVar
 
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent
-from gapwatch.cuzk.log_lines import Unplaced, unplaced_note
+from gapwatch.cuzk.log_lines import RUN_START_MESSAGES, Unplaced, starts_a_run, unplaced_note
 from gapwatch.cuzk.settings import DEPRECATED, STARTUP_FIELDS
 
 T = TypeVar("T")
@@ -89,6 +89,9 @@ STRAY_MAX = 16
 #: set wrong is wrong by years (an RTC before NTP sets it), while the daemon's start an hour
 #: before its first work, or a file of another day, are honest lines and move the span.
 STRAY_GAP_S = 86_400.0  # "more than a day" in the note (`LogSpan._stray_notes`)
+#: A file's sets of marked times (`_File.behind`, `ahead`, `starts`) are cut back to the times
+#: it holds past this many (a file of a thousand restarts, or one whose times only fall).
+_MARKED_MAX = 4 * (STRAY_MAX + 1)
 
 
 @dataclass
@@ -98,13 +101,29 @@ class _File:
     processes when large, and a line from a clock set years ahead may be its first), and what
     `LogSpan.kept`/`after_end` found. Its span is its bulk's (`first_s`, `last_s`): one stray
     line first or last made a file of this recording "not this recording's log" (its span
-    printed backwards), or another run's (its startup lines, the budget, dropped)."""
+    printed backwards), or another run's (its startup lines, the budget, dropped).
+
+    Which far lines are strays: only those implausible as a run of their own. A clock set
+    wrong, then corrected, writes lines out of time order with the file's others: set ahead,
+    the far-late lines are written before lines a day earlier than them (`ahead`); set behind,
+    the far-early lines after lines a day later (`behind`). Honest runs only jump forward: a
+    new run appended to an old run's log (an idle daemon's few startup lines days after the
+    old run's bulk), a daemon started on Friday and working on Monday; both were called
+    strays, the appended run's file judged another run's and its startup lines (the budget)
+    dropped. And lines holding a daemon's start (`log_lines.starts_a_run`) are a run of their
+    own in any order (rotated pieces joined newest first): never strays."""
 
     lines: int = 0
     #: The earliest times and the latest, each in order (the same whatever order the lines
     #: came in: a file parsed in two processes is the file parsed in one).
     low: list[float] = field(default_factory=list)
     high: list[float] = field(default_factory=list)
+    #: Times among `low` of lines written after a line more than `STRAY_GAP_S` later, times
+    #: among `high` of lines written before a line more than `STRAY_GAP_S` earlier, and times
+    #: of lines holding a daemon's start (each may hold times no longer held: `_mark`).
+    behind: set[float] = field(default_factory=set, compare=False, repr=False)
+    ahead: set[float] = field(default_factory=set, compare=False, repr=False)
+    starts: set[float] = field(default_factory=set, compare=False, repr=False)
     before: int = 0
     after: int = 0
     belongs: bool = True
@@ -112,8 +131,18 @@ class _File:
     _bulk_of: tuple[int, float, float] = field(default=(-1, 0.0, 0.0), compare=False,
                                                repr=False)
 
-    def see(self, t: float) -> None:
-        """One line's time (the hot path: every `--log` event)."""
+    def see(self, t: float, start: bool = False) -> None:
+        """One line's time, and whether it holds a daemon's start (the hot path: every
+        `--log` event)."""
+        jumped_back = bool(self.high) and t < self.high[-1] - STRAY_GAP_S
+        self._hold(t)
+        if jumped_back:
+            self._jumped_back(t)
+        if start:
+            self._mark(self.starts, t)
+
+    def _hold(self, t: float) -> None:
+        """Count the line, its time kept where among the earliest or latest."""
         self.lines += 1
         low, high = self.low, self.high
         if len(high) <= STRAY_MAX:
@@ -127,32 +156,64 @@ class _File:
             insort(low, t)
             del low[-1]
 
+    def _jumped_back(self, t: float) -> None:
+        """A line more than `STRAY_GAP_S` before a line written earlier (rare: a clock
+        corrected): it is `behind`, and the latest lines it is that far before are `ahead`."""
+        if t <= self.low[-1]:
+            self._mark(self.behind, t)
+        for later in reversed(self.high):
+            if later <= t + STRAY_GAP_S:
+                break
+            self._mark(self.ahead, later)
+
+    def _mark(self, marked: set[float], t: float) -> None:
+        marked.add(t)
+        if len(marked) > _MARKED_MAX:
+            marked.intersection_update(self.low + self.high)
+
     def merge(self, other: _File) -> None:
-        """`other`'s lines as if seen here (the rest of the file, parsed in another process)."""
+        """`other`'s lines as if seen here (the rest of the file, parsed in another process:
+        every line of it written after every line here)."""
+        if self.high and other.low:
+            for t in other.low:
+                if t < self.high[-1] - STRAY_GAP_S:
+                    self.behind.add(t)
+            for t in self.high:
+                if t > other.low[0] + STRAY_GAP_S:
+                    self.ahead.add(t)
         self.lines += other.lines
         self.low = sorted(self.low + other.low)[:STRAY_MAX + 1]
         self.high = sorted(self.high + other.high)[-(STRAY_MAX + 1):]
+        held = self.low + self.high
+        for mine, theirs in ((self.behind, other.behind), (self.ahead, other.ahead),
+                             (self.starts, other.starts)):
+            mine |= theirs
+            mine.intersection_update(held)
 
-    def _ends(self) -> tuple[list[float], list[float]]:
-        """The earliest times in order, the latest in order from the latest."""
-        return self.low, self.high[::-1]
-
-    def _strays(self, ends: list[float]) -> int:
-        """How many of `ends` (from the extreme inwards) lie beyond `STRAY_GAP_S` of the rest."""
+    def _strays(self, ends: list[float], out_of_order: set[float]) -> int:
+        """How many of `ends` (from the extreme inwards) are strays: beyond `STRAY_GAP_S` of
+        the rest, each written out of time order with the file (`out_of_order`: `behind` for
+        the earliest, `ahead` for the latest), none holding a daemon's start."""
         most = min(STRAY_MAX, (self.lines - 1) // 2)
         cut = 0
         for i in range(1, min(most, len(ends) - 1) + 1):
-            if abs(ends[i] - ends[i - 1]) > STRAY_GAP_S:
+            t = ends[i - 1]
+            if t not in out_of_order or t in self.starts:
+                break
+            if abs(ends[i] - t) > STRAY_GAP_S:
                 cut = i
         return cut
+
+    def _cuts(self) -> tuple[int, int]:
+        """How many strays at the early end, and at the late end."""
+        return self._strays(self.low, self.behind), self._strays(self.high[::-1], self.ahead)
 
     def _bulk(self) -> tuple[float, float]:
         """The bulk's earliest and latest times, worked out once for the lines seen (asked for
         each event `after_end` sees past the span)."""
         if self._bulk_of[0] != self.lines:
-            earliest, latest = self._ends()
-            self._bulk_of = (self.lines, earliest[self._strays(earliest)],
-                             latest[self._strays(latest)])
+            early, late = self._cuts()
+            self._bulk_of = (self.lines, self.low[early], self.high[-1 - late])
         return self._bulk_of[1], self._bulk_of[2]
 
     @property
@@ -175,8 +236,8 @@ class _File:
 
     def strays(self) -> list[float]:
         """The stray lines' times, earliest first."""
-        earliest, latest = self._ends()
-        return sorted([*earliest[:self._strays(earliest)], *latest[:self._strays(latest)]])
+        early, late = self._cuts()
+        return sorted([*self.low[:early], *self.high[len(self.high) - late:]])
 
 
 #: One timed line in `REPEAT_SAMPLE` is remembered to tell a `--log` that repeats another's lines,
@@ -272,12 +333,15 @@ class LogSpan:
         if f is None:
             self.files[ev.stream] = f = _File()
         elif t >= f.high[-1] and len(f.high) > STRAY_MAX:
-            # `_File.see`'s common case inlined (every `--log` event): a new latest line.
+            # `_File.see`'s common case inlined (every `--log` event): a new latest line,
+            # before no line of the file.
             f.lines += 1
             f.high.append(t)
             del f.high[0]
+            if ev.name in RUN_START_MESSAGES and starts_a_run(ev):  # the name first: cheap
+                f._mark(f.starts, t)
             return
-        f.see(t)
+        f.see(t, ev.name in RUN_START_MESSAGES and starts_a_run(ev))
 
     def observed_after(self, later: dict[str, _File]) -> None:
         """What another span `observe`d of the events after all of this one's (the rest of a
@@ -344,8 +408,8 @@ class LogSpan:
                 continue
             when = ", ".join(_day(t) for t in strays[:3]) + (", ..." if len(strays) > 3 else "")
             out.append(f"--log {path}: {len(strays)} line(s) timed more than a day from "
-                       f"its other lines ({when}): a clock set "
-                       "wrong while written? The file is judged by its other lines "
+                       f"its other lines and written out of time order with them ({when}): "
+                       "a clock set wrong while written? The file is judged by its other lines "
                        f"({_day(f.first_s)} to {_day(f.last_s)})")
         return out
 

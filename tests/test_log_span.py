@@ -302,3 +302,21 @@ def test_far_lines_holding_a_daemons_start_are_never_strays() -> None:
                *monday]:
         span.observe(ev)
     assert span.files["cuzk.log"].strays() == [3 * day, 3 * day + 0.5]
+
+
+def test_the_strays_of_both_ends_together_are_fewer_than_the_rest() -> None:
+    """The bound "never as many as the rest" held for each end alone: 16 lines 20 days on
+    written first, one line of day 10, then 16 lines of day 0 were 32 strays of 33 lines (the
+    bulk one line), and three lines far apart two strays of three."""
+    day = 86_400.0
+    late = [20 * day + i for i in range(16)]
+    early = [float(-i) for i in range(16)]
+    f = _file(*late, 10 * day, *early)
+    assert f.strays() == [] and (f.first_s, f.last_s) == (-15.0, 20 * day + 15)
+    assert _file(20 * day, 10 * day, 0.0).strays() == []
+    # Both ends' strays together fewer than the rest: all of them.
+    bulk = [10 * day + i for i in range(11)]
+    assert _file(*late[:3], *bulk, *early[:2]).strays() == sorted(early[:2] + late[:3])
+    # Too many together: the most the two ends may give, here the latest 10 of 30 lines.
+    f = _file(*late[:10], *bulk, *early[:9])
+    assert f.strays() == late[:10] and (f.first_s, f.last_s) == (-8.0, 10 * day + 10)

@@ -83,7 +83,8 @@ def is_startup(ev: LogEvent) -> bool:
 
 
 #: At most this many lines at either end of a file's times may lie far from its other lines
-#: and not move its span (`_File`), and never as many as the rest (a file of two lines has none).
+#: and not move its span (`_File`), and never, both ends together, as many as the rest (a file
+#: of two lines has none, of three one at most).
 STRAY_MAX = 16
 #: How far beyond the next line's time a line at either end must be to be a stray: a clock
 #: set wrong is wrong by years (an RTC before NTP sets it), while the daemon's start an hour
@@ -190,29 +191,37 @@ class _File:
             mine |= theirs
             mine.intersection_update(held)
 
-    def _strays(self, ends: list[float], out_of_order: set[float]) -> int:
-        """How many of `ends` (from the extreme inwards) are strays: beyond `STRAY_GAP_S` of
-        the rest, each written out of time order with the file (`out_of_order`: `behind` for
-        the earliest, `ahead` for the latest), none holding a daemon's start."""
-        most = min(STRAY_MAX, (self.lines - 1) // 2)
-        cut = 0
-        for i in range(1, min(most, len(ends) - 1) + 1):
+    def _cuts(self, ends: list[float], out_of_order: set[float]) -> list[int]:
+        """How many of `ends` (from the extreme inwards) may be strays, each count: beyond
+        `STRAY_GAP_S` of the rest, each written out of time order with the file
+        (`out_of_order`: `behind` for the earliest, `ahead` for the latest), none holding a
+        daemon's start; 0 always."""
+        cuts = [0]
+        for i in range(1, min(STRAY_MAX, len(ends) - 1) + 1):
             t = ends[i - 1]
             if t not in out_of_order or t in self.starts:
                 break
             if abs(ends[i] - t) > STRAY_GAP_S:
-                cut = i
-        return cut
+                cuts.append(i)
+        return cuts
 
-    def _cuts(self) -> tuple[int, int]:
-        """How many strays at the early end, and at the late end."""
-        return self._strays(self.low, self.behind), self._strays(self.high[::-1], self.ahead)
+    def _ends_cut(self) -> tuple[int, int]:
+        """How many strays at the early end, and at the late end: the most the two ends may
+        give together while fewer than the rest (each end's alone once stripped 16 of 33
+        lines, both together 32: the bulk one line). Where two ways give as many, neither end
+        is told from the other's bulk: no strays."""
+        ways = [(early, late) for early in self._cuts(self.low, self.behind)
+                for late in self._cuts(self.high[::-1], self.ahead)
+                if 2 * (early + late) < self.lines]
+        most = max(early + late for early, late in ways)
+        best = [way for way in ways if sum(way) == most]
+        return best[0] if len(best) == 1 else (0, 0)
 
     def _bulk(self) -> tuple[float, float]:
         """The bulk's earliest and latest times, worked out once for the lines seen (asked for
         each event `after_end` sees past the span)."""
         if self._bulk_of[0] != self.lines:
-            early, late = self._cuts()
+            early, late = self._ends_cut()
             self._bulk_of = (self.lines, self.low[early], self.high[-1 - late])
         return self._bulk_of[1], self._bulk_of[2]
 
@@ -236,7 +245,7 @@ class _File:
 
     def strays(self) -> list[float]:
         """The stray lines' times, earliest first."""
-        early, late = self._cuts()
+        early, late = self._ends_cut()
         return sorted([*self.low[:early], *self.high[len(self.high) - late:]])
 
 

@@ -416,6 +416,29 @@ def test_a_glob_leaves_out_a_file_it_matches_that_cannot_be_read_and_says_it(
         assert main(["report", rec, "--log", str(logs / "cuzk.log.1")]) == 2
 
 
+@pytest.mark.parametrize("command", [["report", "--log"], ["replay", "--headless", "--log"],
+                                     ["compare", "--after-log"]])
+def test_a_glob_that_matches_no_readable_file_says_so_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """Every file the glob matches cannot be read (a dangling link, a directory): it said "2
+    of the 2 files it matches cannot be read, left out", then "cannot read .../cuzk.log*: No
+    such file or directory" of the glob itself. One line says the glob matched no file that
+    can be read, each named with why; exit 2."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _plant("dangling link", logs / "cuzk.log.1")
+    _plant("directory", logs / "cuzk.log.d")
+    glob_ = str(logs / "cuzk.log*")
+    rec = str(DATA / "pageable.csv")
+    recordings = [rec, rec] if command[0] == "compare" else [rec]
+    assert main([command[0], *recordings, *command[1:], glob_]) == 2
+    [said] = capsys.readouterr().err.splitlines()
+    assert said == (f"gapwatch {command[0]}: {command[-1]} {glob_}: the glob matches no file "
+                    f"that can be read: {logs / 'cuzk.log.1'} (a link that leads nowhere: No "
+                    f"such file or directory); {logs / 'cuzk.log.d'} (a directory)")
+
+
 def test_a_shell_expanded_glob_after_log_is_refused_with_the_way_to_give_it(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -108,7 +108,12 @@ def path(text: str) -> str:
     return text
 
 
-def log_files(given: list[str] | None) -> list[str]:
+class NoReadableLog(Exception):
+    """A `--log` glob whose every match cannot be read whole (`log_files`): said in one line by
+    `gapwatch.cli` for every command that takes `--log` (exit 2)."""
+
+
+def log_files(given: list[str] | None, flag: str = "--log") -> list[str]:
     """The offline `--log` paths (`report`, `export`, `replay`, `compare`, `parse`), a quoted
     glob (`--log '/var/log/cuzk/cuzk.log*'`: the rotated files) expanded to the files it
     matches, by name (the reader orders them by their times: `logs.files.read_order`). A
@@ -121,12 +126,15 @@ def log_files(given: list[str] | None) -> list[str]:
     `/dev/zero`, a FIFO, a directory, one without read permission) is left out, said in one
     line on stderr with how many of the glob's files were (`_readable`): one such entry beside
     the rotated logs stopped the whole report (exit 2; a FIFO after waiting 10 s for a writer).
-    A path named as it is stays the reader's to refuse (exit 2): the user asked for that file."""
+    A glob whose every match is such a file raises `NoReadableLog`, one line naming each and
+    why (it was said as left out, then the glob itself as "cannot read ...: No such file or
+    directory"). A path named as it is stays the reader's to refuse (exit 2): the user asked
+    for that file. `flag`: how the command names its logs in what is said (`--before-log`)."""
     out: list[str] = []
     seen: set[object] = set()
     for text in given or []:
         matched = [] if os.path.lexists(text) or not glob.has_magic(text) else _readable(
-            text, sorted(glob.glob(text)))
+            text, sorted(glob.glob(text)), flag)
         for name in matched or [text]:
             same = _file_identity(name)
             if same not in seen:
@@ -139,9 +147,10 @@ def log_files(given: list[str] | None) -> list[str]:
 _LEFT_OUT_NAMED = 5
 
 
-def _readable(pattern: str, matched: list[str]) -> list[str]:
+def _readable(pattern: str, matched: list[str], flag: str) -> list[str]:
     """Of the files `pattern` matched, those that can be read whole; the others said in one
-    line (the reader would refuse them and stop: `input_files.open_whole`)."""
+    line (the reader would refuse them and stop: `input_files.open_whole`), or, where none can
+    be, `NoReadableLog`."""
     kept, left_out = [], []
     for name in matched:
         why = _why_unreadable(name)
@@ -149,11 +158,15 @@ def _readable(pattern: str, matched: list[str]) -> list[str]:
             kept.append(name)
         else:
             left_out.append(f"{name} ({why})")
-    if left_out:
-        more = len(left_out) - _LEFT_OUT_NAMED
-        named_ = "; ".join(left_out[:_LEFT_OUT_NAMED]) + (f"; and {more} more" if more > 0 else "")
-        say(f"warning: --log {pattern}: {len(left_out)} of the {len(matched)} files it matches "
-            f"cannot be read, left out: {named_}")
+    if not left_out:
+        return kept
+    more = len(left_out) - _LEFT_OUT_NAMED
+    named_ = "; ".join(left_out[:_LEFT_OUT_NAMED]) + (f"; and {more} more" if more > 0 else "")
+    if not kept:
+        raise NoReadableLog(f"{flag} {pattern}: the glob matches no file that can be read: "
+                            f"{named_}")
+    say(f"warning: {flag} {pattern}: {len(left_out)} of the {len(matched)} files it matches "
+        f"cannot be read, left out: {named_}")
     return kept
 
 

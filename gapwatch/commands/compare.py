@@ -81,8 +81,9 @@ def run(args: argparse.Namespace, config: Config) -> int:
         return 2
     after_path = args.after if args.after is not None else args.before
     # One recording across the change: its logs are both sides' unless AFTER's are given.
-    before_logs = argtypes.log_files(args.before_log)
-    after_logs = argtypes.log_files(args.after_log) or (before_logs if args.after is None else [])
+    before_logs = argtypes.log_files(args.before_log, "--before-log")
+    after_logs = argtypes.log_files(args.after_log, "--after-log") or (
+        before_logs if args.after is None else [])
     try:
         before_window, after_window = _windows(args, after_path)
         own = args.at is None  # a window of its own, not a side of the `--at` cut

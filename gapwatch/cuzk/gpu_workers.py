@@ -2,10 +2,13 @@
 
 Who calls it: `gapwatch.cuzk.pipeline.PipelineFacts` (feeds it every TIMELINE and tracing event
 that names a GPU worker, and a restart; asks it of a gap a queued partition waited through), and
-`gapwatch.cuzk.post.PostTracker` (fed the same lines, plus its monolithic workers' jobs: asks it
-what a PoSt queued for the GPU waited behind). One rule of what a worker holds for both: the
-watcher held a worker to its partition's GPU_END and said a PoSt waited behind a worker the gaps
-called free.
+`gapwatch.cuzk.post.PostTracker` (asks it what a PoSt queued for the GPU waited behind; tells it
+its monolithic workers' jobs and a restart shown by the TIMELINE offsets alone). One rule of what
+a worker holds for both: the watcher held a worker to its partition's GPU_END and said a PoSt
+waited behind a worker the gaps called free. And one keeper a process: where both are fed the
+same records (the session, the report), the PoSt reads `PipelineFacts`' (`CuzkWatch`'s
+`holds`); only a `PostTracker` with no `PipelineFacts` beside it (`gapwatch parse`) keeps and
+feeds its own.
 Pure: no I/O, no clocks; bounded (`HISTORY` holds kept, `MAX_WORKERS` workers).
 
 Why: a partition queued for the GPU (GPU_QUEUE) and picked up (GPU_PICKUP) only after an idle

@@ -498,8 +498,12 @@ def _phase(a: float | None, b: float | None, now_s: float | None) -> float | Non
 class PostTracker:
     """Follows every PoSt job through cuzk's lines; `feed` returns the proofs completed."""
 
-    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True
-                 ) -> None:
+    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True,
+                 holds: WorkerHolds | None = None, daemon: int = 0) -> None:
+        """`holds`: the keeper of what the GPU workers hold that the gaps' rule keeps in this
+        process (`PipelineFacts.holds`, fed the same lines), this tracker's daemon `daemon`
+        there (its index in `gapwatch.cuzk.daemons`); None where no `PipelineFacts` is fed
+        beside it (`gapwatch parse`): the tracker keeps and feeds its own."""
         self.deadlines = deadlines or Deadlines()
         #: Whether a line's arrival time is when it was written (followed live, within a poll
         #: period), or means nothing (`gapwatch parse` reads a file at once: docs/logs.md).
@@ -556,10 +560,17 @@ class PostTracker:
         #: once, at the first).
         self.ids_too_long = 0
         #: What each worker holds now, the one rule of the gaps' free worker too
-        #: (`gapwatch.cuzk.gpu_workers`, fed the same lines: GPU_PICKUP until prove_start
-        #: returned, where the worker loops back to the queue a PoSt waits in; a monolithic
-        #: worker's job from its `processing job` line). The tracker is one daemon's: daemon 0.
-        self.holds = WorkerHolds()
+        #: (`gapwatch.cuzk.gpu_workers`: GPU_PICKUP until prove_start returned, where the
+        #: worker loops back to the queue a PoSt waits in; a monolithic worker's job from its
+        #: `processing job` line). One keeper a process: the gaps' (`PipelineFacts.holds`,
+        #: which feeds it every line naming a worker and its daemons' restarts), where one is
+        #: given, read here as daemon `_daemon`'s and told only what `PipelineFacts` does not
+        #: read (the monolithic workers' jobs of this run, a restart seen by the offsets
+        #: alone); else this tracker's own, fed here, as daemon 0's. Two copies fed the same
+        #: lines cost the watcher ~6 % an event (docs/benchmarks.md).
+        self._feeds_holds = holds is None
+        self.holds = WorkerHolds() if holds is None else holds
+        self._daemon = 0 if holds is None else daemon
         self.completed = 0
         #: PoSt ended (GPU_END) without a known arrival, waiting for their completion line; and
         #: completion lines not paired yet (time, total_ms).
@@ -625,7 +636,8 @@ class PostTracker:
         return out
 
     def _feed(self, ev: LogEvent) -> list[ProverEvent]:
-        if ev.worker is not None:  # as `PipelineFacts.feed` feeds its own
+        # Most events name no worker: that test first, as `PipelineFacts.feed` makes it.
+        if ev.worker is not None and self._feeds_holds:
             self.holds.feed(ev, 0)
         if ev.job_id is not None and len(ev.job_id) > MAX_JOB_ID_CHARS:
             return self._id_too_long(ev, ev.job_id)
@@ -649,7 +661,7 @@ class PostTracker:
                     job.arrived_s = ev.t_wall_s
                     self._began(job)
                 if self._pipeline_off is not False:  # a monolithic worker may take it
-                    job.arrival_behind = _behind(self.holds, job.job)
+                    job.arrival_behind = _behind(self.holds, self._daemon, job.job)
                     _behind_at_arrival(job)
                 return []
             self._enqueued[ev.job_id] = ev.t_wall_s
@@ -731,7 +743,7 @@ class PostTracker:
         proof_kind = _str(ev.fields.get("proof_kind"))
         if name not in MONOLITHIC_JOB_MESSAGES:
             return []
-        self.holds.monolithic(ev, 0)
+        self.holds.monolithic(ev, self._daemon)
         kind = post_kind(proof_kind, job_id)
         if kind is None:
             return []
@@ -1008,7 +1020,8 @@ class PostTracker:
         # restart here, and its PoSt's GPU_END after it is still that line (bounded by
         # MAX_ENDED; a new run's job at the same offset under the same id is not a case).
         self._clocks.clear()
-        self.holds.restarted(0, at_s)
+        if self._feeds_holds:  # the gaps' keeper: `PipelineFacts` ends them at this restart
+            self.holds.restarted(0, at_s)  # (the same `RestartWatch` rule, the same lines)
         self._on_gpu.clear()
         self._whole_run.lost()  # until its start line is read
         # A new run: its own start line (read after this, where it is read) says again how
@@ -1084,7 +1097,9 @@ class PostTracker:
             self.offsets_began_again += 1
             self._lose_run(clock, ev.t_wall_s)
             clock = self._clocks[ev.stream] = _EngineClock()
-            self.holds.restarted(0, ev.t_wall_s)
+            # A restart no start line said: `PipelineFacts` does not see it, so the keeper is
+            # told here, whoever's it is (its old run's holds died with it).
+            self.holds.restarted(self._daemon, ev.t_wall_s)
             self._on_gpu.clear()
             self._whole_run.lost()  # a new run, its start line not read
             self._pipeline_said_at_start = False  # a new run, its start line not read
@@ -1176,7 +1191,8 @@ class PostTracker:
                 self._srs_used[circuit] = t
         elif name == "GPU_QUEUE":
             job.gpu_queue_s = t
-            job.waited_behind, job.waited_behind_more = _behind(self.holds, job.job)
+            job.waited_behind, job.waited_behind_more = _behind(self.holds, self._daemon,
+                                                                job.job)
         elif name == "GPU_PICKUP":
             job.pickup_s, job.worker, job.gpu = t, ev.worker, ev.gpu
         elif name == "GPU_START":
@@ -1442,10 +1458,11 @@ def _phase_key(job: _Post) -> ProofPhase | None:
     return None
 
 
-def _behind(holds: WorkerHolds, job_id: str) -> tuple[list[str], int]:
-    """What a PoSt queued for the GPU waited behind: each worker's work in hand (by worker,
-    `WorkerHolds.held`: none its own), at most `MAX_BEHIND` of them, and how many more."""
-    others = [h for h in holds.held(0) if h.job != job_id]
+def _behind(holds: WorkerHolds, daemon: int, job_id: str) -> tuple[list[str], int]:
+    """What a PoSt queued for the GPU waited behind: each of its daemon's workers' work in hand
+    (by worker, `WorkerHolds.held`: none its own), at most `MAX_BEHIND` of them, and how many
+    more."""
+    others = [h for h in holds.held(daemon) if h.job != job_id]
     return ([f"worker {h.worker}: {_held_words(h)}" for h in others[:MAX_BEHIND]],
             max(0, len(others) - MAX_BEHIND))
 

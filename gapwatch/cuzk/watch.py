@@ -14,9 +14,16 @@ Several daemons' logs (a PoRep cuzk and a PoSt-only cuzk on its own GPU, `--log 
 --log post.log`): each daemon has parts of its own (`_DaemonWatch`), its files told by
 `gapwatch.cuzk.daemons`, and that is said once, when the second shows its start line; a start
 line in one daemon's file is never a restart of another.
+
+What each GPU worker holds (`gapwatch.cuzk.gpu_workers`), which a PoSt's "waited behind" reads,
+is kept once a process: where the composition root feeds a `PipelineFacts` the same records (the
+live session, its replay, the report and each of its workers), the watcher is built on its
+keeper (`holds`); `gapwatch parse` feeds none, and each PoSt keeps its own.
 """
 
 from __future__ import annotations
+
+from itertools import count
 
 from gapwatch.core.models import (
     LogEvent,
@@ -30,6 +37,7 @@ from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.daemons import PerDaemon
 from gapwatch.cuzk.errors import Incidents, error_event
 from gapwatch.cuzk.gpu_queue import GpuQueueWatch
+from gapwatch.cuzk.gpu_workers import WorkerHolds
 from gapwatch.cuzk.log_lines import says_when_written
 from gapwatch.cuzk.pipeline import PANIC_KIND
 from gapwatch.cuzk.pool_churn import PoolChurn, churn_event
@@ -48,12 +56,17 @@ def deadlines_of(config: CuzkConfig) -> Deadlines:
 
 
 class CuzkWatch:
-    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True
-                 ) -> None:
+    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True,
+                 holds: WorkerHolds | None = None) -> None:
         """`arrival_timed`: False where a line's arrival time means nothing (`gapwatch parse`
         reads a file at once): a PoSt's TIMELINE lines without their anchor are then timed by
-        their offsets (`PostTracker`)."""
-        self.daemons = PerDaemon(lambda: _DaemonWatch(deadlines, arrival_timed=arrival_timed))
+        their offsets (`PostTracker`). `holds`: the keeper of what the GPU workers hold that
+        the gaps' `PipelineFacts` of this process keeps, fed the same records (its
+        `holds`): each daemon's PoSt reads it (`PostTracker`), one copy a process; None
+        where no `PipelineFacts` is fed beside this watcher: each PoSt keeps its own."""
+        numbers = count()  # `PerDaemon` makes them in order, daemon 0 first: each its index
+        self.daemons = PerDaemon(lambda: _DaemonWatch(
+            deadlines, arrival_timed=arrival_timed, holds=holds, daemon=next(numbers)))
 
     # The first daemon's parts (the only one's, where the logs are of one daemon).
     @property
@@ -109,9 +122,10 @@ class CuzkWatch:
 class _DaemonWatch:
     """One daemon's parts: its PoSt, GPU queue, restarts and pinned pool."""
 
-    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True
-                 ) -> None:
-        self.post = PostTracker(deadlines, arrival_timed=arrival_timed)
+    def __init__(self, deadlines: Deadlines | None = None, *, arrival_timed: bool = True,
+                 holds: WorkerHolds | None = None, daemon: int = 0) -> None:
+        self.post = PostTracker(deadlines, arrival_timed=arrival_timed, holds=holds,
+                                daemon=daemon)
         self.queue = GpuQueueWatch()
         self.restarts = RestartWatch(arrival_timed=arrival_timed)
         #: The pinned pool's churn (`gapwatch.cuzk.pool_churn`): a warning when it begins.

@@ -522,12 +522,15 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     # The composition root picks the prover: cuzk, whose facts stay empty (and whose gaps say
     # so) where neither its log nor its /status reaches gapwatch. One per session: the detector
     # feeds it, the store reads its pipeline facts.
-    prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
+    cuzk = CuzkProver(config.cuzk.max_parallel_synthesis)
+    prover = SharedProver(cuzk)
     store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s, prover=prover,
                         detector_config=config.detector)
     detector = GapDetector(config.detector, src.gpus, period_s=period_s, prover=prover)
-    # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors).
-    watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+    # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors),
+    # its PoSt the workers' holds the prover keeps (fed the same records by the detector).
+    watch = (CuzkWatch(deadlines_of(config.cuzk), holds=cuzk.pipeline.holds)
+             if config.logs.cuzk else None)
     session = Session(header, store, detector=detector, watch=watch)
     return Runtime(config, src.label, header, session, store)
 
@@ -646,10 +649,12 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
                                  f"{fmt.clock(recording.header.started_wall_s)} on "
                                  f"{recording.header.host[:80]!r})")
         config = rt.config
-        prover = SharedProver(CuzkProver(config.cuzk.max_parallel_synthesis))
+        cuzk = CuzkProver(config.cuzk.max_parallel_synthesis)
+        prover = SharedProver(cuzk)
         detector = GapDetector(config.detector, list(rt.header.gpus),
                                period_s=rt.header.period_ms / 1000, prover=prover)
-        watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+        watch = (CuzkWatch(deadlines_of(config.cuzk), holds=cuzk.pipeline.holds)
+                 if config.logs.cuzk else None)
         rt.session.restart(detector, prover, watch)
         _feed_around(recording, around)  # each play of the window is told what the first was
         return recording

@@ -309,6 +309,7 @@ def detect_records(
     *,
     line_of: Callable[[], int] | None = None,
     max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    prover: CuzkProver | None = None,
     listener: RunListener | None = None,
     watch: ProverWatch | None = None,
     span: LogSpan | None = None,
@@ -331,6 +332,8 @@ def detect_records(
             (`LogSpan.observe`); without `span` they are looked at first.
         max_parallel_synthesis: `[cuzk] max_parallel_synthesis` (the prover's synthesis
             workers when its log does not say them).
+        prover: the detector's prover (a new `CuzkProver` of `max_parallel_synthesis` when
+            None): given where `watch` reads what it keeps (`CuzkWatch`'s `holds`).
         line_of: where the reader is (the line of the record being fed); when given, the line
             that assigned each gap id is kept, so that split runs can renumber their gaps.
         listener: fed every log event (recorded and `extra_logs`) as it is fed, and every
@@ -359,7 +362,8 @@ def detect_records(
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
     det = GapDetector(config, list(header.gpus), period_s=header.period_ms / 1000, live=False,
-                      prover=CuzkProver(max_parallel_synthesis))
+                      prover=prover if prover is not None
+                      else CuzkProver(max_parallel_synthesis))
     states: list[StateChange] = []
     side = _Side(watch, listener, timeline)
     published = _Published(det, gap_spool if gap_spool is not None else GapSpool(), states,

@@ -73,6 +73,7 @@ from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
@@ -441,11 +442,13 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
         rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
     if around:
         records = chain(around.before(), records, around.after())
-    watch = CuzkWatch(deadlines_of(config.cuzk)) if config.logs.cuzk else None
+    # The detector's prover and the watcher: one keeper of the workers' holds (`CuzkWatch`).
+    prover = CuzkProver(config.cuzk.max_parallel_synthesis)
+    watch = (CuzkWatch(deadlines_of(config.cuzk), holds=prover.pipeline.holds)
+             if config.logs.cuzk else None)
     try:
         found = detect_records(rec.header, records, config.detector, logs.spool,
-                               max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-                               listener=listener, watch=watch,
+                               prover=prover, listener=listener, watch=watch,
                                copies=CopySums(keep_h2d=keep_h2d),
                                span=copy.deepcopy(logs.span),
                                since_s=window.since_s if window is not None else None,

@@ -132,6 +132,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.pipeline import PipelineView
+from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
 from gapwatch.offline.copy_sums import CopyPart, CopySums
 from gapwatch.offline.detect import (
@@ -355,7 +356,10 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
                                  skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
                                  keep_problem_lines=True, wake_at=wake, window=job.window))
     mine = me == 0
-    watch = CuzkWatch(deadlines_of(config.cuzk)) if mine and config.logs.cuzk else None
+    # The detector's prover and the watcher: one keeper of the workers' holds (`CuzkWatch`).
+    prover = CuzkProver(config.cuzk.max_parallel_synthesis)
+    watch = (CuzkWatch(deadlines_of(config.cuzk), holds=prover.pipeline.holds)
+             if mine and config.logs.cuzk else None)
     # The other workers' copies' runs go to their file, for this process to take.
     run_file = job.copy_files[me - 1] if job.copy_files and not mine else None
     copies = CopySums(job.keep_h2d, run_file=run_file)
@@ -369,8 +373,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             if job.around else mine_only,
             config.detector,
             logs.spool if logs is not None else (), line_of=lambda: rec.line_no,
-            max_parallel_synthesis=config.cuzk.max_parallel_synthesis,
-            listener=job.listener if mine else None, watch=watch,
+            prover=prover, listener=job.listener if mine else None, watch=watch,
             span=copy.deepcopy(logs.span) if logs is not None else None, timeline=mine,
             wake_at=wake, end_of_data=end_of_data, copies=copies,
             gap_spool=GapSpool(run_file=gap_file) if gap_file is not None else None,

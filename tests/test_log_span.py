@@ -320,3 +320,51 @@ def test_the_strays_of_both_ends_together_are_fewer_than_the_rest() -> None:
     # Too many together: the most the two ends may give, here the latest 10 of 30 lines.
     f = _file(*late[:10], *bulk, *early[:9])
     assert f.strays() == late[:10] and (f.first_s, f.last_s) == (-8.0, 10 * day + 10)
+
+
+# --- one jump back is read one way: the line behind, or the lines ahead ----------------------
+
+def test_one_jump_back_makes_the_line_behind_a_stray_not_the_in_order_lines_before_it() -> None:
+    """Friday's run, Monday's work in time order days later (no daemon start among it), then
+    one line of 2020 last: its jump back marked both it `behind` and every latest line
+    `ahead`, so Monday's lines became strays with it and the span ended on Friday. Only the
+    2020 line is out of time order with its neighbours: it alone is the stray, read whole or
+    in two processes."""
+    day = 86_400.0
+    friday = [1000.0 + i for i in range(100)]
+    monday = [3 * day + i for i in range(5)]
+    times = [*friday, *monday, -6 * 365 * day]
+    whole = _file(*times)
+    assert whole.strays() == [-6 * 365 * day]
+    assert (whole.first_s, whole.last_s) == (1000.0, monday[-1])
+    for cut in range(len(times) + 1):
+        first, second = LogSpan(1.0), LogSpan(1.0)
+        for t in times[:cut]:
+            first.files.setdefault("a", _File()).see(t)
+        second.files["a"] = _file(*times[cut:])
+        first.observed_after(second.files)
+        assert first.files["a"].strays() == [-6 * 365 * day]
+        assert first.files["a"].last_s == monday[-1]
+    # Monday's lines written before Friday's (a clock set ahead, then corrected) are strays.
+    assert _file(*monday, *friday).strays() == monday
+
+
+def test_a_weekend_idle_run_with_one_line_of_2020_last_is_this_recordings_log(
+        tmp_path: Path) -> None:
+    """Friday's run (the log three days back), the recording's own pinned-pool failure on
+    Monday, then one line of 2020 last: the report said "not this recording's log: its lines
+    (... to 2026-11-27 ...) end 3.0 days before the recording; none of its events is used",
+    Monday's two lines named strays with the 2020 one."""
+    friday = [_shift_days(line, -3) for line in _pageable_lines()]
+    monday = [_line("2026-11-30T09:06:30.000000", "WARN", "cuzk_core::pinned_pool",
+                    "cudaHostAlloc failed size_gib=3.882613 cuda_err=2"),
+              _line("2026-11-30T09:06:30.002000", "WARN", "cuzk_core::pipeline",
+                    "pinned pool checkout FAILED \u2014 falling back to unpinned "
+                    "num_constraints=130278869 pool_free=0 pool_total_gib=7.76")]
+    last = _line("2020-01-01T00:00:01.000000", "INFO", "cuzk_core::engine", "bye")
+    r = _report_with(tmp_path, friday + monday + [last])
+    assert not any("not this recording" in w for w in r.warnings)
+    [stray] = [w for w in r.warnings if "timed more than a day" in w]
+    assert "1 line(s)" in stray and "(2020-01-01 00:00:01 UTC)" in stray
+    assert "judged by its other lines (2026-11-27 09:06:26 UTC to 2026-11-30 09:06:30 UTC)" \
+        in stray

@@ -21,7 +21,7 @@ and a file that is no prover log at all (`not_logs`: `gapwatch.logs.not_a_log`).
 
 from __future__ import annotations
 
-from bisect import insort
+from bisect import bisect_right, insort
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -112,22 +112,36 @@ class _File:
     old run's bulk), a daemon started on Friday and working on Monday; both were called
     strays, the appended run's file judged another run's and its startup lines (the budget)
     dropped. And lines holding a daemon's start (`log_lines.starts_a_run`) are a run of their
-    own in any order (rotated pieces joined newest first): never strays."""
+    own in any order (rotated pieces joined newest first): never strays.
+
+    One jump back is read one way, never both: the line behind (a clock set behind) or the
+    lines ahead of it (one set ahead). Both were taken: a run's Friday bulk, Monday's work
+    in time order days later, then one line of 2020 last made Monday's lines strays with it,
+    the file's span ending on Friday ("not this recording's log"). The reading kept is the
+    one leaving the fewest strays with the rest in time order (`_in_order_without`: the 2020
+    line alone); where none does (too many far lines for the bound), the most the ends may
+    give, as before."""
 
     lines: int = 0
     #: The earliest times and the latest, each in order (the same whatever order the lines
     #: came in: a file parsed in two processes is the file parsed in one).
     low: list[float] = field(default_factory=list)
     high: list[float] = field(default_factory=list)
-    #: Times among `low` of lines written after a line more than `STRAY_GAP_S` later, times
-    #: among `high` of lines written before a line more than `STRAY_GAP_S` earlier, and times
-    #: of lines holding a daemon's start (each may hold times no longer held: `_mark`).
-    behind: set[float] = field(default_factory=set, compare=False, repr=False)
+    #: Times among `low` of lines written after a line more than `STRAY_GAP_S` later, each
+    #: with the earliest such later line written before it (what its jump back is from),
+    #: times among `high` of lines written before a line more than `STRAY_GAP_S` earlier,
+    #: and times of lines holding a daemon's start (each may hold times no longer held:
+    #: `_mark`, `_mark_behind`).
+    behind: dict[float, float] = field(default_factory=dict, compare=False, repr=False)
     ahead: set[float] = field(default_factory=set, compare=False, repr=False)
     starts: set[float] = field(default_factory=set, compare=False, repr=False)
     before: int = 0
     after: int = 0
     belongs: bool = True
+    #: The earliest line written before a line more than `STRAY_GAP_S` earlier than it where
+    #: that earlier line is no longer in `behind` (never among `low`, or cut back): a jump
+    #: back whose line behind is never a stray, so only the lines ahead can explain it.
+    far_before_kept_s: float = field(default=float("inf"), compare=False, repr=False)
     #: (`lines` when worked out, the bulk's first and last time): `_bulk`.
     _bulk_of: tuple[int, float, float] = field(default=(-1, 0.0, 0.0), compare=False,
                                                repr=False)
@@ -159,13 +173,32 @@ class _File:
 
     def _jumped_back(self, t: float) -> None:
         """A line more than `STRAY_GAP_S` before a line written earlier (rare: a clock
-        corrected): it is `behind`, and the latest lines it is that far before are `ahead`."""
+        corrected): it may be `behind`, and the latest lines it is that far before may be
+        `ahead`; which of the two it is, `_ends_cut` reads once the file is seen."""
+        far_s = _far_after(self.high, t)
         if t <= self.low[-1]:
-            self._mark(self.behind, t)
+            self._mark_behind(t, far_s)
+        else:
+            self.far_before_kept_s = min(self.far_before_kept_s, far_s)
         for later in reversed(self.high):
             if later <= t + STRAY_GAP_S:
                 break
             self._mark(self.ahead, later)
+
+    def _mark_behind(self, t: float, far_s: float) -> None:
+        """`t` is `behind` a line as early as `far_s`; cut back as `_mark`, what is cut kept
+        in `far_before_kept_s` (its line no longer held is no stray)."""
+        self.behind[t] = min(self.behind.get(t, far_s), far_s)
+        if len(self.behind) > _MARKED_MAX:
+            self._cut_behind()
+
+    def _cut_behind(self) -> None:
+        """`behind` cut back to the times held, each cut one's jump kept in
+        `far_before_kept_s`: a line no longer held is never a stray, its jump back explained
+        by the lines ahead or by none."""
+        held = set(self.low + self.high)
+        for t in [t for t in self.behind if t not in held]:
+            self.far_before_kept_s = min(self.far_before_kept_s, self.behind.pop(t))
 
     def _mark(self, marked: set[float], t: float) -> None:
         marked.add(t)
@@ -178,7 +211,8 @@ class _File:
         if self.high and other.low:
             for t in other.low:
                 if t < self.high[-1] - STRAY_GAP_S:
-                    self.behind.add(t)
+                    far_s = _far_after(self.high, t)
+                    self.behind[t] = min(self.behind.get(t, far_s), far_s)
             for t in self.high:
                 if t > other.low[0] + STRAY_GAP_S:
                     self.ahead.add(t)
@@ -186,10 +220,13 @@ class _File:
         self.low = sorted(self.low + other.low)[:STRAY_MAX + 1]
         self.high = sorted(self.high + other.high)[-(STRAY_MAX + 1):]
         held = self.low + self.high
-        for mine, theirs in ((self.behind, other.behind), (self.ahead, other.ahead),
-                             (self.starts, other.starts)):
+        for mine, theirs in ((self.ahead, other.ahead), (self.starts, other.starts)):
             mine |= theirs
             mine.intersection_update(held)
+        for t, far_s in other.behind.items():
+            self.behind[t] = min(self.behind.get(t, far_s), far_s)
+        self.far_before_kept_s = min(self.far_before_kept_s, other.far_before_kept_s)
+        self._cut_behind()
 
     def _cuts(self, ends: list[float], out_of_order: set[float]) -> list[int]:
         """How many of `ends` (from the extreme inwards) may be strays, each count: beyond
@@ -210,12 +247,27 @@ class _File:
         give together while fewer than the rest (each end's alone once stripped 16 of 33
         lines, both together 32: the bulk one line). Where two ways give as many, neither end
         is told from the other's bulk: no strays."""
-        ways = [(early, late) for early in self._cuts(self.low, self.behind)
+        ways = [(early, late) for early in self._cuts(self.low, set(self.behind))
                 for late in self._cuts(self.high[::-1], self.ahead)
                 if 2 * (early + late) < self.lines]
-        most = max(early + late for early, late in ways)
-        best = [way for way in ways if sum(way) == most]
+        in_order = [way for way in ways if self._in_order_without(*way)]
+        if in_order:  # each jump back read one way: the fewest strays that explain them all
+            fewest = min(early + late for early, late in in_order)
+            best = [way for way in in_order if sum(way) == fewest]
+        else:
+            most = max(early + late for early, late in ways)
+            best = [way for way in ways if sum(way) == most]
         return best[0] if len(best) == 1 else (0, 0)
+
+    def _in_order_without(self, early: int, late: int) -> bool:
+        """Whether the lines left once the `early` earliest and `late` latest are taken as
+        strays jump back by no more than `STRAY_GAP_S`: every jump back seen has its line
+        behind among the early strays, or every line it is behind among the late ones."""
+        last_kept_s = self.high[-1 - late]
+        if self.far_before_kept_s <= last_kept_s:
+            return False
+        strays = set(self.low[:early])
+        return all(t in strays or far_s > last_kept_s for t, far_s in self.behind.items())
 
     def _bulk(self) -> tuple[float, float]:
         """The bulk's earliest and latest times, worked out once for the lines seen (asked for
@@ -247,6 +299,12 @@ class _File:
         """The stray lines' times, earliest first."""
         early, late = self._ends_cut()
         return sorted([*self.low[:early], *self.high[len(self.high) - late:]])
+
+
+def _far_after(high: list[float], t: float) -> float:
+    """The earliest of `high` (sorted) more than `STRAY_GAP_S` after `t`: of the lines a
+    line at `t` jumps back from, the one a stray reading of the later lines must reach."""
+    return high[bisect_right(high, t + STRAY_GAP_S)]
 
 
 #: One timed line in `REPEAT_SAMPLE` is remembered to tell a `--log` that repeats another's lines,

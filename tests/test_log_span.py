@@ -368,3 +368,20 @@ def test_a_weekend_idle_run_with_one_line_of_2020_last_is_this_recordings_log(
     assert "1 line(s)" in stray and "(2020-01-01 00:00:01 UTC)" in stray
     assert "judged by its other lines (2026-11-27 09:06:26 UTC to 2026-11-30 09:06:30 UTC)" \
         in stray
+
+
+def test_a_daemons_start_line_from_a_clock_years_ahead_is_counted_after_the_recording(
+        tmp_path: Path) -> None:
+    """An RTC a few years ahead, cuzk started before NTP: its own start line carries 2031 and
+    is written first. Holding a daemon start it is a run of its own, not a stray (what
+    docs/logs.md says of "an RTC before NTP"): counted as a line after the recording, the
+    file still this recording's, none of its partitions lost."""
+    clean = build_report(DATA / "pageable.csv", Config(), [str(DATA / "pageable.log")])
+    ahead = [_line("2031-01-01T00:00:01.000000", "INFO", "cuzk_daemon", "cuzk-daemon starting"),
+             *_pageable_lines()]
+    r = _report_with(tmp_path, ahead)
+    assert not any("timed more than a day" in w or "not this recording" in w
+                   for w in r.warnings)
+    assert any("1 after it (to 2031-01-01 00:00:01 UTC)" in w for w in r.warnings)
+    assert r.partitions is not None and clean.partitions is not None
+    assert len(r.partitions.partitions) == len(clean.partitions.partitions) > 0

@@ -88,7 +88,11 @@ def is_startup(ev: LogEvent) -> bool:
 STRAY_MAX = 16
 #: How far beyond the next line's time a line at either end must be to be a stray: a clock
 #: set wrong is wrong by years (an RTC before NTP sets it), while the daemon's start an hour
-#: before its first work, or a file of another day, are honest lines and move the span.
+#: before its first work, or a file of another day, are honest lines and move the span. Far
+#: is not enough (`_File`): an RTC's lines are strays where out of time order and holding no
+#: daemon start; the daemon's own start line from a clock set ahead (systemd before NTP) is
+#: read as a run of its own, counted as a line after the recording, not called a stray, the
+#: span still the bulk's: nothing of the recording's lines is lost.
 STRAY_GAP_S = 86_400.0  # "more than a day" in the note (`LogSpan._stray_notes`)
 #: A file's sets of marked times (`_File.behind`, `ahead`, `starts`) are cut back to the times
 #: it holds past this many (a file of a thousand restarts, or one whose times only fall).

@@ -335,7 +335,7 @@ def _main(arglist: list[str], command: str) -> int:
     except ConfigError as exc:
         say(*f"gapwatch: {exc}".split("\n"))  # one line per key that does not validate
         return 2
-    except argtypes.NoReadableLog as exc:  # every offline command's `--log` glob
+    except argtypes.NoReadableLog as exc:  # every offline command's log glob
         say(f"gapwatch {args.command}: {exc}")
         return 2
     except KeyboardInterrupt:  # a caller of main() that kept Python's SIGINT handler

@@ -439,6 +439,28 @@ def test_a_glob_that_matches_no_readable_file_says_so_in_one_line(
                     f"such file or directory); {logs / 'cuzk.log.d'} (a directory)")
 
 
+def test_parse_names_a_glob_given_as_a_log_argument_as_it_was_given(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`parse 'logs/cuzk.log*'` (the LOG argument, no flag) said "--log logs/cuzk.log*: the
+    glob matches no file that can be read", and "warning: --log ...: 1 of the 2 files ...": a
+    flag the user never typed. The glob is named as given; one after `--log` still names it."""
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    _plant("dangling link", logs / "cuzk.log.1")
+    glob_ = str(logs / "cuzk.log*")
+    assert main(["parse", glob_]) == 2
+    [said] = capsys.readouterr().err.splitlines()
+    assert said.startswith(f"gapwatch parse: {glob_}: the glob matches no file that can be "
+                           "read: ")
+    assert main(["parse", "--log", glob_]) == 2
+    assert capsys.readouterr().err.startswith(f"gapwatch parse: --log {glob_}: the glob ")
+    (logs / "cuzk.log").write_text((DATA / "pageable.log").read_text())
+    assert main(["parse", glob_]) == 0
+    [left_out] = [line for line in capsys.readouterr().err.splitlines() if "left out" in line]
+    assert left_out.startswith(f"warning: {glob_}: 1 of the 2 files it matches cannot be read")
+
+
 def test_a_shell_expanded_glob_after_log_is_refused_with_the_way_to_give_it(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,6 +14,7 @@ import math
 import os
 import re
 import stat
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -113,7 +114,8 @@ class NoReadableLog(Exception):
     `gapwatch.cli` for every command that takes `--log` (exit 2)."""
 
 
-def log_files(given: list[str] | None, flag: str = "--log") -> list[str]:
+def log_files(given: list[str] | None, flag: str = "--log", bare: Sequence[str] = ()
+              ) -> list[str]:
     """The offline `--log` paths (`report`, `export`, `replay`, `compare`, `parse`), a quoted
     glob (`--log '/var/log/cuzk/cuzk.log*'`: the rotated files) expanded to the files it
     matches, by name (the reader orders them by their times: `logs.files.read_order`). A
@@ -129,12 +131,14 @@ def log_files(given: list[str] | None, flag: str = "--log") -> list[str]:
     A glob whose every match is such a file raises `NoReadableLog`, one line naming each and
     why (it was said as left out, then the glob itself as "cannot read ...: No such file or
     directory"). A path named as it is stays the reader's to refuse (exit 2): the user asked
-    for that file. `flag`: how the command names its logs in what is said (`--before-log`)."""
+    for that file. `flag`: how the command names its logs in what is said (`--before-log`);
+    `bare`: logs given without a flag (`parse LOG...`, read before `given`), said as given
+    (`parse 'logs/cuzk.log*'` was said as `--log logs/cuzk.log*`, a flag never typed)."""
     out: list[str] = []
     seen: set[object] = set()
-    for text in given or []:
+    for text, named in [*((text, "") for text in bare), *((text, flag) for text in given or [])]:
         matched = [] if os.path.lexists(text) or not glob.has_magic(text) else _readable(
-            text, sorted(glob.glob(text)), flag)
+            text, sorted(glob.glob(text)), named)
         for name in matched or [text]:
             same = _file_identity(name)
             if same not in seen:
@@ -150,7 +154,8 @@ _LEFT_OUT_NAMED = 5
 def _readable(pattern: str, matched: list[str], flag: str) -> list[str]:
     """Of the files `pattern` matched, those that can be read whole; the others said in one
     line (the reader would refuse them and stop: `input_files.open_whole`), or, where none can
-    be, `NoReadableLog`."""
+    be, `NoReadableLog`; `pattern` named after its `flag` ("": none, as given)."""
+    given = f"{flag} {pattern}" if flag else pattern
     kept, left_out = [], []
     for name in matched:
         why = _why_unreadable(name)
@@ -163,9 +168,8 @@ def _readable(pattern: str, matched: list[str], flag: str) -> list[str]:
     more = len(left_out) - _LEFT_OUT_NAMED
     named_ = "; ".join(left_out[:_LEFT_OUT_NAMED]) + (f"; and {more} more" if more > 0 else "")
     if not kept:
-        raise NoReadableLog(f"{flag} {pattern}: the glob matches no file that can be read: "
-                            f"{named_}")
-    say(f"warning: {flag} {pattern}: {len(left_out)} of the {len(matched)} files it matches "
+        raise NoReadableLog(f"{given}: the glob matches no file that can be read: {named_}")
+    say(f"warning: {given}: {len(left_out)} of the {len(matched)} files it matches "
         f"cannot be read, left out: {named_}")
     return kept
 

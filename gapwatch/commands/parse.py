@@ -421,7 +421,7 @@ def _with_recording(path: str, events: Iterable[LogEvent], timeline: TimelineBui
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
-    paths = argtypes.log_files([*args.logs, *args.log])
+    paths = argtypes.log_files(args.log, bare=args.logs)
     recording = getattr(args, "recording", None)
     if recording and not args.timeline:
         say("gapwatch parse: --recording goes with --timeline")

@@ -201,8 +201,8 @@ def test_the_late_share_is_counted_whole_and_judges_the_advice_for_late_posts() 
                      r"too few PoSts", text)
     assert "    PoSt late: winning-post: 50 % → 0 %: too few PoSts\n" in text.split("Payoff:")[1]
     [row] = [f for f in to_json(c)["figures"] if f["figure"] == "PoSt late: winning-post"]
-    assert row["before_count"] == {"late": 4, "ended": 8}
-    assert row["after_count"] == {"late": 0, "ended": 8}
+    assert row["before_count"] == {"late": 4, "ended": 8, "not_timed": 0}
+    assert row["after_count"] == {"late": 0, "ended": 8, "not_timed": 0}
     # Counted whole, a late share told: 20 of 40 late against none.
     c = compare(_side("BEFORE", _posts(34.0)[:20] + _posts(6.0)[20:]), _side("AFTER", _posts(6.0)))
     assert _figure(c, "PoSt late: winning-post").test.verdict == "better"
@@ -211,6 +211,44 @@ def test_the_late_share_is_counted_whole_and_judges_the_advice_for_late_posts() 
 def test_a_sides_posts_keep_whether_a_proved_one_was_late() -> None:
     events = [_word("a", 12.0, total_s=38.0, verdict="late"),
               _word("b", 20.0, total_s=8.0),
-              _word("c", 30.0, total_s=40.0, verdict="failed", error="GPU prove start failed")]
+              _word("c", 30.0, total_s=40.0, verdict="failed", error="GPU prove start failed"),
+              _word("d", 40.0, total_at_least_s=3.0, verdict="unknown")]  # not timed
     assert [(p.outcome, p.late) for p in _slim_posts(events)] == [
-        ("proved", True), ("proved", False), ("failed", False)]
+        ("proved", True), ("proved", False), ("failed", False), ("proved", None)]
+
+
+def test_posts_not_timed_are_left_out_of_the_late_share_and_said_on_each_side() -> None:
+    """AFTER's log was read from mid-proof for most of its PoSts: 14 of its 20 WinningPoSts
+    proved not timed (verdict "unknown"), 2 of the 6 timed late; BEFORE proved 12 of 20 late,
+    its report advising `[memory] eviction_min_idle` for them. Counted on time, the untimed
+    made AFTER's late share 10 % (2 of 20), "-50 pp better", and the advice judged achieved by
+    it: whether they were late is not known, so the share is of the 6 timed, and the head says
+    how many each side left out."""
+    before = _slim_posts([_word(f"b{i}", 60.0 * i + 30, total_s=35.0 if i < 12 else 8.0,
+                                verdict="late" if i < 12 else "ok") for i in range(20)])
+    after = _slim_posts(
+        [_word(f"a{i}", 60.0 * i + 30, total_s=35.0, verdict="late") for i in range(2)]
+        + [_word(f"a{i}", 60.0 * i + 30, total_s=8.0) for i in range(2, 6)]
+        + [_word(f"a{i}", 60.0 * i + 30, total_at_least_s=3.0, verdict="unknown")
+           for i in range(6, 20)])
+    c = compare(_advised_eviction(_side("BEFORE", before), "15s"),
+                _advised_eviction(_side("AFTER", after), "10m"))
+    late = _figure(c, "PoSt late: winning-post")
+    assert late.counts == ((12, 20), (2, 6))
+    assert late.not_timed == (0, 14)
+    assert late.test.verdict == "too few PoSts"  # 60 % -> 33 %, Fisher p 0.37
+    text = format_text(c)
+    assert re.search(r"PoSt late: winning-post +60 % \(12 of 20\) +33 % \(2 of 6\) +-27 pp +"
+                     r"too few PoSts", text)
+    assert "    PoSt late: winning-post: 60 % → 33 %: too few PoSts\n" in text.split("Payoff:")[1]
+    head = " ".join(text.split("Settings")[0].split())
+    assert ("note: PoSt late: winning-post on GPU 0: PoSts proved but not timed (their lines "
+            "lost or read from mid-proof: whether late is not known) are left out of the late "
+            "share: BEFORE 0 of the 20 that ended, AFTER 14 of the 20 that ended") in head
+    [row] = [f for f in to_json(c)["figures"] if f["figure"] == "PoSt late: winning-post"]
+    assert row["after_count"] == {"late": 2, "ended": 20, "not_timed": 14}
+    # None of a side's PoSts timed: its late share is not known, not 0 % of none.
+    c = compare(_side("BEFORE", before), _side("AFTER", after[6:]))
+    late = _figure(c, "PoSt late: winning-post")
+    assert (late.after, late.counts, late.test.verdict) == (None, ((12, 20), (0, 0)),
+                                                            "too few PoSts")

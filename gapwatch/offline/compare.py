@@ -45,7 +45,7 @@ from decimal import ROUND_CEILING, Decimal
 from fractions import Fraction
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import Any, NamedTuple
 
 from gapwatch.base.tuple_spool import TupleSpool
 from gapwatch.config import Config
@@ -280,16 +280,20 @@ def _slim_posts(events: Sequence[ProverEvent]) -> list[SlimPost]:
     """Each PoSt's last word (`ProofTiming.last_word`: one a proof), proved, failed or lost
     (given up). A failed one's time is to its failure, a lost one's to when it was given up:
     no latency (None), but each counts among the PoSts that ended without a proof: kept to
-    proved ones only, a run failing half its WinningPoSts read "better" for its fast survivors."""
+    proved ones only, a run failing half its WinningPoSts read "better" for its fast survivors.
+    A proved one not timed (the watcher's verdict "unknown": its lines lost, or read from
+    mid-proof) is neither late nor on time (`late` None): counted on time, 14 untimed of 20 made
+    a late share of 60 % -> 10 % "better"."""
     out = []
     for e in events:
         p = e.proof
         if e.kind != "proof" or p is None or not p.last_word or p.proof_kind not in POST_KINDS:
             continue
         outcome: PostOutcome = ("proved" if p.proved else "failed" if p.done else "lost")
+        late = (False if outcome != "proved" else None if p.verdict == "unknown"
+                else p.verdict == "late")
         out.append(SlimPost(e.gpu, p.proof_kind, e.t_wall_s,
-                            p.total_s if outcome == "proved" else None, outcome,
-                            late=outcome == "proved" and p.verdict == "late"))
+                            p.total_s if outcome == "proved" else None, outcome, late=late))
     return out
 
 
@@ -324,6 +328,9 @@ class Figure:
     test: Test
     #: A share counted whole (`POST_FAILED`): each side's (hits, of how many); None: by windows.
     counts: tuple[tuple[int, int], tuple[int, int]] | None = None
+    #: The late share (`POST_LATE`): each side's PoSts proved but not timed, left out of
+    #: `counts` (whether late is not known); None: another figure.
+    not_timed: tuple[int, int] | None = None
 
     def said(self, verdict: Verdict) -> Figure:
         """The same figure with `verdict` in place of its test's (said, not judged)."""
@@ -373,12 +380,11 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
         for name in _figure_names(b_win, a_win, b_all, a_all):
             better, share = _direction(name, batch_changed)
             bw, aw = b_win.get(name, []), a_win.get(name, [])
-            b_n = counted["BEFORE"].get(gpu, {}).get(name, (0, 0))
-            a_n = counted["AFTER"].get(gpu, {}).get(name, (0, 0))
             if name.startswith((POST_FAILED, POST_LATE)):
-                figures.append(Figure(gpu, name, better, share, b_all.get(name),
-                                      a_all.get(name), spread([]), spread([]),
-                                      judge_counts(b_n, a_n, better), (b_n, a_n)))
+                figures.append(_counted_figure(gpu, name, better, share, b_all.get(name),
+                                               a_all.get(name),
+                                               counted["BEFORE"].get(gpu, {}).get(name),
+                                               counted["AFTER"].get(gpu, {}).get(name)))
                 continue
             test = judge(bw, aw, better, share)
             if (not bw or not aw) and b_all.get(name) is not None \
@@ -403,7 +409,8 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                                      figures, gpu, batch_changed) for gpu in keys)
     if load_differs:
         figures = [_load_said(f) for f in figures]
-    notes = _notes(before, after, w) + failing + ([unlike_rows] if unlike_rows else []) + [
+    notes = _notes(before, after, w) + failing + _not_timed_notes(figures, keys) + (
+        [unlike_rows] if unlike_rows else []) + [
         note for s in (before, after)
         if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
     if batch_changed and not load_differs and _waits_became_want_of_work(figures):
@@ -413,6 +420,46 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                       hardware_differs=bool(hardware_differences(before, after)),
                       load_same_words=_load_same_words(figures, batch_changed),
                       rate_label=rate_label(before, after))
+
+
+class Counted(NamedTuple):
+    """A PoSt share of one side counted whole: its hits, of how many, and (the late share)
+    how many proved PoSts were left out, not timed."""
+
+    hits: int
+    of: int
+    not_timed: int = 0
+
+
+def _counted_figure(gpu: int, name: str, better: Better, share: bool, before: float | None,
+                    after: float | None, b_n: Counted | None, a_n: Counted | None) -> Figure:
+    """A share counted whole (`POST_FAILED`, `POST_LATE`), judged on its counts. A side whose
+    PoSts ended but none timed has no late share: too few PoSts, not one side only."""
+    b_n, a_n = b_n or Counted(0, 0), a_n or Counted(0, 0)
+    test = judge_counts((b_n.hits, b_n.of), (a_n.hits, a_n.of), better)
+    late = name.startswith(POST_LATE)
+    if late and all(n.of + n.not_timed for n in (b_n, a_n)) and not (b_n.of and a_n.of):
+        test = Test(None, None, "too few PoSts")
+    return Figure(gpu, name, better, share, before, after, spread([]), spread([]), test,
+                  ((b_n.hits, b_n.of), (a_n.hits, a_n.of)),
+                  (b_n.not_timed, a_n.not_timed) if late else None)
+
+
+def _not_timed_notes(figures: list[Figure], keys: list[int]) -> list[str]:
+    """Said of each late share (of the first GPU key: the box where there is one) where a
+    side proved PoSts not timed: left out of it, whether late is not known."""
+    out = []
+    for f in figures:
+        if f.not_timed is None or not any(f.not_timed) or not keys or f.gpu != keys[0]:
+            continue
+        assert f.counts is not None
+        where = "" if f.gpu == ALL else f" on GPU {f.gpu}"
+        sides = ", ".join(f"{label} {n} of the {n + of} that ended" for label, n, (_, of)
+                          in zip(("BEFORE", "AFTER"), f.not_timed, f.counts, strict=True))
+        out.append(f"{f.name}{where}: PoSts proved but not timed (their lines lost or read from "
+                   f"mid-proof: whether late is not known) are left out of the late share: "
+                   f"{sides}")
+    return out
 
 
 def _latency_of_survivors(figures: list[Figure]) -> tuple[list[Figure], list[str]]:
@@ -761,7 +808,7 @@ def _extent(side: Side) -> tuple[float, float]:
 
 def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[float]]],
                                                   dict[int, dict[str, float | None]],
-                                                  dict[int, dict[str, tuple[int, int]]]]:
+                                                  dict[int, dict[str, Counted]]]:
     """Each GPU's (and `ALL`'s) figures per usable window, and over the whole side (the same
     accumulators summed over every window, the last partial one too; busy share: the
     report's; per hour of the GPU's working span; partitions per hour: `throughput`'s, of all
@@ -808,14 +855,17 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     return wins, wholes, counts
 
 
-def _post_counts(w: GpuWindows) -> dict[str, tuple[int, int]]:
-    """Each PoSt kind's (failed or lost, ended) over the whole side, by `POST_FAILED` name, and
-    its (proved late, ended), by `POST_LATE` name: counted whole, as the failures are."""
+def _post_counts(w: GpuWindows) -> dict[str, Counted]:
+    """Each PoSt kind's (failed or lost, of those ended) over the whole side, by `POST_FAILED`
+    name, and its (proved late, of those ended less those proved not timed, the not timed),
+    by `POST_LATE` name: counted whole, as the failures are."""
     out = {}
     for kind, ended in w.posts_ended.items():
         if sum(ended):
-            out[f"{POST_FAILED}{kind}"] = (sum(w.posts_failed.get(kind, ())), sum(ended))
-            out[f"{POST_LATE}{kind}"] = (sum(w.posts_late.get(kind, ())), sum(ended))
+            not_timed = sum(w.posts_not_timed.get(kind, ()))
+            out[f"{POST_FAILED}{kind}"] = Counted(sum(w.posts_failed.get(kind, ())), sum(ended))
+            out[f"{POST_LATE}{kind}"] = Counted(sum(w.posts_late.get(kind, ())),
+                                                sum(ended) - not_timed, not_timed)
     return out
 
 
@@ -844,8 +894,8 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
     for kind, post_s in w.post_s.items():
         proofs = sum(w.posts[kind])
         out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
-    for name, (hits, ended) in _post_counts(w).items():
-        out[name] = hits / ended
+    for name, n in _post_counts(w).items():
+        out[name] = n.hits / n.of if n.of else None  # none timed: its late share not known
     return out
 
 
@@ -1233,9 +1283,15 @@ def _figure_json(f: Figure) -> dict[str, Any]:
 
 
 def _counts_json(f: Figure) -> dict[str, Any]:
-    """A share counted whole with its counts: `{"failed": 10, "ended": 20}` (`{"late": ...}`)."""
+    """A share counted whole with its counts: `{"failed": 10, "ended": 20}`; the late share's
+    with those proved not timed, which its share leaves out (`{"late": 2, "ended": 20,
+    "not_timed": 14}`: 2 of 6)."""
     assert f.counts is not None
-    hit = "late" if f.name.startswith(POST_LATE) else "failed"
     (hb, nb), (ha, na) = f.counts
-    return {"before_count": {hit: hb, "ended": nb}, "after_count": {hit: ha, "ended": na}}
+    if f.not_timed is None:
+        return {"before_count": {"failed": hb, "ended": nb},
+                "after_count": {"failed": ha, "ended": na}}
+    ub, ua = f.not_timed
+    return {"before_count": {"late": hb, "ended": nb + ub, "not_timed": ub},
+            "after_count": {"late": ha, "ended": na + ua, "not_timed": ua}}
 

@@ -19,8 +19,8 @@ window:
 - H2D rate by host memory kind (copy trace): bytes over copy time of the copies that ended in the
   window (None without such a copy);
 - PoSt latency by proof kind, of the proofs that came; and each kind's PoSts that ended, and of
-  them those that failed or were lost, and those proved past their deadline (late: summed over
-  the side: `compare` judges both shares whole).
+  them those that failed or were lost, those proved past their deadline (late) and those proved
+  not timed (whether late not known): summed over the side, `compare` judges both shares whole.
 All in one pass over the gaps, partitions and copies (each spread over the windows it touches).
 """
 
@@ -62,7 +62,9 @@ class SlimPost(NamedTuple):
     total_s: float | None
     outcome: PostOutcome = "proved"
     #: Proved past its deadline (the watcher's verdict "late"): a WinningPoSt's block lost.
-    late: bool = False
+    #: None: proved, but not timed (the watcher's verdict "unknown": its lines lost, or read
+    #: from mid-proof), so whether it was late is not known.
+    late: bool | None = False
 
 
 class NoData(NamedTuple):
@@ -150,7 +152,8 @@ PAGEABLE_SHARE = "H2D bytes from pageable"
 POST_LATENCY = "PoSt latency s: "
 #: The share of a kind's PoSts that ended without a proof (failed or lost), of all that ended.
 POST_FAILED = "PoSt failed: "
-#: The share of a kind's PoSts proved past their deadline (`SlimPost.late`), of all that ended.
+#: The share of a kind's PoSts proved past their deadline (`SlimPost.late`), of all that ended
+#: less those proved not timed (whether late not known: counted as neither).
 POST_LATE = "PoSt late: "
 
 
@@ -208,8 +211,10 @@ class GpuWindows:
     #: PoSts by proof kind that ended (proved, failed or lost), and of them those with no proof.
     posts_ended: dict[str, list[int]] = field(default_factory=dict)
     posts_failed: dict[str, list[int]] = field(default_factory=dict)
-    #: Of them, those proved past their deadline.
+    #: Of them, those proved past their deadline, and those proved not timed (`SlimPost.late`
+    #: None: neither late nor on time).
     posts_late: dict[str, list[int]] = field(default_factory=dict)
+    posts_not_timed: dict[str, list[int]] = field(default_factory=dict)
     #: `ALL` only: each window's wall seconds in which some GPU was read (None: all of it).
     read_wall_s: list[float] | None = None
 
@@ -312,7 +317,10 @@ def _posts(grid: Grid, out: dict[int, GpuWindows],
         if p.outcome != "proved":
             failed[i] += 1
             continue
-        late[i] += p.late
+        if p.late is None:
+            w.posts_not_timed.setdefault(p.kind, [0] * grid.n)[i] += 1
+        else:
+            late[i] += p.late
         if p.total_s is None:
             continue
         w.post_s.setdefault(p.kind, [0.0] * grid.n)[i] += p.total_s
@@ -326,6 +334,7 @@ def _add_posts(total: GpuWindows, more: GpuWindows) -> None:
     _add_into(total.posts_ended, more.posts_ended)
     _add_into(total.posts_failed, more.posts_failed)
     _add_into(total.posts_late, more.posts_late)
+    _add_into(total.posts_not_timed, more.posts_not_timed)
 
 
 def _add_into(dst: dict[str, list[_N]], src: dict[str, list[_N]]) -> None:

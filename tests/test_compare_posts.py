@@ -123,6 +123,28 @@ def test_half_the_posts_failed_too_few_to_call_worse_still_voids_the_survivors_b
     assert "not judged better than BEFORE's" in note
 
 
+def test_failures_within_the_floor_void_no_latency_gain_however_small_their_p() -> None:
+    """3 of 1000 -> 13 of 1000 WinningPoSts failed: 1 point apart, within the floor, so the
+    failures' row says "no measurable change", yet Fisher's p 0.021 is under the voiding 0.05:
+    AFTER's 4x faster survivors read "not comparable" beside a row saying the failures did not
+    change. One rule with the row: it voids only where the row is "too few PoSts" (above the
+    floor) or "worse" against the faster side."""
+    def posts(latency_s: float, failed: int) -> list[SlimPost]:
+        return [SlimPost(None, "winning-post", 2.0 * i + 1, None, "failed") if i < failed
+                else SlimPost(None, "winning-post", 2.0 * i + 1, latency_s + i % 3)
+                for i in range(1000)]
+    c = compare(_side("BEFORE", posts(20.0, 3)), _side("AFTER", posts(5.0, 13)))
+    failed = _figure(c, "PoSt failed: winning-post")
+    assert failed.counts == ((3, 1000), (13, 1000))
+    assert failed.test.verdict == "no measurable change"
+    assert failed.test.p_value is not None and failed.test.p_value < 0.05
+    assert _figure(c, "PoSt latency s: winning-post").test.verdict == "better"
+    [note] = [n for n in c.notes if "failed or lost" in n]
+    assert "AFTER failed or lost 13 of 1000, BEFORE 3 of 1000" in note
+    assert "their verdicts stand: the failures' difference is not told (no measurable change)" \
+        in note
+
+
 def test_a_side_slower_but_failing_none_is_not_judged_worse_by_its_latency() -> None:
     # The rule runs both ways: BEFORE's short latency is of the half it proved.
     c = compare(_side("BEFORE", _posts(6.0, failed_every=2)), _side("AFTER", _posts(24.0)))

@@ -606,10 +606,34 @@ def test_a_post_failed_now_is_headlined_with_the_advice_for_it_not_an_old_late_o
     said = post_line(list(rows.values()), "failed:9400", "1h")
     assert said is not None and "eviction_min_idle" not in said
     assert cells(rows["both:9400"])[4] == "PoSt 1 late, 1 failed: [memory] eviction_min_idle"
-    assert cells(rows["lost:9400"])[4] == "PoSt 1 late: no cuzk setting"
+    assert cells(rows["lost:9400"])[4] == "PoSt 1 lost or late: no cuzk setting"
     assert cells(rows["unsaid:9400"])[4] == "PoSt 1 failed (the box's report says why)"
     assert rows["failed:9400"].as_json()["post_advice"] == {
         "failed": ["none"], "late": ["[memory] eviction_min_idle"]}
+
+
+def test_a_post_lost_now_beside_an_old_late_one_is_headlined_with_no_setting() -> None:
+    """The late count takes a PoSt lost in a prover restart with the late ones, so a PoSt
+    lost now beside the advice of one late hours ago (the box exports every PoSt its session
+    holds) headlined `PoSt 1 late: [memory] eviction_min_idle`, the old one's setting. Where
+    the lost and the late name different settings the lookback cannot tell which it counted:
+    no setting is claimed. Where they name the same, it is claimed, the count said as lost or
+    late."""
+    eviction = "[memory] eviction_min_idle"
+    with fake_prometheus() as fake:
+        _post_box(fake, "lostnow:9400", 1.0, 0.0, (("lost", "none"), ("late", eviction)))
+        _post_box(fake, "withfail:9400", 1.0, 1.0, (("failed", "none"), ("lost", "none"),
+                                                     ("late", eviction)))
+        _post_box(fake, "agree:9400", 2.0, 0.0, (("lost", eviction), ("late", eviction)))
+        rows = {r.instance: r for r in refresh(PromClient(fake.url), FleetOptions()).rows}
+    assert cells(rows["lostnow:9400"])[4] == "PoSt 1 lost or late (the box's report says why)"
+    assert rows["lostnow:9400"].as_json()["post_setting"] is None
+    said = post_line(list(rows.values()), "lostnow:9400", "1h")
+    assert said is not None and "eviction_min_idle" not in said
+    assert "names different settings for its PoSts lost and late" in said
+    assert cells(rows["withfail:9400"])[4] == ("PoSt 1 lost or late, 1 failed (the box's report "
+                                               "says why)")
+    assert cells(rows["agree:9400"])[4] == f"PoSt 2 lost or late: {eviction}"
 
 
 def test_a_box_detail_says_its_posts_gone_wrong_and_the_setting_its_advice_names() -> None:

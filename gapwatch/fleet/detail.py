@@ -20,7 +20,7 @@ from gapwatch.core import fmt
 from gapwatch.cuzk.why_now import NO_CAUSE
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
-from gapwatch.fleet.rows import FleetOptions, FleetRow, can_be, count_text
+from gapwatch.fleet.rows import FleetOptions, FleetRow, can_be, count_text, late_count_unclear
 
 #: What the detail says it shows (its first line).
 WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
@@ -104,7 +104,11 @@ def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
             "late or failed is a block lost, a WindowPoSt a partition's sectors faulted)"]
     if row.post_last_latency_s is not None:
         said.append(f"the last WinningPoSt took {row.post_last_latency_s:.1f} s")
-    if row.post_setting is None:
+    if late_count_unclear(row):
+        said.append("its PoSt advice names different settings for its PoSts lost and late, "
+                    "and the count cannot tell which these were: its gapwatch report says "
+                    "what to change")
+    elif row.post_setting is None:
         said.append("the box exports no PoSt advice for them: its gapwatch report says what "
                     "to change")
     elif row.post_setting == NO_CAUSE:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -411,26 +411,53 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
     return False if "up" in answers or "age_s" in answers else None
 
 
-#: The verdicts of the PoSt advice (`post_advice.MISSED_VERDICTS`, worst first) each PoSt
-#: count of the row stands for: failed (`post_failed`), lost in a restart and late
-#: (`post_late` counts both).
-_COUNTED_AS: tuple[tuple[str, str], ...] = tuple(
-    ("post_failed" if verdict == "failed" else "post_late", verdict)
-    for verdict in MISSED_VERDICTS)
+#: The verdicts of the PoSt advice the late count stands for: `gapwatch_proofs_late_total`
+#: (`post_late`) counts a PoSt lost in a prover restart with the late ones, and the lookback
+#: cannot tell which of them it counted.
+LATE_COUNTS: tuple[str, ...] = tuple(v for v in MISSED_VERDICTS if v != "failed")
 
 
-def post_setting_of(row: FleetRow) -> str | None:
-    """The setting the row's PoSt advice names for the PoSts the lookback counted: the first
-    setting named for a verdict counted (failed, lost, late), "none" where the advice of
-    each such verdict names none, None where it says nothing of them. The advice's other
-    verdicts are not the lookback's (an old late PoSt's setting headlined a failure now)."""
-    counted = [verdict for count_field, verdict in _COUNTED_AS
-               if (n := getattr(row, count_field)) is not None and round(n) > 0]
-    said = [s for verdict in counted for s in row.post_advice.get(verdict, ())]
+def _counted(n: float | None) -> bool:
+    return n is not None and round(n) > 0
+
+
+def _setting_named(said: Sequence[str]) -> str | None:
+    """The first setting named, "none" where each says none, None where none is said."""
     named = [s for s in said if s != NO_CAUSE]
     if named:
         return named[0]
     return NO_CAUSE if said else None
+
+
+def late_count_unclear(row: FleetRow) -> bool:
+    """Whether the row's late count may be of PoSts lost or of PoSts late, and the box's
+    advice names a different setting for each: which applies is not known. The box exports
+    the advice of every PoSt its session holds, so a PoSt lost now beside one late hours ago
+    headlined the late one's setting (`PoSt 1 late: [memory] eviction_min_idle`)."""
+    if not _counted(row.post_late):
+        return False
+    said = {_setting_named(row.post_advice[v]) for v in LATE_COUNTS if v in row.post_advice}
+    return len(said) > 1
+
+
+def post_late_words(row: FleetRow) -> str:
+    """What the late count is said as: `lost or late` where the box's advice has PoSts lost
+    (the count takes them with the late ones), else `late`."""
+    return "lost or late" if "lost" in row.post_advice else "late"
+
+
+def post_setting_of(row: FleetRow) -> str | None:
+    """The setting the row's PoSt advice names for the PoSts the lookback counted: the first
+    setting named for a verdict counted (failed, then lost and late, which one count holds),
+    "none" where the advice of each such verdict names none, None where it says nothing of
+    them or where the late count's PoSts may be lost or late and the two name different
+    settings (`late_count_unclear`). The advice's other verdicts are not the lookback's (an
+    old late PoSt's setting headlined a failure now)."""
+    if late_count_unclear(row):
+        return None
+    counted = [*(("failed",) if _counted(row.post_failed) else ()),
+               *(LATE_COUNTS if _counted(row.post_late) else ())]
+    return _setting_named([s for verdict in counted for s in row.post_advice.get(verdict, ())])
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
@@ -722,12 +749,14 @@ def _health_headline(r: FleetRow) -> str:
 
 def _post_headline(r: FleetRow) -> str:
     """`PoSt 2 late 12m ago: [memory] eviction_min_idle`: how many PoSts went late (lost in a
-    restart among them) and failed in the lookback, how long ago the last did (where known: a
-    count of the lookback read as now), then the setting the box's PoSt advice names, `no cuzk
-    setting` where it names none, or, from a gapwatch that exports no advice, where the advice
-    is read."""
+    restart among them: `lost or late` where the box's advice has lost ones) and failed in the
+    lookback, how long ago the last did (where known: a count of the lookback read as now),
+    then the setting the box's PoSt advice names, `no cuzk setting` where it names none, or,
+    from a gapwatch that exports no advice or where it cannot say which of its lost and late
+    PoSts were counted (`late_count_unclear`), where the advice is read."""
     said = [f"{count_text(n)} {how}" for n, how in (
-        (r.post_late, "late"), (r.post_failed, "failed")) if n is not None and round(n) > 0]
+        (r.post_late, post_late_words(r)), (r.post_failed, "failed"))
+        if n is not None and round(n) > 0]
     head = f"PoSt {', '.join(said)}"
     if r.post_trouble_age_s is not None:
         head += f" {_ago(r.post_trouble_age_s)} ago"

@@ -18,6 +18,8 @@ import pytest
 from shared_files import read_only_once
 
 from gapwatch.cli import main
+from gapwatch.config import Config
+from gapwatch.engine.runtime import Runtime, build_runtime
 
 #: Writes each `--on-event` call's GAPWATCH_* environment as one JSON line.
 HOOK = """import json, os, sys
@@ -66,3 +68,15 @@ def report_of(recording: Path, *flags: str) -> str:
         status = main(["report", str(recording), *flags])
     assert status == 0
     return out.getvalue()
+
+
+def ran_to_end(config: Config, source: str, duration_s: float) -> Runtime:
+    """A runtime over `source` run at full speed for `duration_s` of its data and stopped: its
+    store holds the session as a dashboard or a snapshot would read it."""
+    rt = build_runtime(config, source, speed=0, duration_s=duration_s)
+    rt.start()
+    try:
+        assert rt.wait(120)
+    finally:
+        rt.stop()
+    return rt

@@ -1002,6 +1002,16 @@ _DISPATCHER = ("2026-05-12T14:00:00.081000Z  INFO cuzk_core::engine: synthesis d
                "synthesis_concurrency=1")
 
 
+def _batch_wait_advice(held: list[SlimGap]) -> AdviceReport:
+    """The advice on the first three of `held`, each an 8 s batch wait (cuzk's collector
+    holding a request): `[scheduler] max_batch_wait_ms` lowered."""
+    return advise([Gap(gap_id=g, gpu=0, kind="host_stall", start_mono_ns=0, start_s=x.start_s,
+                       end_mono_ns=1, end_s=x.start_s + 8.0, duration_s=8.0,
+                       pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6,
+                       link_bytes_per_s=63e9, prover_cause="batch_wait")
+                   for g, x in enumerate(held[:3])], PipelineView())
+
+
 def test_a_batch_wait_closed_by_lowering_max_batch_wait_ms_is_said_changed() -> None:
     """The advice for a batch wait: max_batch_size = 1, or a lower max_batch_wait_ms to keep
     batching. It named both in one advice of max_batch_size, so a run that lowered the wait
@@ -1009,11 +1019,7 @@ def test_a_batch_wait_closed_by_lowering_max_batch_wait_ms_is_said_changed() -> 
     held = _every(20.0, 8.0, "host_stall", "batch_wait")
     before = _side("BEFORE", held)
     before.settings = _settings_of(_DISPATCHER.format(2, 10000))
-    before.advice = advise([Gap(gap_id=g, gpu=0, kind="host_stall", start_mono_ns=0,
-                                start_s=x.start_s, end_mono_ns=1, end_s=x.start_s + 8.0,
-                                duration_s=8.0, pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6,
-                                link_bytes_per_s=63e9, prover_cause="batch_wait")
-                            for g, x in enumerate(held[:3])], PipelineView())
+    before.advice = _batch_wait_advice(held)
     after = _side("AFTER", _every(20.0, 1.0, "host_stall", "batch_wait"))
     after.settings = _settings_of(_DISPATCHER.format(2, 1000))
     said = {a["setting"]: a["changed"] for a in predicted_vs_achieved(compare(before, after))["advice"]}
@@ -1332,11 +1338,7 @@ def test_a_gain_beside_advice_left_unchanged_names_what_changed_and_is_not_the_a
     held = _every(20.0, 8.0, "host_stall", "batch_wait")
     before = _side("BEFORE", held)
     before.settings = _settings_of(_DISPATCHER.format(2, 10000), _WORKERS.format("00:00", 1))
-    before.advice = advise([Gap(gap_id=g, gpu=0, kind="host_stall", start_mono_ns=0,
-                                start_s=x.start_s, end_mono_ns=1, end_s=x.start_s + 8.0,
-                                duration_s=8.0, pcie_rx_bytes_per_s=1e6, pcie_tx_bytes_per_s=1e6,
-                                link_bytes_per_s=63e9, prover_cause="batch_wait")
-                            for g, x in enumerate(held[:3])], PipelineView())
+    before.advice = _batch_wait_advice(held)
     after = _side("AFTER", _every(20.0, 1.0, "host_stall", "batch_wait"))
     after.settings = _settings_of(_DISPATCHER.format(2, 10000), _WORKERS.format("00:00", 2))
     c = compare(before, after)

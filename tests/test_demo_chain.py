@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from sim_recordings import ran_to_end
+
 from gapwatch.cli import main
 from gapwatch.commands.demo import demo_config
 from gapwatch.config import Config, build_config
@@ -60,12 +62,7 @@ def test_the_live_advice_names_the_setting_within_60_s() -> None:
     """What the dashboard's help screen and summary.md say (`advise` over the live store)."""
     for scenario, setting in (("pageable", "[memory] safety_margin"),
                               ("batched", "[scheduler] max_batch_size")):
-        rt = build_runtime(build_config({}), f"sim:{scenario}", speed=0, duration_s=60)
-        rt.start()
-        try:
-            assert rt.wait(120)
-        finally:
-            rt.stop()
+        rt = ran_to_end(build_config({}), f"sim:{scenario}", 60)
         snap = rt.store.snapshot()
         closed = [g for g in snap.gaps if not g.is_open]
         advice = advise(closed, view_of(snap.pipeline)).advice

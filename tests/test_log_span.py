@@ -169,6 +169,20 @@ def _file(*times: float) -> _File:
         f.see(t)
     return f
 
+def _read_in_two_at_every_line(times: list[float]) -> list[_File]:
+    """The file of `times` read in two processes cut at each line in turn (the first part
+    observed, the second's file joined after it, as the split report joins them)."""
+    out = []
+    for cut in range(len(times) + 1):
+        first, second = LogSpan(1.0), LogSpan(1.0)
+        for t in times[:cut]:
+            first.files.setdefault("a", _File()).see(t)
+        second.files["a"] = _file(*times[cut:])
+        first.observed_after(second.files)
+        out.append(first.files["a"])
+    return out
+
+
 
 def test_strays_are_few_far_and_never_the_bulk() -> None:
     day = 86_400.0
@@ -198,15 +212,7 @@ def test_a_file_split_in_two_has_the_span_of_the_file_read_whole() -> None:
     times = [50 * day, *(1000.0 + i for i in range(40)), -50 * day, 2000.0, 9 * day]
     whole = _file(*times)
     assert whole.strays() == [-50 * day, 50 * day] and whole.last_s == 9 * day
-    for cut in range(len(times) + 1):
-        first, second = LogSpan(1.0), LogSpan(1.0)
-        for t in times[:cut]:
-            first.files.setdefault("a", _File()).see(t)
-        second.files["a"] = _file(*times[cut:])
-        first.observed_after(second.files)
-        assert first.files["a"] == whole
-        assert first.files["a"].strays() == [-50 * day, 50 * day]
-        assert first.files["a"].last_s == 9 * day
+    assert all(part == whole for part in _read_in_two_at_every_line(times))
 
 
 # --- far lines in time order are a run of their own, not strays -------------------------------
@@ -337,14 +343,8 @@ def test_one_jump_back_makes_the_line_behind_a_stray_not_the_in_order_lines_befo
     whole = _file(*times)
     assert whole.strays() == [-6 * 365 * day]
     assert (whole.first_s, whole.last_s) == (1000.0, monday[-1])
-    for cut in range(len(times) + 1):
-        first, second = LogSpan(1.0), LogSpan(1.0)
-        for t in times[:cut]:
-            first.files.setdefault("a", _File()).see(t)
-        second.files["a"] = _file(*times[cut:])
-        first.observed_after(second.files)
-        assert first.files["a"].strays() == [-6 * 365 * day]
-        assert first.files["a"].last_s == monday[-1]
+    assert all((part.strays(), part.last_s) == ([-6 * 365 * day], monday[-1])
+               for part in _read_in_two_at_every_line(times))
     # Monday's lines written before Friday's (a clock set ahead, then corrected) are strays.
     assert _file(*monday, *friday).strays() == monday
 

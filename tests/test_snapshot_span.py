@@ -11,11 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from sim_recordings import report_of
+from sim_recordings import ran_to_end, report_of
 
 from gapwatch.config import build_config
 from gapwatch.core.models import ProverEvent
-from gapwatch.engine.runtime import build_runtime
 from gapwatch.sinks.snapshot import RECORDING_NAME, SUMMARY_NAME, history_since, write_snapshot
 
 #: The snapshot keeps the last 150 s of a session of 330 s: two late WinningPoSts and two
@@ -35,12 +34,7 @@ class Taken:
 @pytest.fixture(scope="module")
 def taken(tmp_path_factory: pytest.TempPathFactory) -> Taken:
     config = build_config({"snapshot": {"auto": False, "history_s": HISTORY_S}})
-    rt = build_runtime(config, "sim:post", speed=0, duration_s=SESSION_S)
-    rt.start()
-    try:
-        assert rt.wait(120)
-    finally:
-        rt.stop()
+    rt = ran_to_end(config, "sim:post", SESSION_S)
     snap = rt.store.snapshot()
     since = history_since(snap, HISTORY_S)
     assert since is not None

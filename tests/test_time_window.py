@@ -1281,15 +1281,7 @@ def test_a_window_of_a_recording_holding_its_log_says_the_post_that_went_late_in
     read, while the same window with the same log as `--log` (read 5 minutes around it)
     listed it late. The recording's own log is read around the window as a `--log` is: both
     list it, alike."""
-    path = post_recorded
-    log = tmp_path / "cuzk.log"
-    log.write_text("".join(f"{r['raw']}\n" for r in _records(path)
-                           if r.get("type") == "log" and r.get("raw")))
-    whole = json.loads(report_of(path, "--json"))["prover_events"]["proof"]
-    late = [e for e in whole if e["proof"]["verdict"] == "late" and e["proof"]["done"]][0]
-    began_s = late["t_wall_s"] - late["proof"]["total_s"]
-    start = header_of(path).started_wall_s
-    window = ("--since", f"+{began_s + 5 - start:.1f}s", "--until", f"+{began_s + 31 - start:.1f}s")
+    path, log, late, window = _late_post_window(post_recorded, tmp_path)
     recorded = json.loads(report_of(path, "--json", *window))["prover_events"]["proof"]
     given = json.loads(report_of(path, "--json", "--log", str(log), *window))
     assert [(e["job_id"], e["proof"]["verdict"]) for e in recorded][-1:] == [

@@ -559,7 +559,7 @@ def test_one_row_of_a_box_ranks_for_its_posts_the_worst_trouble_first_saying_whe
                          ("post-b:9400", "0"), ("broken:9400", "0")]
     by = {(r.instance, r.gpu): r for r in rows}
     assert cells(by[("post-a:9400", "0")])[4] == "PoSt 1 late 12m ago: [memory] eviction_min_idle"
-    assert cells(by[("post-b:9400", "0")])[4] == "PoSt 1 late (the box's report says why)"
+    assert cells(by[("post-b:9400", "0")])[4] == "PoSt 1 lost or late (the box's report says why)"
     other = by[("post-a:9400", "3")]
     assert cells(other)[4] == "[memory] safety_margin" and cells(other)[10] == "-/1"
 
@@ -583,7 +583,7 @@ def test_a_box_whose_posts_went_wrong_ranks_first_and_its_headline_says_what_to_
     assert {r.instance for r in rows[:3]} == {"late:9400", "failed:9400", "old:9400"}
     assert cells(by["late:9400"])[4] == "PoSt 2 late: [memory] eviction_min_idle"
     assert cells(by["failed:9400"])[4] == "PoSt 1 failed: no cuzk setting"
-    assert cells(by["old:9400"])[4] == "PoSt 1 late (the box's report says why)"
+    assert cells(by["old:9400"])[4] == "PoSt 1 lost or late (the box's report says why)"
     assert cells(by["bad:9400"])[4] == "[memory] safety_margin"
     assert by["late:9400"].as_json()["post_setting"] == "[memory] eviction_min_idle"
     assert by["late:9400"].as_json()["headline"] == "PoSt 2 late: [memory] eviction_min_idle"

@@ -441,9 +441,12 @@ def late_count_unclear(row: FleetRow) -> bool:
 
 
 def post_late_words(row: FleetRow) -> str:
-    """What the late count is said as: `lost or late` where the box's advice has PoSts lost
-    (the count takes them with the late ones), else `late`."""
-    return "lost or late" if "lost" in row.post_advice else "late"
+    """What the late count is said as: `late` only where the box's advice tells its PoSts
+    late and none lost, else `lost or late` (`gapwatch_proofs_late_total` takes the lost with
+    the late: a box exporting no advice read `late` in its headline while its detail said
+    `went late or were lost`)."""
+    return "late" if "late" in row.post_advice and "lost" not in row.post_advice \
+        else "lost or late"
 
 
 def post_setting_of(row: FleetRow) -> str | None:

@@ -160,9 +160,11 @@ class GapwatchCollector:
         # last ones, left in the store, would go on saying 52 degrees and 450 W of a GPU that
         # is gone. Absent, as any reading gapwatch does not have (docs/export.md).
         lost = snap.lost_gpus()
+        # Built first, so that their failures are in this scrape's count, not the next's.
+        verdicts, proof_advice = self._verdicts(snap), self._proof_advice(snap)
         yield from self._gpu_gauges(snap.gpus, snap.gpu_samples, lost)
         yield from self._state_gauges(snap, lost)
-        yield from self._verdicts(snap)
+        yield from verdicts
         yield from self._host_gauges(snap.host_samples[-1] if snap.host_samples else None)
         gpus = [g.index for g in snap.gpus]
         yield from _tally_counters(
@@ -190,7 +192,7 @@ class GapwatchCollector:
         yield from _chaining({gpu: f for gpu, f in snap.chaining.items() if gpu not in lost})
         yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
-        yield from self._proof_advice(snap)
+        yield from proof_advice
         period = _gauge("sampler_period_seconds", "Configured sampling period.", [])
         period.add_metric([], header.period_ms / 1000.0)
         yield period
@@ -200,33 +202,33 @@ class GapwatchCollector:
 
     def _verdicts(self, snap: StoreSnapshot) -> list[Metric]:
         """The verdict families (`verdict_metrics`: each GPU's cause and the setting its
-        advice changes), built whole before any is served. The advice reads the prover's own
+        advice changes), built whole before any is served (`_guarded`)."""
+        return self._guarded("verdict", verdict_families, snap, "the GPUs' verdict",
+                             "gapwatch_gpu_verdict* are")
+
+    def _proof_advice(self, snap: StoreSnapshot) -> list[Metric]:
+        """The PoSt advice family (`proof_advice_metrics`): it reads each proof's own timing,
+        guarded as the verdict's (`_guarded`)."""
+        return self._guarded("proof_advice", proof_advice_families, snap, "the PoSt advice",
+                             "gapwatch_proof_advice_info is")
+
+    def _guarded(self, family: str, build: Callable[[StoreSnapshot], Iterable[Metric]],
+                 snap: StoreSnapshot, what: str, left_out: str) -> list[Metric]:
+        """`build`'s families, built whole before any is served. They read the prover's own
         figures: a failure there (an input no bound caught, a bug) cost the whole reply, a
         silent empty /metrics (the server drops a handler's exception), a box dark in the
-        fleet. Now it costs these families for this scrape only, counted
+        fleet. Now it costs these families for this scrape only, counted by `family`
         (`gapwatch_exporter_verdict_errors_total`) and said once a kind of error (an error
         notice: the recording, the footer, stderr); the rest of the scrape is served."""
         try:
-            return list(verdict_families(snap))
+            return list(build(snap))
         except Exception as exc:  # noqa: BLE001 - the rest of the scrape must be served
-            self.verdict_errors["verdict"] += 1
-            self._say_verdict_error(snap, exc)
+            self.verdict_errors[family] += 1
+            self._say_verdict_error(snap, exc, what, left_out)
             return []
 
-    def _proof_advice(self, snap: StoreSnapshot) -> list[Metric]:
-        """The PoSt advice family (`proof_advice_metrics`), guarded as the verdict's
-        (`_verdicts`): it reads the prover's own figures too (each proof's timing), and a
-        failure there costs that family for that scrape only, counted with the verdict's."""
-        try:
-            return list(proof_advice_families(snap))
-        except Exception as exc:  # noqa: BLE001 - the rest of the scrape must be served
-            self.verdict_errors["proof_advice"] += 1
-            self._say_verdict_error(snap, exc, "the PoSt advice", "gapwatch_proof_advice_info is")
-            return []
-
-    def _say_verdict_error(self, snap: StoreSnapshot, exc: Exception,
-                           what: str = "the GPUs' verdict",
-                           left_out: str = "gapwatch_gpu_verdict* are") -> None:
+    def _say_verdict_error(self, snap: StoreSnapshot, exc: Exception, what: str,
+                           left_out: str) -> None:
         """An error notice for the first failure of its kind of `what`, at the data's time."""
         kind = type(exc).__name__
         if (what, kind) in self._verdict_errors_said:

@@ -112,12 +112,15 @@ def test_one_lost_post_the_counts_do_not_tell_leaves_a_4x_latency_gain_judged() 
 
 def test_half_the_posts_failed_too_few_to_call_worse_still_voids_the_survivors_better() -> None:
     """0 of 8 failed against 10 of 20 (Fisher p 0.025): too few PoSts to call the failures
-    worse at p < 0.01, yet not chance either: AFTER's fast survivors and its late share are
-    not judged better (they read "better", and "50 % -> 0 % better" for the late share)."""
-    c = compare(_side("BEFORE", _posts(24.0, n=8)), _side("AFTER", _posts(6.0, n=20,
+    worse at p < 0.01, yet not chance either: AFTER's fast survivors are not judged better,
+    by latency or by late share (BEFORE's 8 all late: "100 % -> 0 % better" beside the half
+    AFTER failed)."""
+    c = compare(_side("BEFORE", _posts(31.0, n=8)), _side("AFTER", _posts(6.0, n=20,
                                                                             failed_every=2)))
     assert _figure(c, "PoSt failed: winning-post").test.verdict == "too few PoSts"
     assert _figure(c, "PoSt latency s: winning-post").test.verdict == "not comparable"
+    late = _figure(c, "PoSt late: winning-post")
+    assert late.counts == ((8, 8), (0, 20)) and late.test.verdict == "not comparable"
     [note] = [n for n in c.notes if "failed or lost" in n]
     assert "AFTER failed or lost 10 of 20, BEFORE 0 of 8" in note
     assert "not judged better than BEFORE's" in note

@@ -20,7 +20,14 @@ from gapwatch.core import fmt
 from gapwatch.cuzk.why_now import NO_CAUSE
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
-from gapwatch.fleet.rows import FleetOptions, FleetRow, can_be, count_text, late_count_unclear
+from gapwatch.fleet.rows import (
+    FleetOptions,
+    FleetRow,
+    can_be,
+    count_text,
+    counted,
+    late_count_unclear,
+)
 
 #: What the detail says it shows (its first line).
 WHAT_IS_SHOWN = ("Per minute, newest first: idle seconds of the gaps that closed on each GPU, "
@@ -99,7 +106,7 @@ def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
         return None
     counts = [f"{count_text(n)} {how}" for n, how in (
         (row.post_late, "went late or were lost in a restart"), (row.post_failed, "failed"))
-        if n is not None and round(n) > 0]
+        if counted(n)]
     said = [f"PoSt in the last {fmt.visible(lookback)}: {', '.join(counts)} (a WinningPoSt "
             "late or failed is a block lost, a WindowPoSt a partition's sectors faulted)"]
     if row.post_last_latency_s is not None:

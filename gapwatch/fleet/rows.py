@@ -28,7 +28,7 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from gapwatch.core import fmt
 from gapwatch.core.models import STATE_SEVERITY
@@ -123,7 +123,7 @@ class FleetRow:
     def post_trouble(self) -> bool:
         """Whether a PoSt went late (lost in a restart among them) or failed in the lookback:
         the counts as the PoSt column rounds them."""
-        return any(n is not None and round(n) > 0 for n in (self.post_late, self.post_failed))
+        return any(counted(n) for n in (self.post_late, self.post_failed))
 
     def post_rank_key(self) -> tuple[int, int]:
         """How bad the PoSt trouble this row ranks for is, worst lowest (a sort key): failed
@@ -417,7 +417,9 @@ def _stale(row: FleetRow, answers: dict[str, list[Series]], stale_after_s: float
 LATE_COUNTS: tuple[str, ...] = tuple(v for v in MISSED_VERDICTS if v != "failed")
 
 
-def _counted(n: float | None) -> bool:
+def counted(n: float | None) -> TypeGuard[float]:
+    """Whether a count read from Prometheus (an `increase()`, not whole) counts one or more
+    (a `TypeGuard`: a count that does is a number)."""
     return n is not None and round(n) > 0
 
 
@@ -434,7 +436,7 @@ def late_count_unclear(row: FleetRow) -> bool:
     advice names a different setting for each: which applies is not known. The box exports
     the advice of every PoSt its session holds, so a PoSt lost now beside one late hours ago
     headlined the late one's setting (`PoSt 1 late: [memory] eviction_min_idle`)."""
-    if not _counted(row.post_late):
+    if not counted(row.post_late):
         return False
     said = {_setting_named(row.post_advice[v]) for v in LATE_COUNTS if v in row.post_advice}
     return len(said) > 1
@@ -458,9 +460,9 @@ def post_setting_of(row: FleetRow) -> str | None:
     old late PoSt's setting headlined a failure now)."""
     if late_count_unclear(row):
         return None
-    counted = [*(("failed",) if _counted(row.post_failed) else ()),
-               *(LATE_COUNTS if _counted(row.post_late) else ())]
-    return _setting_named([s for verdict in counted for s in row.post_advice.get(verdict, ())])
+    seen = [*(("failed",) if counted(row.post_failed) else ()),
+            *(LATE_COUNTS if counted(row.post_late) else ())]
+    return _setting_named([s for verdict in seen for s in row.post_advice.get(verdict, ())])
 
 
 def _gpu_order(gpu: str) -> tuple[int, str]:
@@ -676,7 +678,7 @@ def _post_cell(r: FleetRow) -> str:
 def _said_if_any(mark: str, count: float | None) -> str:
     """` !2`: a count after its mark, said only when some were counted (rounded as the late
     count is: `increase` is 0 exactly when nothing was counted)."""
-    return f"{mark}{count_text(count)}" if count is not None and round(count) > 0 else ""
+    return f"{mark}{count_text(count)}" if counted(count) else ""
 
 
 def short_s(seconds: float) -> str:
@@ -717,7 +719,7 @@ def headline(r: FleetRow) -> str:
         return _stale_headline(r)
     if r.post_ranks and r.post_trouble():
         return _post_headline(r)
-    if r.gpu_errors is not None and round(r.gpu_errors) > 0:
+    if counted(r.gpu_errors):
         return f"GPU errors: {count_text(r.gpu_errors)} (XID, ECC, GPU lost; HLTH X)"
     if r.setting and r.setting != NO_CAUSE:
         gain = _gain_cell(r)
@@ -759,7 +761,7 @@ def _post_headline(r: FleetRow) -> str:
     PoSts were counted (`late_count_unclear`), where the advice is read."""
     said = [f"{count_text(n)} {how}" for n, how in (
         (r.post_late, post_late_words(r)), (r.post_failed, "failed"))
-        if n is not None and round(n) > 0]
+        if counted(n)]
     head = f"PoSt {', '.join(said)}"
     if r.post_trouble_age_s is not None:
         head += f" {_ago(r.post_trouble_age_s)} ago"

@@ -151,11 +151,7 @@ def label(name: str, rate: str = "partitions/h") -> str:
         return "  " + name.removeprefix("idle s/h: ")
     if name.startswith(POST_LATENCY):
         return "PoSt s: " + name.removeprefix(POST_LATENCY)
-    if name.startswith(POST_FAILED):
-        return "PoSt failed: " + name.removeprefix(POST_FAILED)
-    if name.startswith(POST_LATE):
-        return "PoSt late: " + name.removeprefix(POST_LATE)
-    return name
+    return name  # the PoSt shares' own names (`POST_FAILED`, `POST_LATE`) are their labels
 
 
 def _side_lines(s: Side, windowed: bool) -> list[str]:

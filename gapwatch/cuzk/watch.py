@@ -24,6 +24,7 @@ keeper (`holds`); `gapwatch parse` feeds none, and each PoSt keeps its own.
 from __future__ import annotations
 
 from itertools import count
+from typing import TYPE_CHECKING
 
 from gapwatch.core.models import (
     LogEvent,
@@ -44,6 +45,9 @@ from gapwatch.cuzk.pool_churn import PoolChurn, churn_event
 from gapwatch.cuzk.post import Deadlines, PostTracker
 from gapwatch.cuzk.restarts import RestartWatch
 
+if TYPE_CHECKING:
+    from gapwatch.cuzk.prover import CuzkProver
+
 #: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more).
 CHECK_EVERY_S = 0.5
 #: The log events the parts read: TIMELINE, tracing lines and panics.
@@ -53,6 +57,14 @@ _WATCHED = frozenset(("timeline", "tracing", PANIC_KIND))
 def deadlines_of(config: CuzkConfig) -> Deadlines:
     return Deadlines(config.winning_post_deadline_s, config.window_post_deadline_s,
                      config.post_at_risk_share)
+
+
+def watch_beside(prover: CuzkProver, config: CuzkConfig, on: bool) -> CuzkWatch | None:
+    """The watcher of cuzk's lines (PoSt, restarts, errors) beside the detector's `prover`,
+    its PoSt reading the workers' holds that prover keeps (one keeper a process, fed the same
+    records by the detector); None where cuzk's rules are off (`on`). Every session, replay
+    and report makes its pair here."""
+    return CuzkWatch(deadlines_of(config), holds=prover.pipeline.holds) if on else None
 
 
 class CuzkWatch:

@@ -514,7 +514,7 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     """The session for `src`: its header, the bounded store (long enough for the longest chart
     window, snapshot history and detector window) and the detector."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
-    from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+    from gapwatch.cuzk.watch import watch_beside
 
     header = default_header(src.label, src.gpus, src.period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
@@ -529,8 +529,7 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     detector = GapDetector(config.detector, src.gpus, period_s=period_s, prover=prover)
     # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors),
     # its PoSt the workers' holds the prover keeps (fed the same records by the detector).
-    watch = (CuzkWatch(deadlines_of(config.cuzk), holds=cuzk.pipeline.holds)
-             if config.logs.cuzk else None)
+    watch = watch_beside(cuzk, config.cuzk, config.logs.cuzk)
     session = Session(header, store, detector=detector, watch=watch)
     return Runtime(config, src.label, header, session, store)
 
@@ -638,7 +637,7 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
     RecordingError, the session untouched: its records fed after the first file's would be
     two runs in one view."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
-    from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+    from gapwatch.cuzk.watch import watch_beside
 
     def restart() -> Recording:
         recording = read_any(path, Reading(window=window))
@@ -653,8 +652,7 @@ def _replay_restart(rt: Runtime, path: str, window: TimeWindow | None = None,
         prover = SharedProver(cuzk)
         detector = GapDetector(config.detector, list(rt.header.gpus),
                                period_s=rt.header.period_ms / 1000, prover=prover)
-        watch = (CuzkWatch(deadlines_of(config.cuzk), holds=cuzk.pipeline.holds)
-                 if config.logs.cuzk else None)
+        watch = watch_beside(cuzk, config.cuzk, config.logs.cuzk)
         rt.session.restart(detector, prover, watch)
         _feed_around(recording, around)  # each play of the window is told what the first was
         return recording

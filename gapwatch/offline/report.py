@@ -74,7 +74,7 @@ from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuild
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
 from gapwatch.cuzk.prover import CuzkProver
-from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+from gapwatch.cuzk.watch import watch_beside
 from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
 from gapwatch.offline import log_span
@@ -442,10 +442,9 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
         rec.records, DataTime(progress, data_span(path, rec.header.started_wall_s, window)))
     if around:
         records = chain(around.before(), records, around.after())
-    # The detector's prover and the watcher: one keeper of the workers' holds (`CuzkWatch`).
+    # The detector's prover and the watcher: one keeper of the workers' holds (`watch_beside`).
     prover = CuzkProver(config.cuzk.max_parallel_synthesis)
-    watch = (CuzkWatch(deadlines_of(config.cuzk), holds=prover.pipeline.holds)
-             if config.logs.cuzk else None)
+    watch = watch_beside(prover, config.cuzk, config.logs.cuzk)
     try:
         found = detect_records(rec.header, records, config.detector, logs.spool,
                                prover=prover, listener=listener, watch=watch,

@@ -133,7 +133,7 @@ from gapwatch.core.models import (
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.prover import CuzkProver
-from gapwatch.cuzk.watch import CuzkWatch, deadlines_of
+from gapwatch.cuzk.watch import watch_beside
 from gapwatch.offline.copy_sums import CopyPart, CopySums
 from gapwatch.offline.detect import (
     Detected,
@@ -356,10 +356,9 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
                                  skip_type_last=tuple(map(gpu_line_prefix_type_last, others)),
                                  keep_problem_lines=True, wake_at=wake, window=job.window))
     mine = me == 0
-    # The detector's prover and the watcher: one keeper of the workers' holds (`CuzkWatch`).
+    # The detector's prover and the watcher: one keeper of the workers' holds (`watch_beside`).
     prover = CuzkProver(config.cuzk.max_parallel_synthesis)
-    watch = (CuzkWatch(deadlines_of(config.cuzk), holds=prover.pipeline.holds)
-             if mine and config.logs.cuzk else None)
+    watch = watch_beside(prover, config.cuzk, mine and config.logs.cuzk)
     # The other workers' copies' runs go to their file, for this process to take.
     run_file = job.copy_files[me - 1] if job.copy_files and not mine else None
     copies = CopySums(job.keep_h2d, run_file=run_file)

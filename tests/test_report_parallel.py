@@ -31,7 +31,7 @@ from gapwatch.core.models import (
     StateChange,
     link_bytes_per_s,
 )
-from gapwatch.offline import report, report_parallel
+from gapwatch.offline import report, report_parallel, startup_lines
 from gapwatch.offline.compare import read_side
 from gapwatch.offline.detect import Detected
 from gapwatch.offline.log_around import LogAround
@@ -691,7 +691,7 @@ def test_spawned_workers_are_sent_a_windows_startup_lines_and_leave_its_log_on_d
     w = TimeWindow(start + 30.0, start + 60.0, "")
     startup = [LogEvent(start - 5.0, "line", "tracing", "starting cuzk engine",
                         "INFO cuzk_core::engine: starting cuzk engine")]
-    monkeypatch.setattr(report, "recorded_startup", lambda _path, _since_s: startup)
+    monkeypatch.setattr(startup_lines, "recorded_startup", lambda _path, _since_s: startup)
 
     def around(_path: Path, _window: TimeWindow, lines: list[LogEvent],
                margin: bool) -> LogAround:
@@ -701,7 +701,7 @@ def test_spawned_workers_are_sent_a_windows_startup_lines_and_leave_its_log_on_d
         return read
 
     for margin, split in ((True, False), (False, True)):
-        monkeypatch.setattr(report, "recorded_around",
+        monkeypatch.setattr(startup_lines, "recorded_around",
                             lambda p, win, lines, m=margin: around(p, win, lines, m))
         one = build_report(sim_recording, Config(), workers=1, window=w)
         two = build_report(sim_recording, Config(), workers=2, window=w)

@@ -608,11 +608,10 @@ def _recorded_around(path: str, paths: list[str], config: Config, window: TimeWi
     if window is None or paths or not config.logs.cuzk:
         return None
     from gapwatch.base.sorted_spool import SpoolError  # local: keeps the live commands light
-    from gapwatch.offline.startup_lines import recorded_around, recorded_startup
+    from gapwatch.offline.startup_lines import window_lead_in
 
     try:
-        startup = [] if window.since_s is None else recorded_startup(path, window.since_s)
-        return recorded_around(path, window, startup)
+        return window_lead_in(path, window, cuzk=True, own_log=True)
     except RecordingError as exc:
         raise SourceUnavailable(str(exc)) from None
     except SpoolError as exc:  # as `_replay_logs` says it

@@ -89,7 +89,7 @@ from gapwatch.offline.payoff import Payoff, busy_fraction, gap_payoff, report_pa
 from gapwatch.offline.progress import DataTime, LogBytes, Progress, progress_of, tell
 from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
-from gapwatch.offline.startup_lines import recorded_around, recorded_startup
+from gapwatch.offline.startup_lines import window_lead_in
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
 from gapwatch.sources.files import data_end, data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.recording import Reading, StillWritten
@@ -278,13 +278,8 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     lines the recording holds from before it (`startup_lines.recorded_startup`) and, without
     `--log`, the log it holds around the window (`startup_lines.recorded_around`: on disk,
     freed here). Used by `build_report` and `compare`'s sides."""
-    startup: list[LogEvent] = []
-    if window is not None and window.since_s is not None and config.logs.cuzk:
-        startup = recorded_startup(path, window.since_s)
-    around = LogAround(startup)
-    if window is not None and config.logs.cuzk and not logs:
-        # The recording's own log read around the window, as a `--log` is (`log_window`).
-        around = recorded_around(path, window, startup)
+    # Without `--log`, the recording's own log is read around the window, as a `--log` is.
+    around = window_lead_in(path, window, config.logs.cuzk, own_log=not logs)
     with closing(around):
         if n > 1:
             listener = new_listener()

@@ -95,6 +95,19 @@ def recorded_startup(path: str | Path, since_s: float) -> list[LogEvent]:
     return []
 
 
+def window_lead_in(path: str | Path, window: TimeWindow | None, cuzk: bool, own_log: bool
+                   ) -> LogAround:
+    """What a window of the recording `path` is fed around its records (the report's, compare's
+    sides' and a windowed replay's one rule): with cuzk's rules on (`cuzk`), the daemon's
+    startup lines it holds from before the window (`recorded_startup`) and, where no `--log`
+    is given (`own_log`), its own log around the window (`recorded_around`); empty for a whole
+    recording. The caller closes it. Raises RecordingError, SpoolError."""
+    if window is None or not cuzk:
+        return LogAround([])
+    startup = [] if window.since_s is None else recorded_startup(path, window.since_s)
+    return recorded_around(path, window, startup) if own_log else LogAround(startup)
+
+
 def recorded_around(path: str | Path, window: TimeWindow,
                     startup: Sequence[LogEvent] = ()) -> LogAround:
     """The log events a recording holds in the `log_span.MARGIN_S` before `window` and after

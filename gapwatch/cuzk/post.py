@@ -254,16 +254,20 @@ class _SrsLoad:
 class _SrsEviction:
     """One `SRS evicted circuit_id freed_gib budget_available_gib` line (srs_manager.rs:282,
     written only from the evictor, engine.rs:1279-1320: a budget acquire was short and the SRS
-    had been idle at least `[memory] eviction_min_idle`): when (wall time), how long its SRS had
-    been idle then by the log (from its last use read: its load's end, or a PoSt of its circuit
-    whose SYNTH_END came after `ensure_loaded` refreshed it, engine.rs:2717-2721; None: not
-    read), and the budget available after it (integer GiB, as cuzk writes it; None: not said)."""
+    had been idle at least `[memory] eviction_min_idle`): when (wall time), its SRS's last use
+    read before it (its load's end, or a PoSt of its circuit whose SYNTH_END came after
+    `ensure_loaded` refreshed it, engine.rs:2717-2721; None: not read), so how long it had been
+    idle then by the log (`idle_s`), and the budget available after it (integer GiB, as cuzk
+    writes it; None: not said)."""
 
     circuit: str
     t_s: float
-    idle_s: float | None
     last_used_s: float | None
     budget_available_gib: int | None
+
+    @property
+    def idle_s(self) -> float | None:
+        return None if self.last_used_s is None else self.t_s - self.last_used_s
 
 
 @dataclass(slots=True)
@@ -944,10 +948,11 @@ class PostTracker:
     def _evicted(self, circuit: str, ev: LogEvent) -> None:
         """A PoSt circuit's SRS evicted (`_SrsEviction`): its idle time by its last use read."""
         last = self._srs_used.pop(circuit, None)
-        idle = ev.t_wall_s - last if last is not None and ev.t_wall_s >= last else None
         budget = int_field(ev.fields.get("budget_available_gib"))
-        self._evictions.append(_SrsEviction(circuit, ev.t_wall_s, idle,
-                                            last if idle is not None else None, budget))
+        # A last use read after the eviction's own time (clocks apart) says no idle time.
+        self._evictions.append(_SrsEviction(
+            circuit, ev.t_wall_s, last if last is not None and ev.t_wall_s >= last else None,
+            budget))
 
     def _eviction_before(self, load: _SrsLoad) -> _SrsEviction | None:
         """The latest eviction of `load`'s circuit read before it began."""

@@ -845,8 +845,8 @@ def _windows(side: Side, window_s: float) -> tuple[dict[int, dict[str, list[floa
     acc = accumulate(grid, side.totals, side.gaps, ends, side.copies, side.posts, no_data)
     spans = {t.gpu: (t.busy_s, t.active_s) for t in side.totals}
     spans[ALL] = (sum(t.busy_s for t in side.totals), sum(t.active_s for t in side.totals))
-    wholes = {gpu: _whole(w, *spans[gpu]) for gpu, w in acc.items() if gpu in spans}
     counts = {gpu: _post_counts(w) for gpu, w in acc.items() if gpu in spans}
+    wholes = {gpu: _whole(w, counts[gpu], *spans[gpu]) for gpu, w in acc.items() if gpu in spans}
     for gpu, figures in wholes.items():
         pph = pph_all if gpu == ALL else partitions_per_hour(
             ends, side.totals, no_data, side.stepped_back_s, gpu)
@@ -873,7 +873,10 @@ def _post_counts(w: GpuWindows) -> dict[str, Counted]:
     return out
 
 
-def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | None]:
+def _whole(w: GpuWindows, counts: dict[str, Counted], busy_s: float, active_s: float
+           ) -> dict[str, float | None]:
+    """The whole side's figures of one GPU (or all: `ALL`), the PoSt shares from `counts`
+    (`_post_counts`, counted once for the shares' tests too)."""
     if active_s <= 0:
         return {}
     per_h = 3600 / active_s
@@ -898,7 +901,7 @@ def _whole(w: GpuWindows, busy_s: float, active_s: float) -> dict[str, float | N
     for kind, post_s in w.post_s.items():
         proofs = sum(w.posts[kind])
         out[f"{POST_LATENCY}{kind}"] = sum(post_s) / proofs if proofs else None
-    for name, n in _post_counts(w).items():
+    for name, n in counts.items():
         out[name] = n.hits / n.of if n.of else None  # none timed: its late share not known
     return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from ui_fakes import (
     LAG_S,
     WALL0_S,
@@ -478,3 +479,55 @@ def test_a_gpu_error_is_not_pushed_off_the_alert_line_by_corrected_ecc_warnings(
                                           "ecc_corrected", count=1))
     alert = gpu_error_alert(rt.store)
     assert alert is not None and "GPU 3: lost" in alert
+
+
+async def test_a_failure_in_the_helps_advice_is_one_line_and_the_dashboard_runs_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`?` worked the advice out in the key's handler: an exception there (a bug, an input no
+    bound caught) ended the dashboard, the operator's pane gone, where /metrics serves on. The
+    help opens, its "what to change" says the failure in one line, and `q` closes it."""
+    def broken(*_: object) -> None:
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr("gapwatch.ui.app.session_advice", broken)
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        said = app.screen.text().split("what to change", 1)[1].splitlines()[1:]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)
+        assert app.is_running
+    assert said == ["  not worked out: ZeroDivisionError: float division by zero (a gapwatch "
+                    "bug: please report it; the dashboard runs on)"]
+
+
+async def test_a_snapshot_that_fails_inside_gapwatch_is_said_and_the_dashboard_runs_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`s` writes its folder in a thread worker, which caught only `SnapshotError` (a folder it
+    cannot write): any other exception in writing summary.md and the rest ended the dashboard
+    (a Textual worker's error exits the app). It is a failed snapshot, said as one; the next
+    `s` is taken."""
+    def broken(*_: object, **__: object) -> Path:
+        raise ValueError("cannot format 'nan'")
+
+    monkeypatch.setattr("gapwatch.ui.app.write_snapshot", broken)
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        footer = screen_text(app).splitlines()[-2]
+        monkeypatch.undo()
+        await pilot.press("s")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.is_running
+    assert footer.startswith("snapshot FAILED: ValueError: cannot format 'nan'")
+    assert len(app.snapshots) == 1

@@ -550,6 +550,8 @@ class GapwatchApp(App[int]):
                 )
             except SnapshotError as exc:
                 self.post_message(SnapshotFinished(None, str(exc), automatic))
+            except Exception as exc:  # noqa: BLE001 - a worker's error would end the dashboard
+                self.post_message(SnapshotFinished(None, internal_error(exc), automatic))
             else:
                 self.post_message(SnapshotFinished(path, None, automatic))
 
@@ -765,10 +767,21 @@ def help_advice(snap: StoreSnapshot) -> list[str]:
     then the gaps, the one open now included (its idle time so far, said as still open: `?`
     is pressed while the GPU idles), retracted ones never (`advise` drops them); none before
     the first gap or PoSt trouble."""
-    report = session_advice(snap, snap.gaps)
-    if not snap.gaps and not report.proofs:
-        return []
-    return advice_lines(report)
+    try:
+        report = session_advice(snap, snap.gaps)
+        if not snap.gaps and not report.proofs:
+            return []
+        return advice_lines(report)
+    except Exception as exc:  # noqa: BLE001 - the help must open, the dashboard run on
+        return [f"  not worked out: {internal_error(exc)}"]
+
+
+def internal_error(exc: Exception) -> str:
+    """A failure of gapwatch's own (a bug, an input no bound caught) in a key's work (`?`'s
+    advice, `s`'s files), said in one line instead of ending the dashboard: a Textual worker's
+    or handler's exception ends the app and the operator's pane with it, where /metrics keeps
+    serving (`GapwatchCollector._guarded`)."""
+    return f"{type(exc).__name__}: {exc} (a gapwatch bug: please report it; the dashboard runs on)"
 
 
 def _words_key(view: View) -> tuple[object, ...]:

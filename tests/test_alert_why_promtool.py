@@ -10,10 +10,13 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
 
 import pytest
 from test_export_promtool import unit_test_groups
 
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.sinks.verdict_metrics import verdict_families
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
@@ -65,3 +68,39 @@ def test_the_alerts_why_pinned_by_promtool_is_the_verdicts_own_line() -> None:
     test = (DEPLOY / "gapwatch.rules.test.yml").read_text()
     assert f'setting="{why.setting}",step="{why.change_words()}"' in test
     assert f'why: "{why.line()}"' in test
+
+
+def test_the_post_alerts_say_what_to_change_from_the_post_advice_gapwatch_exports(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`GapwatchPoStLate`, `...Failed` and `...AtRisk` said which box and "the report names
+    the setting": the on-call person had to open gapwatch on the box to learn it. Each reads
+    the box's `gapwatch_proof_advice_info` for its own verdicts (late and lost; failed; at
+    risk: every verdict the advice says, each by one alert), by the label names and the `none`
+    gapwatch exports; promtool's unit tests pin the words."""
+    from gapwatch.cuzk.post_advice import VERDICTS, ProofAdvice
+    from gapwatch.cuzk.why_now import NO_CAUSE
+    from gapwatch.sinks import proof_advice_metrics
+
+    rules = (DEPLOY / "gapwatch.rules.yml").read_text()
+    by_alert = {}
+    for alert in ("GapwatchPoStLate", "GapwatchPoStFailed", "GapwatchPoStAtRisk"):
+        rule = rules.split(f"- alert: {alert}\n", 1)[1].split("- alert:", 1)[0]
+        read = re.findall(r'gapwatch_proof_advice_info\{job="%s",instance="%s",'
+                          r'verdict=~"([a-z_|]+)"\}', rule)
+        assert len(read) == 1, alert
+        assert 'label "proof_kind" $a' in rule and 'label "verdict" $a' in rule
+        assert f'eq (label "setting" $a) "{NO_CAUSE}"' in rule
+        by_alert[alert] = read[0].split("|")
+    assert by_alert == {"GapwatchPoStLate": ["late", "lost"], "GapwatchPoStFailed": ["failed"],
+                        "GapwatchPoStAtRisk": ["at_risk"]}
+    assert sorted(v for vs in by_alert.values() for v in vs) == sorted(VERDICTS)
+    # The labels the rules read are those exported (a late WinningPoSt behind an evicted SRS,
+    # a failed one no setting frees), as promtool's input series name them.
+    monkeypatch.setattr(proof_advice_metrics, "proof_advice", lambda _troubles: [
+        ProofAdvice("winning-post", "late", 1, None, None, "[memory] eviction_min_idle", "w"),
+        ProofAdvice("winning-post", "failed", 1, None, None, None, "w")])
+    snap = cast(StoreSnapshot, SimpleNamespace(prover_events=()))
+    test = (DEPLOY / "gapwatch.rules.test.yml").read_text()
+    for labels in proof_advice_metrics.advice_labels(snap):
+        series = ",".join(f'{k}="{v}"' for k, v in labels.items())
+        assert f'instance="box1:9400",{series}}}' in test, series

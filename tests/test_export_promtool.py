@@ -78,7 +78,7 @@ def test_a_broken_rule_expectation_fails(tmp_path: Path) -> None:
 
 def test_every_alert_named_in_the_issue_exists() -> None:
     rules = (DEPLOY / "gapwatch.rules.yml").read_text()
-    for name in ("GapwatchBreakdownSustained", "GapwatchHostStallRatioHigh",
+    for name in ("GapwatchBreakdownSustained", "GapwatchGpuIdleHigh",
                  "GapwatchSamplerFallingBehind", "GapwatchExporterAbsent",
                  "GapwatchRecordingFailing", "GapwatchGpuHardwareError", "GapwatchGpuThrottled",
                  "GapwatchPoStLate", "GapwatchPoStFailed", "GapwatchPoStAtRisk",

@@ -299,6 +299,20 @@ class SnapshotConfig(Section):
     history_s: float = Field(300.0, gt=0, le=MAX_HISTORY_S)
 
 
+class AlertsConfig(Section):
+    """When a GPU idling in gaps is said to a person: `--on-event`'s `idle_high` reads these,
+    and the shipped alert rule `GapwatchGpuIdleHigh` (deploy/prometheus/gapwatch.rules.yml,
+    static YAML) is written with their defaults (`tests/test_idle_alert.py` holds them
+    equal): one threshold, one home."""
+
+    #: The share (0..1) of the last `idle_window_s` of a GPU's data spent idle in gaps of any
+    #: kind above which it is said. 0.25: the GPU could do a third more work (payoff 1.33x);
+    #: 1: never (no share is over it).
+    idle_share: float = Field(0.25, gt=0, le=1)
+    #: The window the share is taken over (s): the rule's `rate(...[10m])`.
+    idle_window_s: float = Field(600.0, ge=60, le=3600)
+
+
 class PrometheusConfig(Section):
     """The Prometheus exporter."""
 
@@ -396,6 +410,7 @@ class Config(Section):
     record: RecordConfig = Field(default_factory=RecordConfig)
     ui: UiConfig = Field(default_factory=UiConfig)
     snapshot: SnapshotConfig = Field(default_factory=SnapshotConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     prometheus: PrometheusConfig = Field(default_factory=PrometheusConfig)
     copytrace: CopyTraceConfig = Field(default_factory=CopyTraceConfig)
     sim: SimConfig = Field(default_factory=SimConfig)

@@ -6,10 +6,13 @@ given. The session's listener (`EventHook.listen`, on the feeding thread) only t
 change into an `Event` and offers it (never blocks); the command runs on the hook's own thread.
 
 Events (`EventKind`): `breakdown_entered` and `breakdown_left` (a GPU's chaining state, from the
-session's listener), `post_late`, `post_failed`, `restart`, `gpu_error` (the prover watcher's
-events: `event_of` maps a late proof, a failed one, a restart, and an error or lost GPU job), and
-`gpu_hardware_error` (NVML's: an XID, uncorrected ECC errors, a GPU lost; `hardware_event_of`);
-the hook is a session sink for the records, `EventHook.on_record`. Other sources may offer
+session's listener), `idle_high` (a GPU idle in gaps of any kind for more than `[alerts]
+idle_share` of the last `idle_window_s`, from the gaps the listener hears close:
+`core.idle_share`, the rule `GapwatchGpuIdleHigh`'s threshold), `post_late`, `post_failed`,
+`restart`, `gpu_error` (the prover watcher's events: `event_of` maps a late proof, a failed
+one, a restart, and an error or lost GPU job), and `gpu_hardware_error` (NVML's: an XID,
+uncorrected ECC errors, a GPU lost; `hardware_event_of`); the hook is a session sink for the
+records, `EventHook.on_record`. Other sources may offer
 their own through `EventHook.offer` with the same `Event` (their detail in `detail`).
 
 The command is split with `shlex` and executed directly, never through a shell: facts travel
@@ -43,6 +46,7 @@ from gapwatch.base.input_files import file_kind
 from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.health import GPU_ERROR_KINDS, event_words
+from gapwatch.core.idle_share import IdleShareWatch
 from gapwatch.core.models import (
     Gap,
     HardwareEvent,
@@ -59,8 +63,8 @@ from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
 
-EventKind = Literal["breakdown_entered", "breakdown_left", "post_late", "post_failed", "restart",
-                    "gpu_error", "gpu_hardware_error"]
+EventKind = Literal["breakdown_entered", "breakdown_left", "idle_high", "post_late", "post_failed",
+                    "restart", "gpu_error", "gpu_hardware_error"]
 #: Events waiting for the command at most (a command slower than events arrive drops the rest).
 MAX_QUEUED = 8
 
@@ -209,12 +213,14 @@ class EventHook:
     """Runs `argv` for each event offered, on its own thread, within the bounds above.
 
     `enrich(event)` is called on the hook's thread before the command runs (the verdict's
-    facts, a snapshot); `notify(level, message)` says a failure (never raises)."""
+    facts, a snapshot); `notify(level, message)` says a failure (never raises); `idle` says
+    when a GPU idles in gaps for more than its share (`idle_high`; None: never)."""
 
     def __init__(self, argv: list[str], *, timeout_s: float = 10.0,
                  min_interval_s: float = 60.0,
                  enrich: Callable[[Event], Event] | None = None,
-                 notify: Callable[[str, str], None] | None = None) -> None:
+                 notify: Callable[[str, str], None] | None = None,
+                 idle: IdleShareWatch | None = None) -> None:
         if not argv:
             raise ValueError("--on-event: give a command")
         self.argv = argv
@@ -226,6 +232,7 @@ class EventHook:
         self._queue: queue.Queue[Event | None] = queue.Queue(MAX_QUEUED)
         self._last: dict[tuple[str, int | None], float] = {}
         self._states: dict[int, str] = {}
+        self._idle = idle
         #: Which late word is a proof's first: one command a proof (`LateOnce`).
         self._late = LateOnce()
         self._thread = threading.Thread(target=self._run, name="on-event", daemon=True)
@@ -243,7 +250,11 @@ class EventHook:
     # -- the feeding side (never blocks) ------------------------------------------------------
 
     def listen(self, ev: Gap | StateChange | Notice) -> None:
-        """A session listener: BREAKDOWN entered and left become events."""
+        """A session listener: BREAKDOWN entered and left become events, and a gap that
+        closes may take its GPU over its idle share (`idle_high`)."""
+        if isinstance(ev, Gap):
+            self._idle_high(ev)
+            return
         if not isinstance(ev, StateChange):
             return
         before = self._states.get(ev.gpu)
@@ -253,6 +264,19 @@ class EventHook:
                              detail=ev.reason))
         elif before == "BREAKDOWN" and ev.state != "BREAKDOWN":
             self.offer(Event("breakdown_left", ev.gpu, ev.state, ev.t_wall_s, detail=ev.reason))
+
+    def _idle_high(self, gap: Gap) -> None:
+        """A closed gap counted in its GPU's idle share; `idle_high` when it went over. Not in
+        BREAKDOWN (said by `breakdown_entered`, with the same verdict): one page for one GPU
+        idling, as the rule's `unless ... gapwatch_gpu_breakdown == 1` keeps it."""
+        if self._idle is None:
+            return
+        state = self._states.get(gap.gpu, "")
+        high = self._idle.closed(gap, held=state == "BREAKDOWN")
+        if high is not None:
+            # Its line is the verdict's (`with_facts`: cause, step, payoff), as a BREAKDOWN's;
+            # what it rests on, the share, is its detail, as a BREAKDOWN's reason is.
+            self.offer(Event("idle_high", gap.gpu, state, high.t_wall_s, detail=high.words()))
 
     # A session sink for the prover watcher's events (they reach sinks, not listeners).
     def on_header(self, header: SessionHeader) -> None:
@@ -504,7 +528,8 @@ def start_event_hook(argv: list[str], rt: Runtime, config: Config,
             return event
         return replace(event, snapshot_dir=str(path))
 
-    hook = EventHook(argv, timeout_s=timeout_s, enrich=enrich, notify=notify)
+    idle = IdleShareWatch(config.alerts.idle_share, config.alerts.idle_window_s)
+    hook = EventHook(argv, timeout_s=timeout_s, enrich=enrich, notify=notify, idle=idle)
     rt.session.subscribe(hook.listen)
     rt.session.add_sink(hook)
     hook.start()

@@ -131,14 +131,36 @@ def test_a_second_daemons_start_is_no_restart_and_the_firsts_post_in_flight_is_n
     said = _watched(_events({"porep.log": POREP, "post.log": POST}))
     assert [e for e in said if e.kind in ("restart", "restart_cost")] == []
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
-    [note] = [e for e in said if e.kind == "warning"]
+    [note] = [e for e in said if e.kind == "setup"]
     notice = notice_of(note, 0)  # the dashboard's notices, record's stderr
     assert notice is not None and notice.level == "warning"
-    assert notice.message.startswith("prover warning at 16:00:21: these logs are of 2 cuzk")
+    assert notice.message.startswith("prover setup at 16:00:21: these logs are of 2 cuzk")
     assert note.message.startswith("these logs are of 2 cuzk daemons, not one: --log porep.log "
                                    "(started 16:00:00, listening on 127.0.0.1:9820, GPU 0); "
                                    "--log post.log (started 16:00:21, listening on "
                                    "127.0.0.1:9830)")
+
+
+def test_the_two_daemon_note_is_counted_as_setup_and_no_alert_pages_on_it() -> None:
+    """The note was a prover event of kind "warning": gapwatch_prover_events_total{kind=
+    "warning"} became 1 at the second daemon's start, and GapwatchProverWarning paged that
+    "cuzk's pinned pool is churning" for the setup gapwatch's own advice recommends (a
+    PoSt-only cuzk). It is of kind "setup" (a bounded label, every level exported from 0),
+    which no rule reads; "warning" is left to pool churn, what the alert's words say."""
+    from gapwatch.sinks.prover_event_metrics import ProverEventCounts, families
+
+    counts = ProverEventCounts()
+    for ev in _watched(_events({"porep.log": POREP, "post.log": POST})):
+        counts.count(ev)
+    (events,) = [f for f in families(counts) if f.name == "gapwatch_prover_events"]
+    by_kind = {(s.labels["kind"], s.labels["level"]): s.value for s in events.samples
+               if s.name.endswith("_total")}
+    assert by_kind[("setup", "warning")] == 1
+    assert by_kind[("warning", "warning")] == 0
+    rules = (Path(__file__).resolve().parent.parent / "deploy" / "prometheus"
+             / "gapwatch.rules.yml").read_text()
+    read = set(re.findall(r'gapwatch_prover_events_total\{[^}]*kind=~?"([^"]+)"', rules))
+    assert "warning" in read and not any("setup" in k for k in read), read
 
 
 def test_a_restart_of_the_post_daemon_is_its_own_and_loses_only_its_own_post() -> None:
@@ -158,7 +180,7 @@ def test_one_daemons_runs_in_files_of_their_own_are_one_daemon_restarted() -> No
               "TIMELINE,8000,GPU_END,porep-1000-78,worker=0,partition=0,gpu_ms=3000"]
     said = _watched(_events({"run1.log": POREP, "run2.log": second}))
     assert [e.kind for e in said if e.kind.startswith("restart")] == ["restart", "restart_cost"]
-    assert not [e for e in said if e.kind == "warning"]
+    assert not [e for e in said if e.kind == "setup"]
 
 
 def _restart_words(said: list[ProverEvent]) -> list[str]:
@@ -215,7 +237,7 @@ def test_one_daemons_runs_in_files_without_cuzk_daemons_own_lines_are_one_daemon
     later = [line.replace(T, "2026-05-12T17:00:") for line in engine_only]
     said = _watched(_events({"a.log": engine_only, "b.log": later}))
     assert [e.kind for e in said if e.kind.startswith("restart")] == ["restart", "restart_cost"]
-    assert not [e for e in said if e.kind == "warning"]
+    assert not [e for e in said if e.kind == "setup"]
     parser = LogParser(offline=True)
     for path, lines in (("a.log", engine_only), ("b.log", later)):
         for i, line in enumerate(lines):
@@ -290,7 +312,7 @@ def test_followed_live_the_second_daemons_start_is_no_restart() -> None:
     said += watch.finish()
     assert not [e for e in said if e.kind.startswith("restart")]
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
-    assert [e.kind for e in said if e.kind == "warning"] == ["warning"]
+    assert [e.kind for e in said if e.kind == "setup"] == ["setup"]
 
 
 def test_followed_from_their_end_one_daemons_offsets_are_no_restart_of_the_others() -> None:
@@ -414,7 +436,7 @@ def test_a_real_follower_of_both_files_places_each_files_timeline_by_its_own_sta
     watch = CuzkWatch()
     said = [e for ev in events for e in watch.feed(ev)]
     assert not [e for e in said if e.kind.startswith("restart")]
-    assert [e.kind for e in said] == ["warning"]
+    assert [e.kind for e in said] == ["setup"]
 
 
 def test_each_daemons_workers_drive_its_own_gpu() -> None:
@@ -508,7 +530,7 @@ def test_a_real_follower_from_the_start_of_both_files_says_no_restart(tmp_path: 
     watch = CuzkWatch()
     said = [e for ev in events for e in watch.feed(ev)] + watch.finish()
     assert not [e for e in said if e.kind.startswith("restart")]
-    assert [e.kind for e in said if e.kind == "warning"] == ["warning"]
+    assert [e.kind for e in said if e.kind == "setup"] == ["setup"]
     assert _proofs(said) == {"winpost-1000-9f8e7d6c": "ok", "winpost-1001-aa": "ok"}
 
 

@@ -602,9 +602,13 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
 #: "error": a failure or panic line (one event per message, however many lines); "lost_job": a
 #: job queued for the GPU and never picked up while later ones were; "warning": a sign the
 #: prover is heading for failures, said before them (e.g. cuzk's pinned pool churning, the
-#: precursor of its pinning failures; always level "warning").
+#: precursor of its pinning failures; always level "warning"); "setup": what the prover's
+#: logs show of how it is set up that changes how they are read (e.g. the logs of two cuzk
+#: daemons, each followed apart), said at level "warning" so a person reads it, but no sign
+#: of failure: nothing pages on it (the alert on "warning" told of pool churn for it).
 #: Recordings written before "warning" read as they did (a member added to the Literal).
-ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job", "warning"]
+ProverEventKind = Literal["proof", "restart", "restart_cost", "error", "lost_job", "warning",
+                          "setup"]
 PROVER_EVENT_KINDS: tuple[ProverEventKind, ...] = get_args(ProverEventKind)
 #: A watched proof against its deadline: within it, past `at_risk_share` of it, or past it;
 #: "unknown": its total could not be known (its begin was not read: a stray `GPU_END`), so

@@ -232,15 +232,16 @@ _GIVEN_UP = {"restart": "lost in restart", "too_many": "given up: too many in fl
 def summary_line(events: Sequence[ProverEvent]) -> str:
     log = prover_events_of(events)
     t = log.proofs()
-    n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job", "warning")}
+    n = {k: log.counts.get(k, 0) for k in ("restart", "error", "lost_job", "warning", "setup")}
     # Said only when some were: the line reads as before for every log that has none.
     failed = f"{t.failed} failed, " if t.failed else ""
     without = f", {t.given_up} said without their end" if t.given_up else ""
     unknown = f", {t.unknown} not timed (on time or late not known)" if t.unknown else ""
     warned = f", {n['warning']} warning(s)" if n["warning"] else ""
+    setup = f", {n['setup']} setup note(s)" if n["setup"] else ""
     return (f"Prover events: {t.rows} PoSt proof(s) ({failed}{t.late} late, {t.at_risk} at "
             f"risk{unknown}{without}), {n['restart']} restart(s), {n['error']} error(s), "
-            f"{n['lost_job']} lost GPU job(s){warned}")
+            f"{n['lost_job']} lost GPU job(s){warned}{setup}")
 
 
 def _more(listed: int, total: int, kind_not_kept: int) -> str:
@@ -353,6 +354,7 @@ def prover_event_lines(events: Sequence[ProverEvent], since_s: float | None = No
     lines += _listed(log, "Errors", ("error",))
     lines += _listed(log, "Lost GPU jobs", ("lost_job",))
     lines += _listed(log, "Warnings (signs of failures to come)", ("warning",))
+    lines += _listed(log, "The prover's setup (as its logs show it)", ("setup",))
     return [fmt.visible(line) for line in lines]
 
 
@@ -362,7 +364,7 @@ def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
     `not_kept`: how many of each kind were counted but not kept (only when some were)."""
     log = prover_events_of(events)
     out: dict[str, Any] = {"summary": summary_line(log)}
-    for kind in ("proof", "restart", "restart_cost", "error", "lost_job", "warning"):
+    for kind in ("proof", "restart", "restart_cost", "error", "lost_job", "warning", "setup"):
         rows = []
         for e in ([e for e in log if e.kind == kind] if kind == "proof"
                   else log.in_time_order((kind,))):

@@ -712,7 +712,7 @@ def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | Non
 #: PoSt proofs by proof (`Detected.said_left_out`), not by the words said of them.
 _LEFT_OUT_WORDS: Final = {"proof": "PoSt proof(s)", "error": "error(s)", "restart": "restart(s)",
                           "restart_cost": "restart cost(s)", "lost_job": "lost GPU job(s)",
-                          "warning": "warning(s)"}
+                          "warning": "warning(s)", "setup": "setup note(s)"}
 
 
 def left_out_note(said: dict[str, int], rows: int) -> list[str]:

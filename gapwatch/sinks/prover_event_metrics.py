@@ -9,7 +9,9 @@ first scrape; the alert rules in deploy/prometheus/gapwatch.rules.yml read them)
 - `gapwatch_prover_events_total{kind,level}`: restarts (`kind="restart"`), what they cost
   (`restart_cost`), errors (failure lines, panics: one incident once, a panic and cuzk's
   `... task panicked` line for it one event, `gapwatch.cuzk.errors.Incidents`), lost GPU jobs
-  (`lost_job`), warnings of failures to come (`warning`: cuzk's pinned pool churning), and
+  (`lost_job`), warnings of failures to come (`warning`: cuzk's pinned pool churning, what
+  the alert GapwatchProverWarning says), what the logs show of the prover's setup (`setup`:
+  cuzk's logs of two daemons; no failure, no alert), and
   watched proofs (`proof`: each proof once, at the level of its first word, `ProofOnce`:
   `level="error"` is a late one, counted when it passed its deadline still running or, said
   first at its end, then, one lost in a restart, or a failed one; `warning` at risk or not
@@ -130,7 +132,8 @@ def _buckets(h: _Histogram) -> list[tuple[str, float]]:
 def families(c: ProverEventCounts) -> Iterator[Metric]:
     events = CounterMetricFamily(
         "gapwatch_prover_events", "Prover events (restart, restart_cost, error, lost_job, "
-        "warning, proof), by level; each proof once, at its first word (at level error: late, "
+        "warning: a sign of failures to come, setup: how the prover is set up, proof), by "
+        "level; each proof once, at its first word (at level error: late, "
         "lost in a restart, or failed), each incident once (a panic and its task panicked "
         "line: one error).", labels=["kind", "level"])
     for kind in PROVER_EVENT_KINDS:

@@ -49,6 +49,14 @@ class ProverWatch(Protocol):
         """Take any record (in data order); return the events it completed."""
         ...
 
+    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+        """The live log reader's clock reads `t_mono_ns` (the clock its lines' arrival,
+        `LogEvent.t_arrival_mono_ns`, is on) and no record came (its idle pass): what waits
+        on data time for a line that may never come, past its wait by then on that clock (a
+        panic's other half: the process the panic killed writes none). The data's own time
+        does not move: only records move it."""
+        ...
+
     def finish(self) -> list[ProverEvent]:
         """End of data: what is still open (a proof still running is said as such)."""
         ...

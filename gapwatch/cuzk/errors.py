@@ -24,8 +24,10 @@ has none), so they are paired by time: a panic and a `... task panicked` line wi
 `PANIC_PAIR_S` of each other, either first (two files read apart), are one error event with both
 texts, the job and GPU of cuzk's line, at its time (its own stamp). Each waits for the other at
 most `PANIC_PAIR_S` of data time (or to the end of the data), then is said alone: a panic that
-killed the process has no such line. Counted twice, two panics read "4 error(s)" in the report
-and fired `increase()` alerts double.
+killed the process has no such line. Followed live, also at most `PANIC_PAIR_S` after it arrived
+by the reader's clock (`heard_by`): that process writes no line after the panic to move the
+data's time, and the panic was said only when the restarted daemon's first line came, or never.
+Counted twice, two panics read "4 error(s)" in the report and fired `increase()` alerts double.
 """
 
 from __future__ import annotations
@@ -82,19 +84,20 @@ class Incidents:
     event, `due` as data time moves, `finish` at the end)."""
 
     def __init__(self) -> None:
-        #: Halves waiting for their other half: (which, its event), oldest first.
-        self._waiting: deque[tuple[str, ProverEvent]] = deque()
+        #: Halves waiting for their other half: (which, its event, when its line arrived on the
+        #: live reader's clock: `LogEvent.t_arrival_mono_ns`), oldest first.
+        self._waiting: deque[tuple[str, ProverEvent, int | None]] = deque()
 
     def feed(self, ev: LogEvent, err: ProverEvent) -> list[ProverEvent]:
         """`err`, the error event of `ev`: the events said now (none while a half waits)."""
         half = _half(ev)
         if half is None:
             return [err]
-        for i, (other, held) in enumerate(self._waiting):
+        for i, (other, held, _) in enumerate(self._waiting):
             if other != half and abs(held.t_wall_s - err.t_wall_s) <= PANIC_PAIR_S:
                 del self._waiting[i]
                 return [_one(held, err) if half == "line" else _one(err, held)]
-        self._waiting.append((half, err))
+        self._waiting.append((half, err, ev.t_arrival_mono_ns))
         if len(self._waiting) > MAX_WAITING:
             return [self._waiting.popleft()[1]]
         return []
@@ -107,8 +110,26 @@ class Incidents:
             out.append(self._waiting.popleft()[1])
         return out
 
+    def heard_by(self, now_mono_ns: int) -> list[ProverEvent]:
+        """The live reader's clock reads `now_mono_ns` (the clock of the lines' arrival, not
+        of their stamps: cuzk's clock and the reader's are never compared): the halves that
+        arrived more than `PANIC_PAIR_S` before it, their other half not come, said alone.
+        A half with no arrival (a recording's, a file's) waits for data time only."""
+        wait_ns = PANIC_PAIR_S * 1e9
+        out: list[ProverEvent] = []
+        kept: deque[tuple[str, ProverEvent, int | None]] = deque()
+        for waiting in self._waiting:
+            arrived = waiting[2]
+            if arrived is not None and now_mono_ns - arrived > wait_ns:
+                out.append(waiting[1])
+            else:
+                kept.append(waiting)
+        if out:
+            self._waiting = kept
+        return out
+
     def finish(self) -> list[ProverEvent]:
         """End of data: every half still waiting, said alone."""
-        out = [err for _, err in self._waiting]
+        out = [err for _, err, _ in self._waiting]
         self._waiting.clear()
         return out

@@ -2,7 +2,8 @@
 
 Who calls it: `gapwatch.logs.parse.LogParser` (a line that starts a panic opens a block; the
 lines no rule understands after it, on the same stream, are its message; the next line a rule
-understands closes it). Pure.
+understands closes it, and so does the reader's clock where no line comes: `PanicBlock.ended`).
+Pure.
 
 Where they come from (cuzk-upstream-paths.md 4.3): supraseal-c2 turns any C++ CUDA error into a
 Rust panic (`extern/supraseal-c2/src/lib.rs:155, 316, 331, 383`: `if err.code != 0 {
@@ -43,8 +44,10 @@ _NOTE = "note: run with `RUST_BACKTRACE"
 MAX_LINES = 80
 MAX_CHARS = 8192
 KIND = PANIC_KIND
-#: A line of any stream arriving this long after a block's latest line closes it (followed
-#: live, the panic is said when the next line comes, `... task panicked` at the latest).
+#: A line of any stream arriving this long after a block's latest line closes it, and so does
+#: the live reader's clock reading this long after it with no line come (`PanicBlock.ended`):
+#: Rust's hook writes a panic's lines at once, and a panic that killed the process is followed
+#: by no line at all (it was said only when the restarted daemon's first line came, or never).
 QUIET_S = 1.0
 
 
@@ -80,6 +83,14 @@ class PanicBlock:
             self.chars += len(self.lines[-1])
         if text.startswith(_NOTE) or len(self.lines) >= MAX_LINES or self.chars >= MAX_CHARS:
             self.closed = True
+
+    def ended(self, now_s: float) -> bool:
+        """Whether the block has ended by the reader's clock `now_s` (on its lines' arrival
+        clock), no line having come to close it: the `note:` line (or the bounds) ended it, or
+        `QUIET_S` passed since its latest line. Rust writes no `note:` line after a process's
+        first panic (std's `panicking.rs`: `FIRST_PANIC`), so a second panic that kills it
+        ends only so."""
+        return self.closed or now_s - self.last_arrival_wall_s >= QUIET_S
 
     def fields(self) -> dict[str, FieldValue]:
         message = "\n".join(line for line in self.lines if not line.startswith(_NOTE))

@@ -118,6 +118,12 @@ class CuzkWatch:
             out.insert(0, self.daemons.router.note())
         return out
 
+    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+        """The live reader's clock (`ProverWatch.at`): each daemon's panic halves whose other
+        half did not come within `PANIC_PAIR_S` of their arrival, said alone
+        (`Incidents.heard_by`)."""
+        return [e for each in self.daemons.each for e in each.incidents.heard_by(t_mono_ns)]
+
     def finish(self) -> list[ProverEvent]:
         # A file that ended on its start line (its daemon died on it): its restart is said
         # before the rest of the end, as one file says it at the line.

@@ -326,12 +326,14 @@ def _follower(paths: list[str], config: Config, session: Session, from_start: bo
               clock: Clock, stdin_fd: int = 0) -> LogFollower:
     """The log follower, on the session's clock: a line without a time of its own is stamped
     when it arrives, and that stamp must be on the same time line as the samples (a demo at
-    `--speed 2` runs its samples, and its log's own timestamps, twice as fast as the wall)."""
+    `--speed 2` runs its samples, and its log's own timestamps, twice as fast as the wall).
+    Its clock ticks the session's watcher (`Session.on_reader_clock`): a panic that killed
+    the process waits for no line to be said."""
     from gapwatch.logs.follow import LogFollower
 
     return LogFollower(paths, config.logs.model_copy(update={"from_start": from_start}),
                        on_event=session.on_log_event, on_notice=session.on_notice,
-                       clock=clock, stdin_fd=stdin_fd)
+                       clock=clock, stdin_fd=stdin_fd, on_clock=session.on_reader_clock)
 
 
 #: What `build_runtime` raises when a command cannot start; the CLI prints the message on one

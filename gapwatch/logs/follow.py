@@ -33,6 +33,13 @@ than one file followed from its start, the events are handed on once every backl
 read, by time (`gapwatch.logs.time_order`): as read, a file's hours came before another's of
 the same hours, and the watchers said each WinningPoSt of the stdout's backlog LATE before the
 stderr's lines that ended it came.
+
+A panic's block (`gapwatch.cuzk.panics`) is closed by the line after it, and, read live, by the
+clock where none comes: after each pass (the tailer's idle pass comes every `idle_poll_ms` when
+nothing is written), the parser is asked what has ended by then (`LogParser.due`), and
+`on_clock` is told the time, for what waits beside the log (a panic's other half). A second
+panic kills the process with no `note:` line and no cuzk line after it: it was said only when
+the restarted daemon's first line came (20 s later under systemd), or never.
 """
 
 from __future__ import annotations
@@ -74,11 +81,18 @@ class LogFollower:
     def __init__(self, paths: list[str], logs_config: LogsConfig,
                  on_event: Callable[[LogEvent], None],
                  on_notice: Callable[[Notice], None] | None = None,
-                 clock: Clock | None = None, *, stdin_fd: int = 0) -> None:
+                 clock: Clock | None = None, *, stdin_fd: int = 0,
+                 on_clock: Callable[[int], None] | None = None) -> None:
+        """`on_clock`: told the clock's monotonic time (the lines' arrival clock,
+        `LogEvent.t_arrival_mono_ns`) after each pass read live (`_tick`), once
+        the events the clock closed were handed on: what waits on data time beside the log
+        (a panic's other half, `gapwatch.cuzk.errors.Incidents`) is closed by it too, as no
+        line may come to move that data time (`Session.on_reader_clock`)."""
         self.clock: Clock = clock or SystemClock()
         self.parser = LogParser(logs_config)
         self._on_event = on_event
         self._on_notice = on_notice
+        self._on_clock = on_clock
         self._lock = threading.Lock()
         self._paths = list(dict.fromkeys(paths))
         self._logs_config = logs_config
@@ -132,11 +146,32 @@ class LogFollower:
             self._release()  # stopped while backlogs were read: what was read, in order
 
     def _after_pass(self) -> None:
-        """A pass over the files ended: once every backlog has been read, the events held
-        are handed on by time (`_in_order`)."""
+        """A pass over the files (or a wait on stdin) ended: once every backlog has been read,
+        the events held are handed on by time (`_in_order`); read live, the clock closes what
+        waits for a line that may not come (`_tick`)."""
         if self._in_order is not None and self.tailer.backlogs_read():
             with self._emit:
                 self._release()
+        if not self.tailer.reading_backlog():
+            # A backlog's lines are read, not written, now: the end of a read is no silence
+            # (a panic's other half may be in the next 8 MiB).
+            self._tick(self.clock.monotonic_ns(), self.clock.wall_s())
+
+    def _tick(self, now_mono_ns: int, now_wall_s: float) -> None:
+        """The clock reads `now_mono_ns` / `now_wall_s`: the panic being read, once it has
+        ended by it (`LogParser.due`: a panic that killed the process is followed by no line;
+        it was said when the restarted daemon's first line came, or never), handed on; then
+        `on_clock`."""
+        with self._lock:
+            events = self.parser.due(now_wall_s)
+        if events:
+            with self._emit:
+                self._give(events)
+        if self._on_clock is not None:
+            try:
+                self._on_clock(now_mono_ns)
+            except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
+                self._notice("error", f"log clock consumer failed: {exc!r}")
 
     def _release(self) -> None:
         """Hand on the events held, by time, and hold no more (the caller holds `_emit`)."""
@@ -205,12 +240,17 @@ class LogFollower:
         if say:
             self._notice("warning", backlog_note(source))
         with self._emit:
-            held = self._in_order
-            if held is None:
-                self._hand_on(events)
-                return
-            for event in events:
-                held.add(event)
+            self._give(events)
+
+    def _give(self, events: list[LogEvent]) -> None:
+        """`events` handed on, or held while the backlogs are read (`_in_order`); the caller
+        holds `_emit`."""
+        held = self._in_order
+        if held is None:
+            self._hand_on(events)
+            return
+        for event in events:
+            held.add(event)
 
     def _placed(self, runs: RunsApart | None) -> RunsApart | None:
         """How an apart backlog's TIMELINE lines are placed, its engine runs `runs` (None: not

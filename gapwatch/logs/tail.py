@@ -450,7 +450,9 @@ class Tailer:
         lines each take their engine run's start line among those of the stdout
         (`gapwatch.logs.follow`). Read 8 MiB of each a pass, a day's stdout was still being
         read when the stderr's backlog came, its later runs' start lines not read yet.
-        `on_pass`: called after each pass over the files (`backlogs_read` may have changed)."""
+        `on_pass`: called after each pass over the files (`backlogs_read` may have changed)
+        and after each wait on stdin: the live reader's clock, by which what waits for a line
+        that may never come is closed (`gapwatch.logs.follow`)."""
         self.on_line = on_line
         self.on_pass = on_pass
         self._backlogs_after = backlogs_after
@@ -547,6 +549,13 @@ class Tailer:
         """Whether every file's backlog (`from_start`) has been read, as of the last pass."""
         return not any(f.in_backlog for f in self._files)
 
+    def reading_backlog(self) -> bool:
+        """Whether lines written before following began are still being read: a file's
+        backlog, or stdin redirected from a file not read to its end (all of it is)."""
+        stdin = self._stdin
+        return not self.backlogs_read() or (
+            self._stdin_is_file and stdin is not None and stdin.state == "following")
+
     def _deliver(self, source: str, status: SourceStatus, lines: list[str],
                  backlog: bool = False) -> None:
         mono = self.clock.monotonic_ns()
@@ -606,5 +615,8 @@ class Tailer:
 
     def _run_stdin(self) -> None:
         while not self._stop.is_set():
-            if not self.read_stdin_once(self.poll_s):
+            more = self.read_stdin_once(self.poll_s)
+            if self.on_pass is not None:
+                self.on_pass()  # the clock of `journalctl -f | gapwatch record --log -` too
+            if not more:
                 break

@@ -8,8 +8,9 @@ Per line: strip ANSI and CR; dispatch on the first characters (cheap, before any
 `TIMELINE,` / `CUZK_` / a date (tracing line, or a journald/`ts` prefix that is peeled and the
 remainder dispatched again); a Rust panic's first line opens a block whose message is the lines
 no rule understands after it on its stream, said as one `panic` event when the next understood
-line closes it (`gapwatch.cuzk.panics`; `flush` at the end of a file); then the user rules; else
-an `unparsed` event (counted, kept).
+line closes it (`gapwatch.cuzk.panics`; `flush` at the end of a file; followed live, `due` by the
+reader's clock where no line comes); then the user rules; else an `unparsed` event (counted,
+kept).
 
 Time of an event, best first (`LogEvent.time_source`): the line's own timestamp ("line"), a
 journald/`ts` prefix ("prefix"), a TIMELINE offset anchored to the `starting cuzk engine` line
@@ -284,6 +285,30 @@ class LogParser:
         read, as its event (else nothing)."""
         block, self._panic = self._panic, None
         return [self._panic_event(block, None)] if block is not None else []
+
+    def due(self, now_wall_s: float) -> list[LogEvent]:
+        """The live reader's clock reads `now_wall_s` (the arrival clock of `parse_line`) and
+        no line came: the panic being read, as its event, once it has ended by that clock
+        (`PanicBlock.ended`: its `note:` line, or `panics.QUIET_S` with no line of its own),
+        else nothing. The event is the one `flush` or the next line would give (its time does
+        not come from the line after it, except where nothing else places it: then it waits
+        for `QUIET_S`). Without it a panic that killed the process was said only when the
+        restarted daemon's first line came, or never (`gapwatch.logs.follow` calls it after
+        each pass of the tailer)."""
+        block = self._panic
+        if block is None or not block.ended(now_wall_s):
+            return []
+        if (block.closed and now_wall_s - block.last_arrival_wall_s < panics.QUIET_S
+                and self._placed_by_next_line(block)):
+            return []
+        self._panic = None
+        return [self._panic_event(block, None)]
+
+    def _placed_by_next_line(self, block: panics.PanicBlock) -> bool:
+        """Whether `block`'s time is the line after it's (`_panic_event`: read from a file, or
+        a followed backlog, with no prefix and no timed line before it)."""
+        return (block.prefix_s is None and block.before_s is None
+                and (self.offline or block.arrival_source == "backlog"))
 
     def _panic_event(self, block: panics.PanicBlock, after_s: float | None) -> LogEvent:
         """One event for a whole panic message: timed by a prefix on its first line; reading a

@@ -1,0 +1,239 @@
+"""A panic followed by silence is said at once, live: the process it killed writes no line after
+it (Rust writes its `note:` line after a process's first panic only, and cuzk is gone), so the
+reader's clock, not a later line, closes its block (`LogParser.due`) and its wait for cuzk's
+`task panicked` line (`CuzkWatch.at`). Driven by a fake clock and the tailer's passes called
+by hand: no sleeps, no timing thresholds."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from faults import until
+from parsed_logs import offline_events, watched_events
+from session_fakes import KeptRecords
+
+from gapwatch.base.clock import FakeClock
+from gapwatch.config import LogsConfig
+from gapwatch.core.models import GpuInfo, LogEvent, ProverEvent, SessionHeader
+from gapwatch.cuzk.errors import PANIC_PAIR_S
+from gapwatch.cuzk.panics import QUIET_S
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.engine.events import EventHook
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.logs.follow import LogFollower
+from gapwatch.logs.parse import LogParser
+from gapwatch.sinks.metrics import MetricsSink
+from gapwatch.sinks.prover_event_metrics import families
+
+T0_S = 1_796_000_000.0
+HEADER = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=T0_S,
+                       started_mono_ns=0, period_ms=100.0,
+                       gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
+#: supraseal-c2's CUDA error panic as Rust's default hook writes it (src/lib.rs:316): a
+#: process's first panic ends with the `note:` line, a later one without it.
+PANIC = ["thread 'tokio-runtime-worker' panicked at "
+         "/root/.cargo/git/checkouts/curio/extern/supraseal-c2/src/lib.rs:316:9:",
+         'cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
+         'gs_mixed_radix_wide.cu:220 failed: "out of memory"']
+NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
+#: The hook's command: each run's GAPWATCH_* variables, a JSON line.
+RECORDER = """import json, os, sys
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps({k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")}) + "\\n")
+"""
+
+
+def _stamp(t_s: float) -> str:
+    return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _started(t_s: float) -> list[str]:
+    return [f"{_stamp(t_s)}  INFO cuzk_daemon: cuzk-daemon starting",
+            f"{_stamp(t_s)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true"]
+
+
+def _second_panic(parser: LogParser, t_s: float) -> list[LogEvent]:
+    """A run's start lines, then the process's second panic (no `note:` line), read live: its
+    lines arrive at `t_s`."""
+    out: list[LogEvent] = []
+    for line in _started(t_s - 5.0):
+        out += parser.parse_line(line, "cuzk.log", 1, t_s - 5.0)
+    for line in PANIC:
+        out += parser.parse_line(line, "cuzk.log", 2, t_s)
+    return out
+
+
+def test_a_panic_no_line_follows_is_said_by_the_readers_clock_as_a_later_line_says_it() -> None:
+    """It was said only when the restarted daemon's first line came (20 s later under
+    systemd), or never. Said once `QUIET_S` passed with no line, the same event a later line
+    closing it gives."""
+    parser = LogParser()
+    assert [e.kind for e in _second_panic(parser, T0_S)] == ["tracing", "tracing"]
+    assert parser.due(T0_S + QUIET_S / 2) == []  # a backtrace's lines may still come
+    [panic] = parser.due(T0_S + QUIET_S)
+    assert parser.due(T0_S + 10 * QUIET_S) == [] and parser.flush() == []  # said once
+
+    by_line = LogParser()
+    _second_panic(by_line, T0_S)
+    [same] = [e for e in by_line.parse_line(_started(T0_S + 20.0)[0], "cuzk.log", 3,
+                                            T0_S + 20.0) if e.kind == "panic"]
+    assert panic == same
+    assert panic.time_source == "arrival" and panic.t_wall_s == T0_S
+    assert panic.fields["cuda_error"] == "out of memory" and panic.fields["lines"] == 2
+
+
+def test_a_note_line_ends_the_block_at_the_readers_next_look_unless_the_next_line_places_it(
+) -> None:
+    """The `note:` line is a panic's last: followed live, said at the next look, not at the
+    next line. A panic placed by the line after it (a backlog's, nothing timed before it)
+    waits `QUIET_S` for that line, as before."""
+    parser = LogParser()
+    _second_panic(parser, T0_S)
+    parser.parse_line(NOTE, "cuzk.log", 3, T0_S)
+    [panic] = parser.due(T0_S)
+    assert panic.kind == "panic" and "note:" not in str(panic.fields["message"])
+
+    backlog = LogParser()
+    for line in [*PANIC, NOTE]:
+        backlog.parse_line(line, "cuzk.log", 1, T0_S, backlog=True)
+    assert backlog.due(T0_S) == []
+    [alone] = backlog.due(T0_S + QUIET_S)
+    assert alone.time_source == "backlog"
+
+
+def _lines_at(path: Path, lines: list[str]) -> None:
+    with open(path, "a") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def _counted_errors(metrics: MetricsSink) -> float:
+    return sum(s.value for f in families(metrics.copy_counts().prover) for s in f.samples
+               if s.name == "gapwatch_prover_events_total" and s.labels.get("kind") == "error")
+
+
+def test_followed_live_a_panic_then_silence_is_said_runs_the_hook_and_is_counted_in_time(
+        tmp_path: Path) -> None:
+    """explore9 #1: a cuzk log followed by `record --log`, a first panic (its `note:` line
+    and cuzk's `GPU prove start task panicked` line), then the process's second (no `note:`,
+    no cuzk line: the process is gone) and nothing more. `--on-event` ran for it 20 s late
+    with systemd's restart, never without one, nor did /metrics count it. Now said by the
+    reader's clock: the panic once `QUIET_S` passed with no line, the error once its wait for
+    cuzk's line (`PANIC_PAIR_S`) is over, with no later line; in the words the report gives."""
+    log = tmp_path / "cuzk.log"
+    log.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    metrics, kept = MetricsSink(), KeptRecords()
+    hooked = tmp_path / "hook.jsonl"
+    (tmp_path / "rec.py").write_text(RECORDER)
+    hook = EventHook([sys.executable, str(tmp_path / "rec.py"), str(hooked)], min_interval_s=0)
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[kept, metrics, hook],
+                      watch=CuzkWatch())
+    follower = LogFollower([str(log)], LogsConfig(), session.on_log_event, session.on_notice,
+                           clock, on_clock=session.on_reader_clock)
+    passes = follower.tailer.poll_once  # the tailer thread's loop body, called by hand
+
+    def at(dt_s: float) -> None:  # the clock moved on to T0 + dt_s, then a pass
+        clock.advance_ns(round((T0_S + dt_s - clock.wall_s()) * 1e9))
+        passes()
+
+    def errors() -> list[ProverEvent]:
+        return [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+
+    hook.start()
+    try:
+        passes()  # opens the log at its end
+        written: list[str] = []
+        for part in (_started(T0_S), [*PANIC, NOTE], [
+                f"{_stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+                "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
+                'GPU prove start task panicked error=task 41 panicked with message "x"']):
+            _lines_at(log, part)
+            written += part
+        at(0.0)
+        assert len(errors()) == 1  # the first: its note, then cuzk's line, one incident
+        _lines_at(log, PANIC)  # the second, at T0 + 4 s; then the process is gone
+        written += PANIC
+        at(4.0)
+        assert [r.kind for r in kept.records if isinstance(r, LogEvent)][-1] == "tracing"
+        at(4.0 + QUIET_S)
+        assert [r.kind for r in kept.records if isinstance(r, LogEvent)][-1] == "panic"
+        assert len(errors()) == 1  # cuzk's line for it may still come
+        at(4.0 + PANIC_PAIR_S + QUIET_S)
+        assert len(errors()) == 2 and _counted_errors(metrics) == 2
+    finally:
+        hook.stop()
+    said = errors()[1]
+    assert said.message.startswith("panic in /root/.cargo/git/checkouts/curio/extern/"
+                                   "supraseal-c2/src/lib.rs:316:9: cudaGetLastError()")
+    assert said.t_wall_s == T0_S + 4.0
+    runs = [json.loads(x) for x in hooked.read_text().splitlines()]
+    assert [r["GAPWATCH_EVENT"] for r in runs] == ["gpu_error", "gpu_error"]
+    assert runs[1]["GAPWATCH_LINE"] == said.message
+    # The report of the same lines says it in the same words (its time: the line before it).
+    report = [e for e in watched_events(offline_events(written)) if e.kind == "error"]
+    assert [e.message for e in report] == [e.message for e in errors()]
+
+
+def test_piped_to_stdin_a_panic_then_silence_is_said_by_the_readers_clock() -> None:
+    """`journalctl -f -u cuzk | gapwatch record --log -`: the stdin reader's waits are the
+    clock there (it has no pass over files to tick it)."""
+    read_fd, write_fd = os.pipe()
+    clock = FakeClock(start_wall_s=T0_S)
+    events: list[LogEvent] = []
+    follower = LogFollower(["-"], LogsConfig(poll_ms=5), events.append, clock=clock,
+                           stdin_fd=read_fd)
+    follower.start()
+    try:
+        os.write(write_fd, "".join(line + "\n" for line in PANIC).encode())
+        assert until(lambda: follower.status().lines == len(PANIC))
+        assert not events  # its block is open: a line of it may still come
+        clock.advance_ns(int(QUIET_S * 1e9))
+        assert until(lambda: [e.kind for e in events] == ["panic"])
+    finally:
+        os.close(write_fd)
+        follower.stop()
+        os.close(read_fd)
+    assert events[0].t_wall_s == T0_S and events[0].fields["cuda_error"] == "out of memory"
+
+
+def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_line(
+        tmp_path: Path) -> None:
+    """`--from-start` reads 8 MiB of a file a pass: a panic at the end of one read is not
+    closed by the clock, however long parsing that read took (its lines' arrival is the
+    read's), before the next read brings the line after it (cuzk's `task panicked`): one
+    incident, not a lone panic and a lone line."""
+    log = tmp_path / "cuzk.log"
+    panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
+    filler = b"x" * 8191 + b"\n"
+    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
+    room = (8 << 20) - len(head) - len(panic)
+    pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
+    error = (f"{_stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+             "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
+             'GPU prove start task panicked error=task 41 panicked with message "x"\n')
+    log.write_bytes(head + filler * (room // len(filler)) + pad + panic + error.encode())
+    clock = FakeClock(start_wall_s=T0_S)
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+    kept = KeptRecords()
+    session.add_sink(kept)
+
+    def slow_consumer(e: LogEvent) -> None:  # parsing a read of 8 MiB takes seconds
+        session.on_log_event(e)
+        clock.advance_ns(int(10 * PANIC_PAIR_S * 1e9 / 1024))
+
+    follower = LogFollower([str(log)], LogsConfig(from_start=True), slow_consumer, clock=clock,
+                           on_clock=session.on_reader_clock)
+    follower.tailer.poll_once()
+    assert follower.tailer.reading_backlog()
+    assert not [r for r in kept.records if isinstance(r, LogEvent) and r.kind == "panic"]
+    follower.tailer.poll_once()
+    session.finish()
+    errors = [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+    assert [e.message.split(":")[0] for e in errors] == [
+        "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
+    assert "its panic: panic in" in errors[0].message

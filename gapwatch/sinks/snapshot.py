@@ -7,8 +7,8 @@ never imports Textual; the UI renders the SVG and passes it in as a string.
 A snapshot folder `gapwatch-snapshot-<host>-<UTC time>/` holds:
 - `dashboard.svg`: the screen as the user saw it (when taken from the UI);
 - `recording.jsonl.gz`: the last `snapshot.history_s` of samples, log events, prover status
-  snapshots and notices, written by `gapwatch.sources.recording.write_recording`, replayable
-  with `gapwatch replay`;
+  snapshots, the copy trace's copies and notices, written by
+  `gapwatch.sinks.recorder.write_recording`, replayable with `gapwatch replay` (and `report`);
 - `gaps.json`: the detector's gaps in that span (latest version of each);
 - `summary.md`: what happened, the hints, link capacity, host pressure, sampler state, config.
 
@@ -35,6 +35,7 @@ from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.health import GPU_ERROR_KINDS, event_words, health_cells
 from gapwatch.core.hints import hint_cause, link_text
 from gapwatch.core.models import (
+    CopyRecord,
     Gap,
     GpuSample,
     HostSample,
@@ -95,9 +96,17 @@ def history_since(snap: StoreSnapshot, history_s: float) -> float | None:
 
 
 def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
-    """Samples, log events, prover status snapshots, notices and gaps of the last `history_s`
-    (before the newest reading, `history_since`), in time order: the body of the snapshot's
-    recording."""
+    """Samples, log events, prover status snapshots, the copy trace's copies, notices and gaps
+    of the last `history_s` (before the newest reading, `history_since`), in time order: the
+    body of the snapshot's recording.
+
+    The copies as `record` writes them (a `copy` record each, by its end, `CopyRecord.t_wall_s`):
+    a gap's memory kind, and the BREAKDOWN entered on pageable copies, rest on them, and the
+    snapshot's replay and report compute every gap and state again from what the file holds
+    (`models.DERIVED_TYPES`). Without them the snapshot taken the moment a GPU entered
+    BREAKDOWN replayed with no BREAKDOWN. The store keeps the latest copies only
+    (`SeriesStore`'s `max_copies`): on a box copying faster than that, the earliest of the span
+    have none."""
     newest = _newest_wall_s(snap)
     since = history_since(snap, history_s)
     if newest is None or since is None:
@@ -109,6 +118,7 @@ def history_records(snap: StoreSnapshot, history_s: float) -> list[Record]:
     records.extend(e for e in snap.log_events if e.t_wall_s >= since)
     records.extend(p for p in snap.prover_statuses if p.t_wall_s >= since)
     records.extend(n for n in snap.notices if n.t_wall_s >= since)
+    records.extend(c for c in snap.copies if c.t_wall_s >= since)
     records.extend(g for g in snap.gaps if (g.end_s or newest) >= since)
     records.sort(key=_record_time)
     return records
@@ -410,13 +420,15 @@ def _files_section(records: Sequence[Record], gaps: list[Gap],
     n_samples = sum(isinstance(r, GpuSample) for r in records)
     n_logs = sum(isinstance(r, LogEvent) for r in records)
     n_notices = sum(isinstance(r, Notice) for r in records)
+    n_copies = sum(isinstance(r, CopyRecord) for r in records)
     by_kind = Counter(g.kind for g in gaps)
     return [
         "",
         "## Files",
         "",
         f"- `{RECORDING_NAME}`: {n_samples} GPU samples, {len(hosts)} host samples, {n_logs} log "
-        f"events, {n_notices} notices; `gapwatch replay {RECORDING_NAME}` shows it again",
+        f"events, {n_copies} copies (copy trace), {n_notices} notices; "
+        f"`gapwatch replay {RECORDING_NAME}` shows it again",
         f"- `{GAPS_NAME}`: {len(gaps)} gap(s) "
         f"({', '.join(f'{k} {n}' for k, n in by_kind.items())})",
         f"- `{SVG_NAME}`: the dashboard when the snapshot was taken (if taken from the dashboard)",

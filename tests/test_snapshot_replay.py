@@ -1,0 +1,125 @@
+"""A snapshot's recording replays and reports as the BREAKDOWN it was taken on.
+
+docs/dashboard.md says of a snapshot's `recording.jsonl.gz`: "`gapwatch replay
+recording.jsonl.gz` shows it again". The snapshot the demo takes the moment GPU0 enters
+BREAKDOWN (`sim:pageable` with its simulated copy trace: one starved gap, still open, whose
+copies were pageable) replayed as `states entered: CHAINED x1, GAPS x1, IDLE x2` and reported
+`Chaining breakdowns: 0`: its file held no copy of the copy trace, so the pageable evidence the
+BREAKDOWN was entered on could not come back. The file an operator attaches to a ticket showed
+a healthy GPU. Taken here as the dashboard takes it (the store read under the session's lock,
+right after the state was set), written by `write_snapshot`, then replayed and reported
+through the command line, as a user runs them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from sim_recordings import report_of
+
+from gapwatch.cli import main
+from gapwatch.commands.demo import demo_config
+from gapwatch.config import build_config
+from gapwatch.core.models import CopyRecord, Gap, Record, StateChange
+from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.engine.runtime import build_runtime
+from gapwatch.sinks.snapshot import RECORDING_NAME, write_snapshot
+from gapwatch.sources.recording import read_recording
+
+
+@dataclass(frozen=True)
+class Taken:
+    """The snapshot folder written when GPU0 entered BREAKDOWN, and the store it was of."""
+
+    folder: Path
+    snap: StoreSnapshot
+
+    @property
+    def recording(self) -> Path:
+        return self.folder / RECORDING_NAME
+
+    def open_gap(self) -> Gap:
+        (gap,) = [g for g in self.snap.gaps if g.is_open]
+        return gap
+
+
+@pytest.fixture(scope="module")
+def taken(tmp_path_factory: pytest.TempPathFactory) -> Taken:
+    config = demo_config(build_config({"snapshot": {"auto": False}}))
+    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=30)
+    at: list[StoreSnapshot] = []
+
+    def listen(ev: Record) -> None:
+        if isinstance(ev, StateChange) and ev.state == "BREAKDOWN" and not at:
+            at.append(rt.store.snapshot())
+
+    rt.session.subscribe(listen)
+    rt.start()
+    try:
+        assert rt.wait(120)
+    finally:
+        rt.stop()
+    assert at, "the demo enters BREAKDOWN within 30 s"
+    snap = at[0]
+    folder = write_snapshot(tmp_path_factory.mktemp("snap"), snap, rt.header, config,
+                            t_wall_s=snap.states[0].t_wall_s,
+                            reason="automatically: GPU0 entered BREAKDOWN")
+    return Taken(folder, snap)
+
+
+def _order(c: CopyRecord) -> tuple[float, int]:
+    return c.end_wall_s, c.correlation_id
+
+
+def _replayed(recording: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """`gapwatch replay FILE --headless`: its closing line."""
+    capsys.readouterr()
+    assert main(["replay", str(recording), "--headless"]) == 0
+    closing = re.search(r"^gapwatch replay: gaps: .*$", capsys.readouterr().err, re.M)
+    assert closing is not None
+    return closing.group(0)
+
+
+def test_the_snapshot_is_taken_on_breakdown_with_its_gap_still_open(taken: Taken) -> None:
+    """The set-up the others rest on: the state was entered on the one starved gap, open, whose
+    copies were pageable (copy trace)."""
+    assert taken.snap.states[0].state == "BREAKDOWN"
+    assert taken.snap.states[0].reason.startswith("1 pcie_starved gap in the last 30 s")
+    assert "its copies from pageable memory (copy trace)" in taken.snap.states[0].reason
+    assert taken.open_gap().kind == "pcie_starved"
+
+
+def test_the_snapshots_recording_holds_the_copies_of_its_span_as_record_writes_them(
+        taken: Taken) -> None:
+    """A `copy` record each, as `record --copytrace` writes them: the file held none."""
+    read = read_recording(taken.recording)
+    copies = [r for r in read.records if isinstance(r, CopyRecord)]
+    # The session is shorter than `snapshot.history_s`: every copy the store held.
+    assert taken.snap.copies
+    assert sorted(copies, key=_order) == sorted(taken.snap.copies, key=_order)
+    # Among them the pageable ones of the open gap's evidence window (its memory kind's).
+    evidence = taken.open_gap().copies
+    assert evidence is not None and evidence.memory_kind == "pageable"
+    assert evidence.window_start_s is not None
+    assert any(c.host_kind == "pageable" and c.end_wall_s >= evidence.window_start_s
+               for c in copies)
+
+
+def test_the_snapshots_replay_enters_the_breakdown_it_was_taken_on(
+        taken: Taken, capsys: pytest.CaptureFixture[str]) -> None:
+    """It said `states entered: CHAINED x1, GAPS x1, IDLE x2`."""
+    closing = _replayed(taken.recording, capsys)
+    assert "BREAKDOWN x1" in closing, closing
+
+
+def test_the_snapshots_report_has_the_breakdown_on_its_pageable_copies(taken: Taken) -> None:
+    """It said `Chaining breakdowns: 0`, and its chaining figure came from PCIe and SM
+    activity."""
+    report = report_of(taken.recording)
+    assert "Chaining breakdowns: 1" in report, report
+    period = report.split("Chaining breakdowns: 1", 1)[1].split("\n\n", 1)[0]
+    assert ("entered on 1 pcie_starved gap in the last 30 s, its copies from pageable memory "
+            "(copy trace)") in period
+    assert re.search(r"GPU 0: \d+ % of [\d.]+ s of copies \(from the copy trace\)", report)

@@ -16,15 +16,18 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import msgspec.structs
 import pytest
 from sim_recordings import report_of
 
 from gapwatch.cli import main
 from gapwatch.commands.demo import demo_config
 from gapwatch.config import build_config
+from gapwatch.core import fmt
 from gapwatch.core.models import CopyRecord, Gap, Record, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.runtime import build_runtime
+from gapwatch.sinks.recorder import write_recording
 from gapwatch.sinks.snapshot import RECORDING_NAME, write_snapshot
 from gapwatch.sources.recording import read_recording
 
@@ -102,9 +105,9 @@ def test_the_snapshots_recording_holds_the_copies_of_its_span_as_record_writes_t
     # Among them the pageable ones of the open gap's evidence window (its memory kind's).
     evidence = taken.open_gap().copies
     assert evidence is not None and evidence.memory_kind == "pageable"
-    assert evidence.window_start_s is not None
-    assert any(c.host_kind == "pageable" and c.end_wall_s >= evidence.window_start_s
-               for c in copies)
+    since_s = evidence.window_start_s
+    assert isinstance(since_s, float)
+    assert any(c.host_kind == "pageable" and c.end_wall_s >= since_s for c in copies)
 
 
 def test_the_snapshots_replay_enters_the_breakdown_it_was_taken_on(
@@ -123,3 +126,50 @@ def test_the_snapshots_report_has_the_breakdown_on_its_pageable_copies(taken: Ta
     assert ("entered on 1 pcie_starved gap in the last 30 s, its copies from pageable memory "
             "(copy trace)") in period
     assert re.search(r"GPU 0: \d+ % of [\d.]+ s of copies \(from the copy trace\)", report)
+
+
+def _cut_words(gap: Gap) -> str:
+    """What replay and report say of the gap still open when the snapshot was taken."""
+    return (f"the pcie_starved gap from {fmt.clock(gap.start_s, millis=True)} still open when "
+            f"it was taken, idle {fmt.duration(gap.duration_s)} so far, cut by its end")
+
+
+def test_the_snapshots_report_says_the_gap_still_open_when_it_was_taken_cut_by_its_end(
+        taken: Taken) -> None:
+    """It said `no gaps` and nothing more: the detector retracts a gap open at the end of the
+    data (idle after the last busy period is no gap), and a snapshot's end is no end of the
+    session's data. Said under the GPU as a window's end that cuts an idle stretch is, with
+    the gap's kind, start and idle time so far as the live detector had them."""
+    report = report_of(taken.recording)
+    assert (f"a snapshot's recording, taken at {fmt.clock(taken.snap.states[0].t_wall_s, millis=True)} "
+            "while the session went on: its end cuts the data there") in report
+    gpu = report.split("GPUs (busy", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert "no gaps" in gpu[1]
+    assert gpu[2].startswith("         no busy reading in the snapshot's last ")
+    assert _cut_words(taken.open_gap()) in gpu[2]
+
+
+def test_the_snapshots_headless_replay_says_the_gap_still_open_cut_by_its_end(
+        taken: Taken, capsys: pytest.CaptureFixture[str]) -> None:
+    capsys.readouterr()
+    assert main(["replay", str(taken.recording), "--headless"]) == 0
+    err = capsys.readouterr().err
+    said = [line for line in err.splitlines() if line.startswith("gapwatch replay: GPU0: ")]
+    assert len(said) == 1, err
+    assert _cut_words(taken.open_gap()) in said[0]
+
+
+def test_a_recording_that_ends_on_an_open_gap_says_nothing_of_it(
+        taken: Taken, tmp_path: Path) -> None:
+    """The rule the snapshot's end is told apart from: the same records, written as a
+    recording of its own (no snapshot time in its header: the data ended there), report the
+    gap retracted, nothing said (as `record` stopped mid-gap reports it)."""
+    read = read_recording(taken.recording)
+    assert read.header.snapshot_wall_s == taken.snap.states[0].t_wall_s
+    plain = tmp_path / "plain.jsonl.gz"
+    write_recording(plain, msgspec.structs.replace(read.header, snapshot_wall_s=None),
+                    list(read.records))
+    report = report_of(plain)
+    assert "Chaining breakdowns: 1" in report
+    assert "a snapshot's recording" not in report
+    assert "no busy reading" not in report

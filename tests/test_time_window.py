@@ -1238,18 +1238,23 @@ def test_a_window_to_the_recordings_end_says_no_later_until_reads_its_idle_end(
 
 
 def test_a_windows_idle_end_shorter_than_the_min_gap_is_not_said(post_recorded: Path) -> None:
-    """The stretch a window's end cuts is said from the detector's min gap on (the report's
-    `min_gap_s`, `[detector] min_gap_ms`): one of about a sample (0.3 s of a fast sampler) is
-    no idle stretch. A window ending 12 s into cuzk's restart says it; held to a min gap of
-    20 s, the same window does not."""
-    from dataclasses import replace
-
+    """The stretch a window's end cuts is said where the detector had a gap open there
+    (`GpuTotals.open_at_end`, `[detector] min_gap_ms` on): one of about a sample (0.3 s of a
+    fast sampler) is no idle stretch. A window ending 12 s into cuzk's restart says it; held to
+    a min gap of 20 s, the same window does not."""
+    from gapwatch.config import build_config
     from gapwatch.offline.report_text import format_text
     path = post_recorded
-    r = build_report(path, Config(), [], workers=1, window=_window(path, "+60s", "+112s"))
-    assert (r.min_gap_s, r.data_after) == (Config().detector.min_gap_ms / 1000, True)
+    window = _window(path, "+60s", "+112s")
+    r = build_report(path, Config(), [], workers=1, window=window)
+    assert r.data_after
+    (t,) = r.totals
+    assert t.open_at_end is not None and t.open_at_end.idle_s >= 10
     assert "no busy reading in the window" in format_text(r)
-    assert "no busy reading in the window" not in format_text(replace(r, min_gap_s=20.0))
+    held = build_config({"detector": {"min_gap_ms": 20_000}})
+    r = build_report(path, held, [], workers=1, window=window)
+    assert r.data_after and r.totals[0].open_at_end is None
+    assert "no busy reading in the window" not in format_text(r)
 
 
 def test_a_time_of_day_on_a_trace_csv_is_resolved_by_its_end_as_a_recordings_is(

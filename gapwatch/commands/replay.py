@@ -24,6 +24,7 @@ from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.stop_signals import POLL_S, StopSignals
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.engine.terminal import require_terminal
+from gapwatch.offline.cut_end import cut_by, idle_at_cut_end
 from gapwatch.sources.recording import RecordingError
 from gapwatch.sources.time_window import WindowError
 
@@ -69,6 +70,23 @@ def replay_speed(args: argparse.Namespace) -> float | None:
 MAX_WARNINGS_SHOWN = 20
 
 
+def _cut_end_lines(rt: Runtime) -> list[str]:
+    """A snapshot's recording: each GPU idle at its end, the gap still open when it was taken
+    (`offline.cut_end`, as `report` says it; the detector retracted it at the end of the data
+    whatever ended it)."""
+    from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
+
+    det = rt.session.detector
+    if rt.replay is None or not isinstance(det, GapDetector):
+        return []
+    # The recording's header (the session's own is a new one: a replay may record itself).
+    cut = cut_by(rt.replay.recording.header, window_data_after=False)
+    if cut is None:
+        return []
+    return [f"GPU{t.gpu}: {line}" for t in det.totals()
+            if (line := idle_at_cut_end(t, cut)) is not None]
+
+
 def _headless(rt: Runtime) -> int:
     states: Counter[str] = Counter()
     warnings: list[str] = []
@@ -99,6 +117,8 @@ def _headless(rt: Runtime) -> int:
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     entered = ", ".join(f"{k} x{n}" for k, n in sorted(states.items())) or "none"
     say(f"gapwatch replay: gaps: {gaps}; states entered: {entered}")
+    for line in _cut_end_lines(rt):
+        say(f"gapwatch replay: {line}")
     dead = rt.status().dead_threads_text()
     if dead:
         say(f"gapwatch replay: gapwatch's own threads died: {dead}")

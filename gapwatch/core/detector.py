@@ -81,6 +81,7 @@ from gapwatch.core.track import (
     GpuTotals,
     HeldGap,
     IdlePiece,
+    OpenAtEnd,
     Track,
     WindowGap,
     median_int,
@@ -703,6 +704,8 @@ class GapDetector:
             self._judge_silence(end, None, None, out)
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
+                tr.open_at_end = OpenAtEnd(tr.kind, tr.idle_start_s,
+                                           (tr.idle_last_t - tr.idle_start_ns) / _NS)
                 self._retract_open(tr, out)
                 t = tr.last_t or 0
                 self._set_state(
@@ -760,6 +763,7 @@ class GapDetector:
                 final_state=tr.state, last_t_ns=tr.last_t, samples=tr.samples,
                 last_sample_wall_s=_last_sample_wall(tr),
                 silent_after_s=self._nodata * tr.expected_ns / _NS,
+                open_at_end=tr.open_at_end,
             ))  # fmt: skip
         return out
 

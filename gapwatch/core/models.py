@@ -867,6 +867,12 @@ class SessionHeader(
     #: of (`gapwatch.sinks.segments`). None where the recorder did not write the file itself
     #: (`write_recording`: snapshots, conversions) and in recordings made before it.
     file_inode: int | None = None
+    #: A snapshot's recording (`gapwatch.sinks.snapshot`): when the snapshot was taken. The
+    #: session went on after it, so the file's end cuts the data as a `--until` window's end
+    #: does, rather than ending it: an idle stretch at its end (the gap still open when it was
+    #: taken) is said as cut there (`report`, `replay --headless`). None in every other
+    #: recording and in snapshots made before it.
+    snapshot_wall_s: float | None = None
     type: ClassVar[Literal["header"]] = "header"
 
 

@@ -49,6 +49,7 @@ class Track:
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
         "last_miss_t", "last_miss_wall", "miss_from", "miss_from_wall", "first_opens_interval",
+        "open_at_end",
     )  # fmt: skip
 
     def __init__(self, gpu: int, link: float, has_sm: bool, n_buckets: int) -> None:
@@ -127,6 +128,8 @@ class Track:
         #: copies the copy trace saw come from pageable memory (the BREAKDOWN witness).
         self.pageable_ends: list[int] = []
         self.state: str | None = None
+        #: The gap still open when the data ended, which `finish` retracted (None: none).
+        self.open_at_end: OpenAtEnd | None = None
         #: Data time at which the window alone (gaps sliding out, a long gap) may change the
         #: state; until then only a new event (a gap opening/closing, a phase change) can.
         self.recheck_ns = 0
@@ -209,6 +212,18 @@ class HeldGap:
 
 
 @dataclass(frozen=True, slots=True)
+class OpenAtEnd:
+    """The gap still open when the data ended, as the detector had it then: retracted (idle
+    after the last busy period is no gap), but the GPU's where the end cut the data while it
+    went on (a window's end, a snapshot's: `gapwatch.offline.cut_end`)."""
+
+    kind: GapKind
+    start_s: float
+    #: Its idle time up to the GPU's last idle reading.
+    idle_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class GpuTotals:
     """Whole-run figures of one GPU (for `gapwatch report`)."""
 
@@ -237,6 +252,8 @@ class GpuTotals:
     #: How long this GPU may go without a sample before it is silent (`nodata_after_periods`
     #: of the spacing it learnt), in seconds.
     silent_after_s: float = 0.0
+    #: The gap still open when the data ended (retracted by the detector), None: none was.
+    open_at_end: OpenAtEnd | None = None
 
 
 def median_int(values: list[int]) -> int:

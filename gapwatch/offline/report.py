@@ -180,9 +180,6 @@ class ReportData:
     prover_lacks: list[str] = field(default_factory=list)
     #: The part of the recording read (`--since`/`--until`), or None: the whole of it.
     window: TimeWindow | None = None
-    #: The detector's min gap (`[detector] min_gap_ms`, in s): the shortest idle it calls a
-    #: gap, and the shortest the text says a window's end cuts (`report_text`).
-    min_gap_s: float = DetectorConfig().min_gap_ms / 1000
     #: Whether the recording's data goes on past the window's end (or its end is not known):
     #: a later `--until` reads more of it (`_data_after`).
     data_after: bool = False
@@ -252,7 +249,6 @@ def build_report(
             tell(progress, "summing up")
             report = summarise(path, found, logs, config.detector.window_s, paths.result(),
                                window)
-            report.min_gap_s = config.detector.min_gap_ms / 1000
             report.data_after = _data_after(path, window)
             return report
 

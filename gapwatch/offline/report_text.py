@@ -15,11 +15,11 @@ from gapwatch.core.config import DetectorConfig
 from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
 from gapwatch.core.payoff import PAYOFF_METHOD
-from gapwatch.core.track import GpuTotals
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines
 from gapwatch.cuzk.partitions import RunTimeline
 from gapwatch.offline.copy_sums import CopyTable
+from gapwatch.offline.cut_end import cut_by, idle_at_cut_end
 from gapwatch.offline.payoff import ALL, Payoff, busy_fraction
 from gapwatch.offline.prover_events import prover_event_lines
 from gapwatch.offline.report import TABLE_ROWS, ReportData, gaps_by_prover_cause
@@ -108,6 +108,9 @@ def _head_lines(r: ReportData) -> list[str]:
     out = [f"gapwatch report: {r.path} ({source}, {h.period_ms:g} ms period)"]
     if r.window is not None:
         out.append(f"only the {r.window.describe()}: as if the recording were cut there")
+    if h.snapshot_wall_s is not None:
+        out.append(f"a snapshot's recording, taken at {_clock(h.snapshot_wall_s)} while the "
+                   "session went on: its end cuts the data there")
     if r.log_files:
         out.append(f"logs: {', '.join(r.log_files)}")
     if r.warnings:
@@ -139,34 +142,10 @@ def _gpu_lines(r: ReportData) -> list[str]:
             # The cause is from /status snapshots, or from the log where only it can say
             # (a pinned-pool fallback, SRS loading, a restart): name both.
             out.append(f"         where the prover said it waited (its /status or log): {said}")
-        tail = _idle_at_window_end(r, t)
+        tail = idle_at_cut_end(t, cut_by(r.header, r.data_after))
         if tail is not None:
-            out.append(tail)
+            out.append(f"         {tail}")
     return out
-
-
-def _idle_at_window_end(r: ReportData, t: GpuTotals) -> str | None:
-    """In a window, the line for a GPU idle at the window's end (its final state IDLE: the
-    detector's open gap there retracted at the end of the data, as at a recording's end, no
-    busy reading bounding it in the window): the time from its last busy reading to the
-    window's last reading; else None. A window that ended
-    10 s into a restart's idle said "busy 100 %, no gaps" and nothing more: the busy share is
-    of the working span (first to last busy reading) and the gap is not the window's, but the
-    idle is. Said only where the window ends before the recording's data does (a window to
-    the recording's end is its end: "--until later reads it" was said where nothing comes
-    later), and of a stretch of the detector's min gap or more (one of about one sample, 0.3 s
-    of a fast sampler, is no stretch)."""
-    if r.window is None or not r.data_after:
-        return None
-    if t.final_state != "IDLE" or t.last_busy_s is None:
-        return None
-    idle_s = t.last_wall_s - t.last_busy_s
-    if not idle_s >= r.min_gap_s:
-        return None
-    # "No busy reading", not "idle": a hole in the data may lie in it (not counted as idle).
-    return (f"         no busy reading in the window's last {idle_s:.1f} s (after "
-            f"{_clock(t.last_busy_s)}): an idle stretch its end cuts is no gap of it, as at a "
-            "recording's end; --until later reads it")
 
 
 def _gap_lines(r: ReportData, all_rows: bool) -> list[str]:

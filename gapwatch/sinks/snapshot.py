@@ -28,6 +28,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from msgspec import structs
+
 from gapwatch.base.no_replace import rename_no_replace
 from gapwatch.config import Config
 from gapwatch.core import fmt
@@ -461,7 +463,11 @@ def write_snapshot(
         folder = _made_folder(tmp)
         held = _through(folder, tmp)
         records = history_records(snap, config.snapshot.history_s)
-        write_recording(held / RECORDING_NAME, header, records)
+        # Its header says when it was taken: the file's end is a cut of a session that went
+        # on (the gap open then is said as cut there, not retracted as idle after the last
+        # work: `SessionHeader.snapshot_wall_s`).
+        write_recording(held / RECORDING_NAME, structs.replace(header, snapshot_wall_s=t_wall_s),
+                        records)
         gaps = [gap_json(g) for g in _gaps_in(records)]
         (held / GAPS_NAME).write_bytes(encode_json(gaps, indent=2))
         summary = render_summary(snap, header, config, records, t_wall_s=t_wall_s,

@@ -594,7 +594,7 @@ def _non_finite(data: dict[str, Any], p: Path) -> list[str]:
 _HEADER_FALLBACKS: dict[str, Any] = {
     "gapwatch_version": "unknown", "host": "unknown", "source": "unknown",
     "started_wall_s": 0.0, "started_mono_ns": 0, "period_ms": DEFAULT_PERIOD_MS, "gpus": [],
-    "config": {}, "set_id": None, "file_inode": None,
+    "config": {}, "set_id": None, "file_inode": None, "snapshot_wall_s": None,
 }
 _FIELD_AT = re.compile(r"at `\$\.(\w+)(?:\[(\d+)\])?")
 

@@ -1,0 +1,60 @@
+"""The idle stretch at the end of data that was cut, not ended: one rule for the report and the
+headless replay.
+
+At the end of the data the detector retracts a gap still open (idle after the last busy
+period is no gap: `GapDetector.finish`), whatever ended the data. Where the data went on past
+the end read, that idle stretch is the GPU's all the same, and is said under the GPU: a
+`--until` window ending before the recording does (`report.data_after`), or a snapshot's
+recording (`SessionHeader.snapshot_wall_s`: the session went on after it was taken, and the
+stretch is the gap its summary.md and gaps.json give as still open then). A recording's own end
+says nothing: nothing came after it.
+
+Who calls it: `gapwatch.offline.report_text` (a line under each GPU of `gapwatch report`) and
+`gapwatch.commands.replay` (`replay --headless`'s closing lines).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gapwatch.core import fmt
+from gapwatch.core.models import SessionHeader
+from gapwatch.core.track import GpuTotals
+
+#: What cut the end of the data read while the data went on: a `--until` window's end, or a
+#: snapshot taken while the session ran.
+CutBy = Literal["window", "snapshot"]
+
+
+def cut_by(header: SessionHeader, window_data_after: bool) -> CutBy | None:
+    """What cut the end of the data read (`window_data_after`: a window's end lies before the
+    recording's data ends, `report._data_after`); None where the data ended there."""
+    if window_data_after:
+        return "window"
+    if header.snapshot_wall_s is not None:
+        return "snapshot"
+    return None
+
+
+def idle_at_cut_end(t: GpuTotals, cut: CutBy | None) -> str | None:
+    """For a GPU whose gap was still open at a cut end (`GpuTotals.open_at_end`: the
+    detector's, retracted there, no busy reading bounding it in the data read), that gap said
+    as cut there: after the GPU's last busy reading, its kind and idle time so far; None where
+    the end was not cut or no gap was open at it (an idle stretch shorter than the detector's
+    min gap is none). A window that ended 10 s into a restart's idle said "busy 100 %, no
+    gaps" and nothing more; a snapshot taken the moment a GPU entered BREAKDOWN on a gap still
+    open said "no gaps" of it."""
+    gap = t.open_at_end
+    if cut is None or gap is None or t.last_busy_s is None:
+        return None
+    # "No busy reading", not "idle": a hole in the data may lie in it (not counted as idle).
+    idle_s = t.last_wall_s - t.last_busy_s
+    after = f"(after {fmt.clock(t.last_busy_s, millis=True)})"
+    if cut == "window":
+        return (f"no busy reading in the window's last {idle_s:.1f} s {after}: an idle stretch "
+                "its end cuts is no gap of it, as at a recording's end; --until later reads it")
+    return (f"no busy reading in the snapshot's last {idle_s:.1f} s {after}: the {gap.kind} gap "
+            f"from {fmt.clock(gap.start_s, millis=True)} still open when it was taken, idle "
+            f"{fmt.duration(gap.idle_s)} so far, cut by its end (no gap of it, as at a "
+            "recording's end; the snapshot's summary.md and gaps.json give it as the detector "
+            "had it then)")

@@ -195,6 +195,33 @@ def test_a_log_without_its_anchor_line_is_in_the_trace_where_the_report_placed_i
         ((t_poll - 0.1) - (t_poll + 0.001 - 100.0 + 99.0)) * 1e6, abs=1.0)
 
 
+def test_a_log_of_another_day_is_left_out_of_the_trace_as_the_report_leaves_it_out(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`report` says a `--log` of another day is "not this recording's log" and uses none of
+    its events; the export drew them all, the trace's origin 207 days before the recording,
+    and said nothing. One rule for both (`LogSpan.used`), and the same line said."""
+    t0 = 1_796_000_000.0  # 2026-11-29; tests/data/cuzk-upstream/cuzk.log is of 2026-05-12
+    rec = tmp_path / "r.jsonl"
+    header = SessionHeader(gapwatch_version="t", host="box", source="test", started_wall_s=t0,
+                           started_mono_ns=0, period_ms=100.0, gpus=[GpuInfo(index=0)])
+    write_recording(rec, header,
+                    [GpuSample(0, i * 100_000_000, t0 + i / 10, 100_000_000, 50.0, 50.0, 1.0,
+                               1.0) for i in range(1, 50)])
+    log = str(DATA / "cuzk-upstream" / "cuzk.log")
+    out = tmp_path / "trace.json"
+    assert main(["export", str(rec), "--out", str(out), "--log", log]) == 0
+    trace = json.loads(out.read_text())
+    assert trace["otherData"]["origin_unix_s"] >= t0 - 1
+    assert not any(e.get("pid") == PROVER_PID and e["ph"] in "Xbi"
+                   for e in trace["traceEvents"])
+    assert main(["report", str(rec), "--log", log]) == 0
+    report_said = [ln.strip().removeprefix("- ") for ln in capsys.readouterr().out.splitlines()
+                   if "not this recording's log" in ln]
+    assert len(report_said) == 1
+    assert main(["export", str(rec), "--out", str(out), "--log", log]) == 0
+    assert f"gapwatch export: warning: {report_said[0]}" in capsys.readouterr().err.splitlines()
+
+
 def test_without_logs_there_are_no_prover_slices(tmp_path: Path) -> None:
     trace = _export(tmp_path)
     assert validate_trace(trace) == []

@@ -103,6 +103,28 @@ def test_segments_renamed_out_of_order_are_read_in_the_order_of_their_times(
     assert rec.counters.get("out_of_order", 0) == 0
 
 
+def test_a_stray_file_in_the_folder_is_said_in_the_same_words_by_report_replay_and_export(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `report` and `replay` said "1 entry not named *.jsonl or *.jsonl.gz, not read:
+    # notes.txt"; `export --format csv` printed "(reader counters: {'not_read': 1})" and the
+    # Perfetto export nothing (`Recording.problems_said`, one home for the words).
+    rec = tmp_path / "rec"
+    rec.mkdir()
+    sim = simulate("chained", seed=1, duration_s=5)
+    _record(rec / "gw.jsonl", sim.header, list(sim.records))
+    (rec / "notes.txt").write_text("x\n")
+    words = f"{rec}: 1 entry not named *.jsonl or *.jsonl.gz, not read: notes.txt"
+    assert main(["report", str(rec)]) == 0
+    assert f"  {words}" in capsys.readouterr().out.splitlines()
+    assert main(["replay", "--headless", "--speed", "0", str(rec)]) == 0
+    assert any(ln.endswith(words) for ln in capsys.readouterr().err.splitlines())
+    for fmt in ("csv", "perfetto"):
+        assert main(["export", str(rec), "--format", fmt, "--out", str(tmp_path / "x")]) == 0
+        err = capsys.readouterr().err
+        assert f"gapwatch export: warning: {words}" in err.splitlines()
+        assert "{" not in err  # no Python dict
+
+
 def test_files_not_named_jsonl_in_a_folder_are_said_in_one_line(tmp_path: Path) -> None:
     sim = simulate("chained", seed=1, duration_s=5)
     _record(tmp_path / "gw.jsonl", sim.header, list(sim.records))

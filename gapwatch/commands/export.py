@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 from pathlib import Path
-from typing import IO, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.commands import argtypes
@@ -29,6 +29,9 @@ from gapwatch.engine.console import STDERR, StdoutBytes, say
 from gapwatch.offline.progress import Progress
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 from gapwatch.sources.time_window import TimeWindow, WindowError
+
+if TYPE_CHECKING:
+    from gapwatch.offline.report import ReportData
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +55,10 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
-              progress: Progress | None, window: TimeWindow | None) -> str:
+              progress: Progress | None, window: TimeWindow | None) -> tuple[str, list[str]]:
+    """Write the trace; return its summary and what is said of the input (`_csv`'s too)."""
+    import copy
+
     from gapwatch.logs.files import merge_by_time
     from gapwatch.offline.perfetto import TraceBuilder
     from gapwatch.offline.progress import DataTime, progress_of, tell
@@ -78,12 +84,16 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
         if parsed is None:
             builder.extend(kept)
         else:
+            # The `--log` events the report used, by its one rule (`LogSpan.used`): a log of
+            # another day, which the report says is "not this recording's log", drew its
+            # lines into the trace and moved its origin 207 days back.
+            used = copy.deepcopy(parsed.span).used(parsed.spool, _data_end_s(report))
             # A window's trace shows the log lines of the window (not the daemon's start
             # read for its settings). Merged in by time, as the report's detector reads them:
             # a line the recording holds too (`record --log` of the same file) is drawn once,
             # the file's copy (`gapwatch.logs.once`); drawn twice, its phases were two slices.
-            builder.extend(merge_by_time(kept, parsed.spool if window is None else
-                                         (e for e in parsed.spool if window.holds(e.t_wall_s))))
+            builder.extend(merge_by_time(kept, used if window is None else
+                                         (e for e in used if window.holds(e.t_wall_s))))
     builder.final_gaps(report.gaps)  # drawn as the trace is written, read from the spool
     builder.extend(report.states)
     builder.extend(report.prover_events)  # PoSt, restarts, errors: derived again, as gaps
@@ -94,11 +104,21 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     # The report keeps the first of each kind of prover event (`prover_events.MAX_KEPT`).
     unkept_said = (f", {unkept} more prover events counted but not drawn (the first "
                    f"{MAX_KEPT:,} of each kind are)" if unkept else "")
+    # What the report says of its input (a log of another run, the data's own problems),
+    # in its words, then what reading the samples found.
+    said = [*report.warnings, *recording.problems_said()]
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
-            "https://ui.perfetto.dev or chrome://tracing")
+            "https://ui.perfetto.dev or chrome://tracing"), said
 
 
-def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> str:
+def _data_end_s(report: ReportData) -> float | None:
+    """The wall time of the last sample the report read (None: none): where the `--log`
+    lines it uses end (`LogSpan.after_end`), as the detector took it."""
+    return max((t.last_sample_wall_s for t in report.totals
+                if t.last_sample_wall_s is not None), default=None)
+
+
+def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> tuple[str, list[str]]:
     from gapwatch.offline.csv_export import CsvExporter
     from gapwatch.sources.files import read_any
     from gapwatch.sources.recording import Reading
@@ -109,9 +129,9 @@ def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> str:
     for record in recording.records:
         exporter.add(record)
     exporter.close()
-    note = f" (reader counters: {recording.counters})" if recording.counters else ""
     # Host samples have rows of their own: "1000 rows" was said of a file of 2000.
-    return f"{exporter.rows} GPU rows and {exporter.host_rows} host rows{note}"
+    return (f"{exporter.rows} GPU rows and {exporter.host_rows} host rows",
+            recording.problems_said())
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -152,11 +172,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
         # does; it said "stdout: Broken pipe", exit 2).
         fb = tmp.file if tmp is not None else cast(BinaryIO, StdoutBytes())
         if args.format == "perfetto":
-            summary = _perfetto(src, config, argtypes.log_files(args.log), fb, progress, window)
+            summary, said = _perfetto(src, config, argtypes.log_files(args.log), fb, progress,
+                                      window)
             fb.flush()
         else:
             ft = io.TextIOWrapper(fb, encoding="utf-8", newline="")
-            summary = _csv(src, ft, window)
+            summary, said = _csv(src, ft, window)
             ft.flush()
             ft.detach()  # the temporary (or stdout) stays open for commit()
         if tmp is not None:
@@ -177,6 +198,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     finally:
         STDERR.erase()  # no progress left on the screen
     say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
+    for line in said:  # in the words `report` and `replay` say them
+        say(f"gapwatch export: warning: {line}")
     return 0
 
 

@@ -401,18 +401,8 @@ class ReplayDriver(Background):
                          f"{MAX_PACED_STEP_S:g} s were not waited out")
         for key, n in self.recording.counters.items():
             self.session.store.count(f"replay_{key}", n)
-        for problem in self.recording.problems:
-            self._notice(problem)
-        # The reader keeps the first MAX_PROBLEMS messages only: past them the counts are all
-        # there is (a folder of 100,000 non-recordings was said as the 20 shown).
-        counters = self.recording.counters
-        if sum(counters.values()) > len(self.recording.problems):
-            counts = ", ".join(f"{k} {v}" for k, v in sorted(counters.items()))
-            said = len(self.recording.problems)
-            # A count without messages of its own (a trace's stale GPM rows, merged into the
-            # next row) was "(the first 0 said)".
-            self._notice(f"replay: input problems in all: {counts}"
-                         + (f" (the first {said} said)" if said else ""))
+        for said in self.recording.problems_said():  # as every command says them
+            self._notice(said)
 
     def _time_jump(self, step_ns: int) -> None:
         self.time_jumps += 1

@@ -454,6 +454,17 @@ class LogSpan:
                 f.belongs = False
         return False
 
+    def used(self, events: Iterable[LogEvent], end_s: float | None) -> Iterator[LogEvent]:
+        """The `--log` events (sorted by time, every one `observe`d) that a recording's
+        outputs use, by the rule the report's detector feeds them by (`kept`, then
+        `after_end` past the data's end `end_s`): the Perfetto export drew every event of
+        the files, a log of another day's lines in the trace, its origin 207 days back,
+        while the report said "not this recording's log" and used none of them. Called on
+        a copy of the report's span (it counts what it leaves out, as the detector's did)."""
+        for ev, _ in self.kept((ev, None) for ev in events):
+            if self.after_end(ev, end_s):
+                yield ev
+
     def notes_before_reading(self, unplaced: bool = True) -> list[str]:
         """The `notes` line of each file that ends before the span starts, of each whose
         TIMELINE lines could not all be placed by their run's start line (`runs_unplaced`),

@@ -263,6 +263,22 @@ class Recording:
         if close is not None:
             close()
 
+    def problems_said(self) -> list[str]:
+        """What reading found, in the words every command says it in (once read to its end):
+        each problem kept, then, where more were counted than kept, one line of the counts.
+        `replay` said the lines, `report` listed them, and `export` printed the counters
+        as a Python dict (`(reader counters: {'not_read': 1})`) or, for Perfetto, nothing."""
+        said = list(self.problems)
+        # The reader keeps the first MAX_PROBLEMS messages only: past them the counts are
+        # all there is (a folder of 100,000 non-recordings was said as the 20 shown).
+        if sum(self.counters.values()) > len(self.problems):
+            counts = ", ".join(f"{k} {v}" for k, v in sorted(self.counters.items()))
+            # A count without messages of its own (a trace's stale GPM rows, merged into the
+            # next row) was "(the first 0 said)".
+            said.append(f"input problems in all: {counts}"
+                        + (f" (the first {len(self.problems)} said)" if self.problems else ""))
+        return said
+
     def problem(self, counter: str, message: str, line_no: int = 0) -> None:
         # A message may quote the bad input (a CSV cell): a screen of it is enough.
         message = cut_text(message, PROBLEM_CHARS)

@@ -17,7 +17,7 @@ from gapwatch.cli import main
 from gapwatch.commands.fleet import options, table_lines
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import box_detail, post_line
-from gapwatch.fleet.queries import QUERIES
+from gapwatch.fleet.queries import JOBS_WITH_ROWS, QUERIES
 from gapwatch.fleet.rows import (
     COLUMNS,
     MAX_COUNT,
@@ -711,3 +711,35 @@ def test_a_down_box_ranked_for_its_posts_says_them_and_its_last_known_figures_ar
     assert dead[9] == "~25%" and dead[11] == "~"
     assert cells(FleetRow("b", "0", stale=None, busy_ratio=0.5))[3] == "?50%"
     assert cells(FleetRow("b", "0", stale=False, busy_ratio=0.5))[3] == "50%"
+
+
+def test_an_empty_table_names_the_selector_and_the_job_that_has_gapwatchs_rows(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The scrape job named "gpu-boxes": `fleet --once` printed "(no gapwatch target in
+    # Prometheus)", exit 0, naming neither the selector it used nor `--selector`.
+    with fake_prometheus() as fake:
+        fake.replies[JOBS_WITH_ROWS.format(lb="1h")] = vector(({"job": "gpu-boxes"}, 1.0))
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        "(no gapwatch target in Prometheus matches --selector 'job=\"gapwatch\"')",
+        "(gapwatch's metrics are scraped under another job name: give "
+        "--selector 'job=\"gpu-boxes\"')"]
+
+
+def test_an_empty_table_with_no_job_of_gapwatchs_rows_asks_whether_it_is_scraped(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    with fake_prometheus() as fake:
+        assert main(["fleet", "--prometheus", fake.url, "--once", "--selector",
+                     'job="x"']) == 0
+        assert JOBS_WITH_ROWS.format(lb="1h") in fake.asked
+    assert capsys.readouterr().out.splitlines()[1:] == [
+        "(no gapwatch target in Prometheus matches --selector 'job=\"x\"')",
+        "(no scrape job has gapwatch's metrics: is gapwatch's /metrics scraped? docs/fleet.md)"]
+
+
+def test_a_table_with_rows_never_asks_which_jobs_have_them() -> None:
+    with fake_prometheus() as fake:
+        box(fake, "a:9400", 1, "GAPS")
+        refresh(PromClient(fake.url), FleetOptions())
+        assert JOBS_WITH_ROWS.format(lb="1h") not in fake.asked

@@ -163,5 +163,5 @@ def table_lines(result: Refresh) -> list[str]:
     if result.rows_failed:  # not "no target": Prometheus did not say (the why is on stderr)
         out.append("(rows not read: Prometheus did not answer the state query)")
     elif not result.rows:
-        out.append("(no gapwatch target in Prometheus)")
+        out += result.empty_lines()
     return out

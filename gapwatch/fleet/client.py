@@ -57,9 +57,11 @@ MAX_SERIES = 100_000
 #: The labels fleet reads (rows and detail); a series keeps only these. Prometheus sends every
 #: label of a series, and a hostile or misconfigured one thousands of them: kept whole, 13 MB
 #: of them cost 1.3 GB across a refresh's answers.
-#: `verdict`: how a PoSt went wrong, of the PoSt advice (`rows.post_setting_of`).
+#: `verdict`: how a PoSt went wrong, of the PoSt advice (`rows.post_setting_of`); `job`: the
+#: scrape jobs that have gapwatch's rows, asked when the selector picks none
+#: (`queries.JOBS_WITH_ROWS`).
 READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting", "step",
-               "verdict")
+               "verdict", "job")
 #: What one label value may keep: a box name or a cause's words fit many times over.
 MAX_LABEL_CHARS = 256
 #: What a target's words (its `lastError`, `health`, `scrapeUrl`) may keep: Go's longest scrape
@@ -96,6 +98,7 @@ class _Labels(msgspec.Struct):
     setting: str | None = None
     step: str | None = None
     verdict: str | None = None
+    job: str | None = None
 
 
 #: The shape of an answer's `data`: query results, or the targets.

@@ -198,6 +198,14 @@ def more_matchers(sel: str) -> str:
     return s if not s or s.endswith(",") else f"{s},"
 
 
+#: Asked only when the selector picks no box: which scrape jobs (at most `JOBS_SHOWN`) do have
+#: gapwatch's rows, whatever the selector. A scrape job named other than `gapwatch` gave an
+#: empty table, exit 0, naming neither the selector used nor `--selector`.
+JOBS_SHOWN = 5
+JOBS_WITH_ROWS = (f"topk({JOBS_SHOWN}, count by (job) "
+                  "(last_over_time(gapwatch_gpu_chain_state[{lb}]) == 1))")
+
+
 def render(q: Query, sel: str, lookback: str) -> str:
     """The query's PromQL with its holes filled: `{sel}` the selector alone, `{sel_}` the
     selector before more matchers (`more_matchers`), `{lb}` the lookback."""

@@ -25,6 +25,7 @@ That question failing costs the reasons only (None, and `errors["down_why"]`), n
 from __future__ import annotations
 
 import math
+import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from gapwatch.core.models import STATE_SEVERITY
 from gapwatch.cuzk.post_advice import MISSED_VERDICTS
 from gapwatch.cuzk.why_now import NO_CAUSE  # the setting a box exports when none closes its cause
 from gapwatch.fleet.client import PromClient, PromError, Series
-from gapwatch.fleet.queries import QUERIES, Query, render
+from gapwatch.fleet.queries import JOBS_WITH_ROWS, QUERIES, Query, render
 from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
@@ -198,6 +199,24 @@ class Refresh:
     t_wall_s: float
     took_s: float
     prometheus_s: float
+    #: The `--selector` asked with, and, when it picked no box, the scrape jobs that have
+    #: gapwatch's rows (`queries.JOBS_WITH_ROWS`; None: not asked, or not answered).
+    selector: str = ""
+    jobs_with_rows: list[str] | None = None
+
+    def empty_lines(self) -> list[str]:
+        """What an empty table says: the selector it used, and the jobs whose targets do
+        have gapwatch's rows, each as the `--selector` that picks it (it said "(no gapwatch
+        target in Prometheus)", exit 0, with a box scraped under job "gpu-boxes")."""
+        out = [f"(no gapwatch target in Prometheus matches --selector "
+               f"{fmt.visible(shlex.quote(self.selector))})"]
+        if self.jobs_with_rows:
+            picks = " or ".join(_selector_of(job) for job in self.jobs_with_rows)
+            out.append(f"(gapwatch's metrics are scraped under another job name: give {picks})")
+        elif self.jobs_with_rows is not None:
+            out.append("(no scrape job has gapwatch's metrics: is gapwatch's /metrics "
+                       "scraped? docs/fleet.md)")
+        return out
 
     @property
     def rows_failed(self) -> bool:
@@ -216,6 +235,13 @@ class Refresh:
         return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
                 "prometheus_s": self.prometheus_s, "errors": self.errors,
                 "rows": [r.as_json() for r in self.rows]}
+
+
+def _selector_of(job: str) -> str:
+    """`--selector` picking scrape job `job`, as typed in a shell (PromQL's string escapes,
+    the shell's quotes; a label value's controls made visible, `fmt.visible`)."""
+    value = job.replace("\\", "\\\\").replace('"', '\\"')
+    return "--selector " + fmt.visible(shlex.quote(f'job="{value}"'))
 
 
 def said_errors(errors: dict[str, str], prometheus: str) -> list[str]:
@@ -278,7 +304,27 @@ def refresh(client: PromClient, opts: FleetOptions,
     rows = build_rows(answers, opts.stale_after_s) if "state" in answers else []
     if any(r.stale for r in rows):  # the fresh rows need no reason: not asked for them
         waited += _explain_stale(client, opts, rows, errors, started)
-    return Refresh(rows, errors, clock(), time.monotonic() - started, waited)
+    jobs: list[str] | None = None
+    if "state" in answers and not rows:
+        jobs, waited_s = _jobs_with_rows(client, opts, started)
+        waited += waited_s
+    return Refresh(rows, errors, clock(), time.monotonic() - started, waited,
+                   selector=opts.selector, jobs_with_rows=jobs)
+
+
+def _jobs_with_rows(client: PromClient, opts: FleetOptions, started: float
+                    ) -> tuple[list[str] | None, float]:
+    """The scrape jobs whose targets have gapwatch's rows, whatever `--selector` says (None:
+    not known, out of time or not answered: the empty table then names the selector alone),
+    and the seconds waited on Prometheus."""
+    left = _budget_left_s(opts, started)
+    if left <= 0:
+        return None, 0.0
+    try:
+        found = client.instant(JOBS_WITH_ROWS.format(lb=opts.lookback), left)
+    except PromError:
+        return None, client.last_wait_s
+    return sorted({s.labels.get("job", "") for s in found}), client.last_wait_s
 
 
 def _budget_left_s(opts: FleetOptions, started: float) -> float:

@@ -62,7 +62,28 @@ COMMON_FLAGS: dict[str, tuple[str, ...]] = {
 }
 
 
-def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
+#: The help of the shared flags whose meaning differs by command, each in one place: the
+#: live commands follow a log as it grows, the offline ones read it whole (`report --log`
+#: said "prover log to follow ... '-' = stdin", and `-` is no file there); `demo` refuses
+#: `--speed 0`, which its help offered.
+LOG_HELP_FOLLOWED = "prover log to follow (repeatable; '-' = stdin)"
+LOG_HELP_READ = ("prover log, read whole (repeatable; rotated files as a quoted glob: "
+                 "--log 'cuzk.log*')")
+LOG_HELP: dict[str, str] = {
+    "demo": LOG_HELP_FOLLOWED, "watch": LOG_HELP_FOLLOWED, "record": LOG_HELP_FOLLOWED,
+    "replay": LOG_HELP_READ, "report": LOG_HELP_READ, "export": LOG_HELP_READ,
+    "parse": "prover log to read whole (repeatable; '-' = stdin)",
+}
+SPEED_HELP: dict[str, str] = {
+    "demo": "simulator speed: 1 = real time (default), 4 = four times as fast (at most 1000)",
+    "watch": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most 1000)",
+    "record": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most 1000)",
+    "replay": "1 = the recorded pace (default), 0 = as fast as possible (default with "
+              "--headless)",
+}
+
+
+def _common(p: argparse.ArgumentParser, flags: tuple[str, ...], command: str = "") -> None:
     g = p.add_argument_group("common options")
     g.add_argument("--config", type=argtypes.path, default=None, metavar="FILE",
                    help="TOML config file")
@@ -86,7 +107,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
             action="append",
             default=[],
             metavar="PATH",
-            help="prover log to follow (repeatable; '-' = stdin)",
+            help=LOG_HELP.get(command, LOG_HELP_FOLLOWED),
         )
     if "from-start" in flags:
         g.add_argument("--from-start", action="store_true", help="read logs from their start")
@@ -95,7 +116,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...]) -> None:
             "--speed",
             type=argtypes.speed,
             default=None,
-            help="sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most 1000)",
+            help=SPEED_HELP.get(command, SPEED_HELP["watch"]),
         )
     if "seed" in flags:
         g.add_argument("--seed", type=int, default=None, help="simulator seed")
@@ -146,7 +167,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     for name, help_text in COMMANDS.items():
         p = sub.add_parser(name, help=help_text, description=help_text)
-        _common(p, COMMON_FLAGS[name])
+        _common(p, COMMON_FLAGS[name], name)
         if only is not None and name != only:
             continue
         module = importlib.import_module(f"gapwatch.commands.{name}")

@@ -321,3 +321,35 @@ def test_an_argument_holding_escapes_or_a_newline_reaches_no_terminal_through_a_
     assert "\x1b" not in err and "\x07" not in err
     assert not any(line.startswith("forged") for line in err.splitlines())
     assert "\\x1b]52;c;aGk=\\x07\\x0aforged: line" in err
+
+
+def _help(command: str, capsys: pytest.CaptureFixture[str]) -> str:
+    assert _exit_code([command, "--help"]) == 0
+    return " ".join(capsys.readouterr().out.split())  # argparse's wrapping undone
+
+
+@pytest.mark.parametrize("command", ["report", "replay", "export"])
+def test_the_offline_commands_help_says_file_may_be_a_folder_and_the_log_is_read_whole(
+        command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    # Their help said FILE is one recording or a CSV (a folder or a glob of segments works:
+    # README), and `--log` a "prover log to follow ... '-' = stdin": they read it whole, and
+    # `-` is no file to them.
+    text = _help(command, capsys)
+    assert "a folder or a quoted glob of its segments" in text
+    assert "prover log, read whole" in text
+    assert "to follow" not in text and "'-' = stdin" not in text
+
+
+def test_the_demo_help_offers_no_speed_the_demo_refuses(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # `demo --help`: "0 = as fast as possible"; `demo --speed 0`: refused.
+    text = _help("demo", capsys)
+    assert "--speed SPEED simulator speed: 1 = real time (default)" in text
+    assert "0 = as fast as possible" not in text
+    assert _exit_code(["demo", "--speed", "0"]) == 2
+
+
+def test_the_live_commands_help_still_follows_the_log_and_takes_stdin(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("watch", "record", "demo"):
+        assert "prover log to follow (repeatable; '-' = stdin)" in _help(command, capsys)

@@ -59,6 +59,12 @@ def positive_ms(text: str) -> float:
     return value
 
 
+#: FILE of the commands that read a recording (`report`, `replay`, `export`), one text: each
+#: said "one recording or a trace CSV" while a folder or glob of segments worked for all three.
+RECORDING_HELP = ("a recording (.jsonl, .jsonl.gz), a folder or a quoted glob of its segments "
+                  "(read as one session), or a trace CSV")
+
+
 def speed(text: str) -> float:
     """A finite speed factor >= 0 (`--speed`: 1 = real time, 0 = as fast as possible)."""
     value = _finite(text)

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=argtypes.path, metavar="FILE",
-                        help="recording (.jsonl, .jsonl.gz) or trace CSV")
+                        help=argtypes.RECORDING_HELP)
     parser.add_argument("--format", choices=("perfetto", "csv"), default="perfetto",
                         help="perfetto: Chrome Trace Event JSON; csv: shared-trace layout")
     parser.add_argument("--out", type=argtypes.path, metavar="PATH", default=None,

@@ -31,7 +31,7 @@ from gapwatch.sources.time_window import WindowError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=argtypes.path, metavar="FILE",
-                   help="recording (.jsonl / .jsonl.gz) or trace CSV")
+                   help=argtypes.RECORDING_HELP)
     p.add_argument("--headless", action="store_true",
                    help="no dashboard: replay until the file ends, as fast as it can unless "
                         "--speed is given, then print a summary")

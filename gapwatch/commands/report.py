@@ -28,7 +28,7 @@ from gapwatch.sources.time_window import WindowError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "file", type=argtypes.path, metavar="FILE",
-        help="a recording (.jsonl, .jsonl.gz) or a trace CSV"
+        help=argtypes.RECORDING_HELP
     )
     parser.add_argument("--json", action="store_true", help="print the JSON document instead")
     argtypes.add_window(parser)

@@ -1,0 +1,112 @@
+"""Every relative link in README.md and docs/*.md reaches a file that exists, and every
+`#anchor` in one names a heading of the page it points at, by GitHub's rule for a heading's
+anchor (`github_anchor`): five links went to anchors whose headings had been renamed, and
+nothing noticed. Links to the web are not followed (no network in the tests)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+#: An inline link or image `[text](target)` or `[text](target "title")`.
+_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def github_anchor(heading: str) -> str:
+    """The anchor GitHub gives a heading's text (its `github-slugger`): markup rendered away
+    (code spans keep their text, a link its words), lower case, every character that is not a
+    letter, digit, `_`, `-` or space dropped, each space a `-`."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its words
+    text = re.sub(r"<[^>]+>", "", text)  # inline HTML
+    text = text.replace("`", "").lower()
+    return "".join(c for c in text if c.isalnum() or c in "_- ").replace(" ", "-")
+
+
+def _outside_code(text: str) -> list[tuple[int, str]]:
+    """The page's lines (numbered from 1) outside fenced code blocks, code spans blanked: a
+    `[x](y)` or `# comment` inside code is no link or heading."""
+    out: list[tuple[int, str]] = []
+    fenced = False
+    for n, line in enumerate(text.splitlines(), 1):
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            out.append((n, line))
+    return out
+
+
+def anchors_of(page: Path) -> set[str]:
+    """Every anchor the page's headings give, a repeated one suffixed `-1`, `-2`... as GitHub
+    does."""
+    seen: dict[str, int] = {}
+    found: set[str] = set()
+    for _n, line in _outside_code(page.read_text()):
+        m = _HEADING.match(line)
+        if m is None:
+            continue
+        slug = github_anchor(m.group(2))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def broken_links(page: Path, root: Path = ROOT) -> list[str]:
+    """`page:line: target: why` for each relative link of `page` that reaches nothing (the
+    paths said relative to `root`)."""
+    out = []
+    for n, line in _outside_code(page.read_text()):
+        for target in _LINK.findall(re.sub(r"`[^`]*`", "", line)):
+            if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:: not followed here
+                continue
+            path_part, _, anchor = target.partition("#")
+            dest = (page.parent / path_part).resolve() if path_part else page
+            if not dest.exists():
+                out.append(f"{page.relative_to(root)}:{n}: {target}: no such file")
+            elif anchor and dest.suffix == ".md" and anchor not in anchors_of(dest):
+                out.append(f"{page.relative_to(root)}:{n}: {target}: no heading of "
+                           f"{dest.relative_to(root)} has that anchor")
+    return out
+
+
+@pytest.mark.parametrize("heading, anchor", [
+    ("The simulator (`--source sim:post`) and post-failed", "the-simulator---source-simpost-and-"
+     "post-failed"),
+    ("GPU errors: XID, ECC, PCIe replays, row remapping",
+     "gpu-errors-xid-ecc-pcie-replays-row-remapping"),
+    ("What `report --json` holds", "what-report---json-holds"),
+    ("See [docs/fleet.md](docs/fleet.md) first", "see-docsfleetmd-first"),
+    ("Über 100 % busy_s", "über-100--busy_s"),
+])
+def test_a_heading_gets_the_anchor_github_gives_it(heading: str, anchor: str) -> None:
+    assert github_anchor(heading) == anchor
+
+
+def test_a_repeated_heading_gets_the_next_number_and_code_holds_no_heading(
+        tmp_path: Path) -> None:
+    page = tmp_path / "p.md"
+    page.write_text("# Notes\n\n```sh\n# not a heading\n```\n\n## Notes\n")
+    assert anchors_of(page) == {"notes", "notes-1"}
+
+
+def test_a_link_to_a_missing_anchor_or_file_is_found(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Here it is\n")
+    page = tmp_path / "b.md"
+    page.write_text("[ok](a.md#here-it-is) [gone](a.md#here-it-was) [none](c.md)\n"
+                    "`[code](x.md)` [web](https://example.com/#nope) [self](#top)\n# Top\n")
+    assert broken_links(page, tmp_path) == [
+        "b.md:1: a.md#here-it-was: no heading of a.md has that anchor",
+        "b.md:1: c.md: no such file"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_relative_link_and_anchor_of_the_docs_resolves(page: Path) -> None:
+    assert broken_links(page) == []

@@ -1,7 +1,8 @@
 """Every relative link in README.md and docs/*.md reaches a file that exists, and every
 `#anchor` in one names a heading of the page it points at, by GitHub's rule for a heading's
 anchor (`github_anchor`): five links went to anchors whose headings had been renamed, and
-nothing noticed. Links to the web are not followed (no network in the tests)."""
+nothing noticed. Links to the web are not followed (no network in the tests). And every flag of
+every command is named somewhere in them (`copytrace --unit` was in its --help only)."""
 
 from __future__ import annotations
 
@@ -110,3 +111,19 @@ def test_a_link_to_a_missing_anchor_or_file_is_found(tmp_path: Path) -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_relative_link_and_anchor_of_the_docs_resolves(page: Path) -> None:
     assert broken_links(page) == []
+
+
+def test_every_flag_of_every_command_is_named_in_the_readme_or_the_docs() -> None:
+    # `copytrace --unit` was in its --help and in no page: a reader of the docs never met it.
+    import argparse
+
+    from gapwatch.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    text = "\n".join(p.read_text() for p in PAGES if p.name != "benchmarks.md")
+    unnamed = sorted(f"{name} {flag}" for name, command in sub.choices.items()
+                     for action in command._actions for flag in action.option_strings
+                     if flag.startswith("--") and flag != "--help"
+                     and not re.search(re.escape(flag) + r"(?![\w-])", text))
+    assert unnamed == []

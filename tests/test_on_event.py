@@ -85,7 +85,7 @@ def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
                   "--on-event", " ".join(argv) + " 'two words' ';' touch "
                   + str(tmp_path / "pwned"))
     assert "exited 3 for breakdown_entered" in err
-    assert "--on-event ran 1 times: 0 ok, 1 failed" in err
+    assert "--on-event ran once: 0 ok, 1 failed" in err  # "ran 1 times" read wrong
     assert "gaps: pcie_starved=" in err  # monitoring went on to the end
     (event,) = _lines(out)
     assert event["GAPWATCH_EVENT"] == "breakdown_entered"

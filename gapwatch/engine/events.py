@@ -149,7 +149,8 @@ class HookCounts:
 
     def summary(self) -> str:
         last = f"; last failure: {self.last_failure}" if self.last_failure else ""
-        return (f"--on-event ran {self.ran} times: {self.ok} ok, {self.failed} failed, "
+        times = "once" if self.ran == 1 else f"{self.ran} times"  # "ran 1 times" read wrong
+        return (f"--on-event ran {times}: {self.ok} ok, {self.failed} failed, "
                 f"{self.timed_out} killed after the timeout; {self.rate_limited} rate-limited, "
                 f"{self.dropped} dropped (queue full){last}")
 

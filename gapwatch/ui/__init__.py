@@ -7,6 +7,9 @@ this package itself imports nothing heavy (Textual is imported when the dashboar
 from __future__ import annotations
 
 import gc
+import os
+from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from gapwatch.engine.console import say
@@ -22,13 +25,6 @@ if TYPE_CHECKING:
         def start(self) -> None: ...
 
         def stop(self) -> None: ...
-
-
-def run_dashboard(runtime: DashboardRuntime, stop_signals: StopSignals | None = None) -> int:
-    """Run the dashboard in the terminal until the user quits (`q`, Ctrl-C) or a stop signal
-    (SIGINT, SIGTERM, SIGHUP; with `stop_signals`) ends it; returns the exit status."""
-    result = dashboard_app(runtime, stop_signals).run()
-    return int(result or 0)
 
 
 def dashboard_app(runtime: DashboardRuntime,
@@ -78,18 +74,50 @@ def start_and_show(runtime: _Startable, command: str = "watch") -> int:
     if replay is not None:
         # The dashboard can seek back from the end of the file (←, [, Home).
         replay.interactive = True
+    snapshots: list[Path] = []
     try:
         runtime.start()
         died = False
         try:
-            result = run_dashboard(runtime, stop)
+            app = dashboard_app(runtime, stop)
+            snapshots = app.snapshots  # the same list, filled as they are written
+            result = int(app.run() or 0)
         finally:
             stop.install()
             runtime.stop()
             died = _say_how_it_ended(command, runtime.status(), stop)
+            # After the terminal is restored: the folders left behind (`snapshot.dir` is the
+            # current folder by default; the demo left one there, and nothing said so).
+            if (line := snapshots_line(command, snapshots)) is not None:
+                say(line)
         return 1 if died and result == 0 else result
     finally:
         stop.restore()
+
+
+#: Snapshot folders named in the closing line; past them, their count and folder.
+SNAPSHOTS_NAMED = 3
+
+
+def snapshots_line(command: str, paths: Sequence[Path]) -> str | None:
+    """The closing line naming the snapshot folders the dashboard wrote (None: none), each
+    as it would be typed from here (relative below the current folder, else whole)."""
+    if not paths:
+        return None
+    names = [_as_typed(p) for p in paths]
+    shown = ", ".join(names[:SNAPSHOTS_NAMED])
+    more = (f" and {len(names) - SNAPSHOTS_NAMED} more in {_as_typed(paths[-1].parent)}"
+            if len(names) > SNAPSHOTS_NAMED else "")
+    what = "snapshot folder" if len(names) == 1 else f"{len(names)} snapshot folders"
+    return f"gapwatch {command}: wrote {what}: {shown}{more}"
+
+
+def _as_typed(path: Path) -> str:
+    whole = os.path.abspath(path)
+    here = os.getcwd()
+    if whole == here or not whole.startswith(here + os.sep):
+        return whole
+    return "./" + os.path.relpath(whole, here)
 
 
 def _say_how_it_ended(command: str, status: RuntimeStatus, stop: StopSignals) -> bool:

@@ -1,7 +1,7 @@
 """GapwatchApp: the dashboard's composition root. It composes the widgets, pulls the store on a
 timer, pushes a View down to the widgets, and handles keys and messages. No drawing logic here.
 
-Who creates it: `gapwatch.ui.run_dashboard` (watch, demo, replay) and the tests, with a runtime
+Who creates it: `gapwatch.ui.dashboard_app` (watch, demo, replay) and the tests, with a runtime
 (`gapwatch.engine.runtime.Runtime`, or any object with the same few attributes). The app never
 starts or stops the runtime: the command that built it does, so the same runtime also runs headless.
 

@@ -531,3 +531,47 @@ async def test_a_snapshot_that_fails_inside_gapwatch_is_said_and_the_dashboard_r
         assert app.is_running
     assert footer.startswith("snapshot FAILED: ValueError: cannot format 'nan'")
     assert len(app.snapshots) == 1
+
+
+#: The setting `gapwatch demo` names at 80x24 (`sim:pageable`), with its step and payoff.
+DEMO_SETTING = ("; raise [memory] safety_margin (or lower total_budget if not auto) "
+                "(payoff ~1.7x)")
+
+
+def demo_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRuntime:
+    """GPU0 in BREAKDOWN as the demo has it: five starved gaps, each with pageable copies (the
+    copy trace's witness), the setting to change, and a hint whose first phrase is longer
+    than the verdict's lines have room for after the setting."""
+    from dataclasses import replace
+
+    from gapwatch.ui.widgets.gpu_header import GpuHeader
+
+    rt = breakdown_with_hint(tmp_path, "7.0 GiB copied from pageable host memory at 2.0 GB/s on "
+                             "streams 13, 14; porep-1000-11 partition 6 was synthesised with "
+                             "is_pinned=false")
+    window = rt.store.snapshot().windows[0]
+    rt.store.set_window(replace(window, pageable_gaps=5))
+    monkeypatch.setattr(GpuHeader, "_change_words", lambda self, view, gpu: DEMO_SETTING)
+    return rt
+
+
+async def test_at_80x24_the_verdict_keeps_the_setting_whole_and_no_empty_hint_label(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """explore9 #8, newcomer 04: live, the three verdict lines hold the setting and its payoff
+    but no phrase of the hint: they say where it is (`d: the hint`), not an empty label
+    (`hint: … d: whole hint`). Paused (one line less), whole phrases go (the copy trace's
+    witness, the pointer), never the setting: it was cut mid-word (`(or low …`)."""
+    rt = demo_verdict(tmp_path, monkeypatch)
+    live, paused = await screens_after_keys(GapwatchApp(rt, wall_clock=fixed_wall), ["p"])
+    head = flat("\n".join(live.splitlines()[2:5]))
+    assert head.endswith("raise [memory] safety_margin (or lower total_budget if not auto) "
+                         "(payoff ~1.7x) d: the hint")
+    assert "5 with copies from pageable memory (copy trace)" in head
+    assert "hint: …" not in live
+    verdict = flat("\n".join(paused.splitlines()[3:5]))
+    assert "PAUSED" in paused.splitlines()[2]
+    assert verdict == ("GPU0 BREAKDOWN since 09:07:06: 5 gaps (slow copies) in the last 30 s; "
+                       "raise [memory] safety_margin (or lower total_budget if not auto) "
+                       "(payoff ~1.7x)")
+    assert "…" not in verdict

@@ -89,25 +89,28 @@ def gaps_reason(kinds: dict[str, int], config: DetectorConfig) -> str:
     return f"{what}, none pcie_starved"
 
 
-def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bool = True) -> str:
+def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bool = True,
+                 witness: bool = True) -> str:
     """What `state` rests on now: the window's live count, and (`span`) its span in clock time
     and the starved gaps' idle seconds (a narrow pane leaves them out where the count says
-    enough; "the last 30 s" says the span too)."""
+    enough; "the last 30 s" says the span too). `witness` False leaves out the copy trace's
+    clause (`, 12 with copies from pageable memory (copy trace)`): the dashboard's verdict
+    drops it where its lines cannot hold it and the setting to change."""
     clocks = f"{fmt.clock(window.start_wall_s)}-{fmt.clock(window.end_wall_s)}"
     if state == "BREAKDOWN":
         starved = window.gaps.get(STARVED, 0)
         others = {k: n for k, n in window.gaps.items() if k != STARVED}
         more = f", and {count_words(others)}" if others else ""
-        witness = ""
-        if window.pageable_gaps:
-            witness = (", its copies from pageable memory (copy trace)" if starved == 1 else
-                       f", {window.pageable_gaps} with copies from pageable memory (copy trace)")
+        said = ""
+        if window.pageable_gaps and witness:
+            said = (", its copies from pageable memory (copy trace)" if starved == 1 else
+                    f", {window.pageable_gaps} with copies from pageable memory (copy trace)")
         # The idle seconds matter where the count alone does not make BREAKDOWN (the idle
         # rule, the copy trace's witness); a narrow pane says them only then.
         idle = f" ({window.starved_idle_s:.1f} s idle)" \
             if span or starved < config.breakdown_min_starved_gaps else ""
         return (f"{count_words({STARVED: starved})}{idle} in the last {window.window_s:g} s"
-                f"{', ' + clocks if span else ''}{witness}{more}")
+                f"{', ' + clocks if span else ''}{said}{more}")
     if state == "GAPS":
         return gaps_reason(window.gaps, config) + (f" ({clocks})" if span else "")
     if state == "CHAINED":
@@ -117,13 +120,15 @@ def window_words(state: str, window: WindowNow, config: DetectorConfig, span: bo
 
 
 def verdict_words(state: StateChange | None, window: WindowNow | None,
-                  config: DetectorConfig, span: bool = True) -> str:
+                  config: DetectorConfig, span: bool = True, witness: bool = True) -> str:
     """The selected GPU's verdict after its name and state: since when, and what the state rests
-    on now (the live window), else why it was entered. `state` None: no verdict yet."""
+    on now (the live window), else why it was entered. `state` None: no verdict yet.
+    `witness` False: without the copy trace's witness clause (`window_words`)."""
     if state is None:
         return "no data yet"
     since = f"since {fmt.clock(state.t_wall_s)}"
-    live = window_words(state.state, window, config, span) if window is not None else ""
+    live = window_words(state.state, window, config, span, witness) \
+        if window is not None else ""
     if live:
         return f"{since}: {live}"
     return f"{since}: {state.reason or 'idle gaps between GPU work'}"

@@ -28,7 +28,9 @@ pressed: the gap table and the log stay where they are.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 
@@ -445,68 +447,94 @@ class GpuHeader(TextLines):
         gpu = view.gpu
         state = view.state(gpu)
         name = view.state_name(gpu)
+        window = view.snap.windows.get(gpu)
         # Since when, and what the state rests on now: the live window, never the count the
         # state was entered on (that froze at "2 pcie_starved gaps" while 13 were in view).
-        body = operator_words(
-            verdict_words(state, view.snap.windows.get(gpu), view.detector, span=span))
-        if name in ("GAPS", "BREAKDOWN"):
-            # The flag says what to do about it at once: the setting and its payoff, before
-            # the hint (which is cut first when lines run short).
-            body += self._change_words(view, gpu)
+        words = operator_words(verdict_words(state, window, view.detector, span=span))
+        brief = operator_words(
+            verdict_words(state, window, view.detector, span=span, witness=False))
+        change = self._change_words(view, gpu) if name in ("GAPS", "BREAKDOWN") else ""
         chain = view.snap.chaining.get(gpu)
         # A fall of the chaining figure is said here ("chaining 93%→41%"); the figure itself
         # is on the health line.
-        if chain is not None and name in ("GAPS", "BREAKDOWN") and chain.fell():
-            body += f"; {chain.words(compact=True)}"
+        fall = f"; {chain.words(compact=True)}" \
+            if chain is not None and name in ("GAPS", "BREAKDOWN") and chain.fell() else ""
         health = view.snap.health.get(gpu)
         throttle = held_down_words(health.clocks_event_mask) if health is not None else ""
-        if throttle:
-            body += f"; clocks held down: {throttle}"
-        for words in view.snap.lasting_states(gpu):  # the selected GPU's `!` in words
-            body += f"; {words}"
+        lasting = (f"; clocks held down: {throttle}" if throttle else "") + "".join(
+            f"; {words}" for words in view.snap.lasting_states(gpu))  # the GPU's `!` in words
+        # The flag says what to do about it at once: the setting and its payoff, before the
+        # hint. Where the lines are short, whole phrases go, never the setting: first the
+        # chaining fall (the health line has the figure), then the copy trace's witness (the
+        # hint says the memory too, `d` shows it).
+        bodies = tuple(dict.fromkeys((words + change + fall + lasting,
+                                      words + change + lasting,
+                                      brief + change + lasting)))
         gap = latest_gap(view.snap.gaps, gpu) if name in ("GAPS", "BREAKDOWN", "IDLE") else None
-        phrases = gap.hint.split(HINT_SEP) if gap is not None and gap.hint else []
+        phrases = tuple(gap.hint.split(HINT_SEP)) if gap is not None and gap.hint else ()
         # After the data ended (IDLE) the hint is the last gap's, not a live one.
         label = "  last gap: " if name == "IDLE" else "  hint: "
         head = (f"GPU{gpu} {name}", style(_STATE_CLASS[name])
                 if name in ("GAPS", "BREAKDOWN") else style("gpu-header--verdict"))
-        key = (head, body, tuple(phrases), label, more, width, budget,
-               style("gpu-header--hint"))
+        key = (head, bodies, phrases, label, more, width, budget, style("gpu-header--hint"))
         # The same words as at the last repaint (most seconds): the same lines, not wrapped
         # again (a long hint is wrapped once per phrase it may drop).
         if self._verdict_drawn is None or self._verdict_drawn[0] != key:
-            self._verdict_drawn = (key, self._wrap_verdict(head, body, phrases, label, more,
-                                                           width, budget))
+            self._verdict_drawn = (key, wrap_verdict(
+                head, bodies, phrases, label, more, width, budget,
+                style("gpu-header--hint"), self.app.console))
         return list(self._verdict_drawn[1])
 
-    def _wrap_verdict(self, head: tuple[str, Style], body: str, phrases: list[str], label: str,
-                      more: str, width: int, budget: int) -> list[Text]:
-        """The verdict wrapped to at most `budget` lines, the hint cut at a phrase boundary."""
-        style = self.component_style
-        lines: list[Text] = []
-        for keep in range(len(phrases), -1, -1):
-            text = Text()
-            text.append(*head)
-            text.append(" " + body if body.startswith("since") else ": " + body)
-            if keep:
-                text.append(label, style("gpu-header--hint"))
-                text.append(HINT_SEP.join(phrases[:keep]))
-                if keep < len(phrases):
-                    text.append(f"{HINT_SEP}… {more}", style("gpu-header--hint"))
-            elif phrases:
-                text.append(f"{label}… {more}", style("gpu-header--hint"))
-            if keep and text.cell_len > budget * width:
-                continue  # cannot fit however it wraps: not worth wrapping
-            lines = list(text.wrap(self.app.console, width, overflow="fold"))
-            if len(lines) <= budget:
-                break
-        if len(lines) > budget:
-            lines = lines[:max(1, budget)]
-            lines[-1].truncate(width - 2)
-            lines[-1].append(" …")
-        for line in lines:
-            line.no_wrap = True
-        return lines
+
+def verdict_text(head: tuple[str, Style], body: str, phrases: Sequence[str], keep: int,
+                 label: str, more: str, hint_style: Style) -> Text:
+    """One verdict on one line: the head, the body, the first `keep` hint phrases and where the
+    rest is. No phrase kept: where the hint is (`d: the hint`), never a label with nothing after
+    it (`hint: … d: whole hint` said no word of it); `more` empty: nothing about the hint."""
+    text = Text()
+    text.append(*head)
+    text.append(" " + body if body.startswith("since") else ": " + body)
+    if keep:
+        text.append(label, hint_style)
+        text.append(HINT_SEP.join(phrases[:keep]))
+        if keep < len(phrases):
+            text.append(f"{HINT_SEP}… {more}", hint_style)
+    elif phrases and more:
+        what = "the last gap's hint" if "last gap" in label else "the hint"
+        text.append("  " + HINT_ELSEWHERE.get(more, more).format(what=what), hint_style)
+    return text
+
+
+def wrap_verdict(head: tuple[str, Style], bodies: Sequence[str], phrases: Sequence[str],
+                 label: str, more: str, width: int, budget: int, hint_style: Style,
+                 console: Console) -> list[Text]:
+    """The verdict wrapped to at most `budget` lines of `width`, cut only between phrases.
+
+    `bodies`: the verdict's words, whole first, then with fewer phrases (the setting to change
+    is in each: it is never cut). The first body that fits with the most hint phrases wins
+    (down to none, saying where the hint is); where even the last does not, it goes without
+    that pointer, and only then is the last line cut (a pane too narrow for any of it)."""
+    tries = [(body, keep, more) for body in bodies
+             for keep in range(len(phrases), -1, -1)]
+    tries.append((bodies[-1], 0, ""))
+    lines: list[Text] = []
+    for body, keep, pointer in tries:
+        text = verdict_text(head, body, phrases, keep, label, pointer, hint_style)
+        if text.cell_len > budget * width:
+            continue  # cannot fit however it wraps: not worth wrapping
+        lines = list(text.wrap(console, width, overflow="fold"))
+        if len(lines) <= budget:
+            break
+    else:
+        text = verdict_text(head, bodies[-1], phrases, 0, label, "", hint_style)
+        lines = list(text.wrap(console, width, overflow="fold"))
+    if len(lines) > budget:
+        lines = lines[:max(1, budget)]
+        lines[-1].truncate(width - 2)
+        lines[-1].append(" …")
+    for line in lines:
+        line.no_wrap = True
+    return lines
 
 
 #: "11 pcie_starved gaps" in the core's verdict words (JSON and /metrics keep the kind names).
@@ -522,6 +550,8 @@ def operator_words(text: str) -> str:
 #: lines do not hold it, a snapshot's summary.md (and `gapwatch report`).
 MORE_HINT = "d: whole hint"
 MORE_IN_SNAPSHOT = "s: a snapshot has it whole"
+#: Where the hint is when no phrase of it fits the verdict's lines.
+HINT_ELSEWHERE = {MORE_HINT: "d: {what}", MORE_IN_SNAPSHOT: "s: a snapshot has {what}"}
 #: Between two fields of a full GPU line.
 FIELD_SEP = "  "
 #: Cells of a GPU's name in its full line (`H200 SXM5…`).

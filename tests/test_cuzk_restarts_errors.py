@@ -1350,6 +1350,26 @@ def test_a_panic_and_cuzks_task_panicked_line_for_it_are_one_error_event_with_bo
     assert "lotus#13634" in error.message
 
 
+def test_the_footers_alert_for_a_panic_leads_with_its_gpu_job_and_partition_at_80_columns(
+) -> None:
+    """explore9 #6: at 80x24 the footer's alert read `prover error at 21:18:49 (+3 more): GPU
+    prove start task panicked job porep-100…`: the job, the partition and the GPU cut, and once
+    the toasts are gone it is the only place the pane says them. They lead now; the words are
+    what is cut."""
+    from gapwatch.engine.runtime import _alert_words
+
+    [error] = [e for e in watched(events_of("panic.log")) if e.kind == "error"]
+    line = _alert_words((error, 3))
+    assert line is not None
+    shown = line[:79]  # the footer's line at 80 columns, before its `…`
+    assert shown.startswith("prover error at ")
+    assert "(+3 more): GPU 0 porep-1000-88 partition 1: GPU prove" in shown
+    # Each fact once: the words no longer repeat them.
+    assert line.count("porep-1000-88") == 1 and line.count("GPU 0") == 1
+    assert 'GPU prove start task panicked: task 41 panicked with message "cudaGetLastError()' \
+        in line
+
+
 def test_a_task_panicked_line_read_before_its_panic_is_still_one_incident() -> None:
     """stdout and stderr followed as two files: cuzk's line may come first. Paired by time,
     either first; a panic with no such line within PANIC_PAIR_S is said alone."""

@@ -332,6 +332,39 @@ async def test_a_storm_of_prover_notices_keeps_at_most_three_toasts_on_screen(
         assert any("storm line 199" in str(t.render()) for t in toasts)
 
 
+async def test_at_80x24_a_storm_of_notices_covers_at_most_a_quarter_of_the_pane(
+    tmp_path: Path,
+) -> None:
+    """explore9 #6: at 80x24 three toasts of up to 13 rows each covered the right half of the
+    gap table, the log and the footer's alert for 10-20 s of a restart or XID storm. There one
+    toast at a time now, of a few rows: the newest notice's first words; the worst is on the
+    footer's alert line, every one in the help screen's status and the recording. A taller
+    pane keeps more (two at 120x40)."""
+    from textual.widgets._toast import Toast
+
+    from gapwatch.core.models import Notice
+    from gapwatch.ui.messages import NoticeRaised
+
+    for size, at_once in (((80, 24), 1), ((120, 40), 2)):
+        rt = FakeRuntime(make_config(tmp_path))
+        fill_breakdown(rt.store)
+        app = GapwatchApp(rt, wall_clock=fixed_wall)
+        async with app.run_test(size=size, notifications=True) as pilot:
+            await pilot.pause()
+            for i in range(6):
+                app.post_message(NoticeRaised(Notice(
+                    t_ns(50), WALL0_S + 50, "warning",
+                    f"prover restart at 09:07:1{i}: notice {i} " + "word " * 100)))
+            await pilot.pause(0.3)
+            toasts = list(app.screen.query(Toast))
+            assert len(toasts) == at_once
+            assert "notice 5" in str(toasts[-1].render())
+            covered = sum(t.outer_size.height + 1 for t in toasts)  # + its margin
+            assert covered <= size[1] // 2
+            if size == (80, 24):
+                assert covered <= 24 // 3
+
+
 @pytest.mark.parametrize("keys", [[], ["question_mark"], ["enter"]],
                          ids=["dashboard", "help", "gap detail"])
 async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(

@@ -79,12 +79,28 @@ SLOW_PANEL_EVERY_S = 1.0
 #: `#footer`, `#lower`); the detail chart's are `detail_chart.MIN_ROWS`.
 FOOTER_LINES = 2
 LOWER_MIN_LINES = 6
-#: Toasts on screen at once at most (`_on_notify`), and how long each stays.
+#: Toasts on screen at once at most (`_on_notify`; fewer in a short pane, `toast_room`), and
+#: how long each stays.
 MAX_TOASTS = 3
 TOAST_S = 8.0
-#: The most cells of text a toast shows (`toast_text`): ~13 rows of a toast at 80 columns
-#: (Textual's toast is 38 cells wide there, its height as tall as its text).
+#: The most cells of text a toast shows (`toast_text`; fewer in a small pane, `toast_room`):
+#: ~13 rows of a toast at 80 columns (Textual's toast is 40 cells wide there, 37 of text, its
+#: height as tall as its text).
 TOAST_MAX_CELLS = 500
+
+
+def toast_room(width: int, height: int) -> tuple[int, int]:
+    """(toasts on screen at once, cells of text each) for a pane of `width` x `height`: each
+    toast at most a sixth of the pane's rows of text, all of them at most half its rows.
+    Textual's toast is 60 cells wide, at most half the pane, with a row of padding above and
+    below its text and one of margin. At 80x24 three toasts of 13 rows covered the right half
+    of the gap table, the log and the footer's alert for 10-20 s in a restart or XID storm
+    (explore9 #6); one toast of 4 rows now, its notice whole in the footer's alert (the
+    worst), the help screen's status and the recording."""
+    rows = max(2, height // 6)
+    text_width = max(10, min(60, width // 2) - 3)
+    at_once = max(1, min(MAX_TOASTS, (height // 2) // (rows + 3)))
+    return at_once, min(TOAST_MAX_CELLS, rows * text_width)
 
 class DashboardRuntime(Protocol):
     """What the dashboard needs from a runtime (`gapwatch.engine.runtime.Runtime` has it)."""
@@ -497,20 +513,22 @@ class GapwatchApp(App[int]):
         notice = message.notice
         # A notice may quote outside text (a NOTE from the copy-trace library, a log path):
         # shown, never obeyed, and never read as markup.
-        self.notify(toast_text(notice.message),
+        self.notify(toast_text(notice.message, toast_room(*self.size)[1]),
                     severity="error" if notice.level == "error" else "warning",
                     timeout=TOAST_S, markup=False)
 
     def _on_notify(self, event: Notify) -> None:
-        """At most `MAX_TOASTS` toasts on screen, the newest: a storm of prover restarts and
-        panics raised 5 notices of each kind (and their summaries) every 10 s, each a toast of
-        up to 13 rows for 8 s, stacked on the right half of the pane: at 80x24 they covered it
-        for as long as the storm lasted. The oldest go; the footer's alert keeps the latest,
-        the help screen's status and the recording keep every notice. (Textual adds a toast
-        when its Notify message is handled: here, so a burst is trimmed as it lands, the
-        oldest let go before the new one is added and the toasts drawn once.)"""
+        """At most `MAX_TOASTS` toasts on screen (`toast_room`: 1 at 80x24), the newest: a
+        storm of prover restarts and panics raised 5 notices of each kind (and their
+        summaries) every 10 s, each a toast of up to 13 rows for 8 s, stacked on the right
+        half of the pane: at 80x24 they covered it for as long as the storm lasted. The oldest
+        go; the footer's alert keeps the worst, the help screen's status and the recording
+        keep every notice. (Textual adds a toast when its Notify message is handled: here, so
+        a burst is trimmed as it lands, the oldest let go before the new one is added and the
+        toasts drawn once.)"""
         shown = list(self._notifications)
-        for old in shown[:max(0, len(shown) - MAX_TOASTS + 1)]:
+        at_once = toast_room(*self.size)[0]
+        for old in shown[:max(0, len(shown) - at_once + 1)]:
             self._unnotify(old, refresh=False)
         super()._on_notify(event)
 
@@ -522,7 +540,8 @@ class GapwatchApp(App[int]):
             footer.show_message(snapshot_message(message.path, self.size.width))
         else:
             footer.show_message(f"snapshot FAILED: {message.error}", error=True)
-            self.notify(toast_text(str(message.error)), title="snapshot failed",
+            self.notify(toast_text(str(message.error), toast_room(*self.size)[1]),
+                        title="snapshot failed",
                         severity="error", timeout=10, markup=False)
 
     # -- snapshots ----------------------------------------------------------------------------
@@ -792,18 +811,18 @@ def _words_key(view: View) -> tuple[object, ...]:
             view.note, view.ended)
 
 
-def toast_text(message: str) -> str:
+def toast_text(message: str, max_cells: int = TOAST_MAX_CELLS) -> str:
     """A notice as a toast shows it: written out (`fmt.visible`: it may quote outside text),
-    cut to `TOAST_MAX_CELLS` with "…". A notice's words are as long as its maker made them,
+    cut to `max_cells` (`toast_room`) with "…". A notice's words are as long as its maker made them,
     and a recording's are anyone's: a toast of a 900 KB notice was wrapped whole on the UI
     thread (4.6 s without a key answered) and stood thousands of rows tall. The whole notice
     is in the store and the recording. Cut by characters first, so nothing here reads the
     whole of it."""
-    room = TOAST_MAX_CELLS + 1  # a character more than fits, so `fit` says where it cut
+    room = max_cells + 1  # a character more than fits, so `fit` says where it cut
     shown = fmt.visible(message[:room])
     if len(message) > room:
         shown += "…"
-    return fmt.fit(shown, TOAST_MAX_CELLS, pad=False)
+    return fmt.fit(shown, max_cells, pad=False)
 
 
 def snapshot_message(path: Path, width: int) -> str:

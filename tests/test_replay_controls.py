@@ -140,6 +140,44 @@ async def test_the_dashboards_keys_move_a_replay(recording: Path) -> None:
         rt.stop()
 
 
+async def test_a_paused_replay_says_where_it_is_and_a_seek_claims_no_breakdown_since(
+        recording: Path) -> None:
+    """explore9 #7: paused at 80x24 the footer said `snapshot: …/gapwatch-snapshot-… · period
+    100 ms (replayed)`, neither where the replay was nor `paused` (the position, 3 cells longer
+    paused, lost its place to the snapshot's path); after `[` the banner said `since: GPU0
+    entered BREAKDOWN` of the data the seek fed again. Paused, the position leads the status;
+    a seek adds no `since:`, and the banner does not say sampling goes on."""
+    from ui_fakes import screen_text
+
+    from gapwatch.ui.app import GapwatchApp
+    from gapwatch.ui.widgets.status_footer import StatusFooter
+
+    rt, replay = _started(recording, speed=4.0)
+    try:
+        start = _at_40_s(replay)  # the pageable breakdown began: BREAKDOWN entered
+        app = GapwatchApp(rt, status_every_s=0.2)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause(0.5)
+            app.query_one(StatusFooter).show_message(
+                "snapshot: …/gapwatch-snapshot-vm-20261205T211258Z")
+            await pilot.press("p")
+            assert _until(lambda: replay.paused)
+            await pilot.pause(0.5)
+            footer = screen_text(app).splitlines()[22]
+            assert footer.startswith("replay ") and " paused" in footer
+            at = replay.position_wall_s or 0.0
+            await pilot.press("left_square_bracket")  # back to the previous gap
+            assert _until(lambda: (replay.position_wall_s or at) < at)
+            await pilot.pause(0.5)
+            text = screen_text(app)
+            assert start < (replay.position_wall_s or 0.0)
+        assert "PAUSED" in text and "since:" not in text
+        assert "sampling and detection go on" not in text
+        assert text.splitlines()[22].startswith("replay ")
+    finally:
+        rt.stop()
+
+
 async def test_replay_keys_on_a_live_source_say_what_they_are_for(tmp_path: Path) -> None:
     from ui_fakes import FakeRuntime, fill_breakdown, make_config, screen_text
 

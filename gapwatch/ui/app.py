@@ -471,7 +471,12 @@ class GapwatchApp(App[int]):
         state = message.state
         if state.state != "BREAKDOWN":
             return
-        if self.paused:
+        replay = self._replay()
+        if self.paused and (replay is None or not replay.paused):
+            # Said of data that came while the view was frozen. A paused replay feeds nothing
+            # but what a seek (`[`, ←) feeds again, and the view is frozen anew where it lands:
+            # `since: GPU0 entered BREAKDOWN` said of that re-fed data claimed what had not
+            # happened since the pause.
             self._pause_note = f"GPU{state.gpu} entered BREAKDOWN"
         self._breakdown_redraw()
         snap_cfg = self.config.snapshot

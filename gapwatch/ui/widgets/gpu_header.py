@@ -388,9 +388,12 @@ class GpuHeader(TextLines):
         if view.paused:
             banner = Text(no_wrap=True)
             banner.append(" PAUSED ", style("gpu-header--paused"))
+            # A replay pauses its feeding too (`ReplayDriver.toggle_pause`): nothing goes on.
+            going = "the replay waits" if view.source.startswith("replay") \
+                else "sampling and detection go on"
             rest = fit_phrases([
                 (0, "view frozen"),
-                (2, "sampling and detection go on"),
+                (2, going),
                 (1, "p resumes"),
             ], width - 9 - (len(view.note) + 9 if view.note else 0), " · ")
             banner.append(" " + "; ".join(rest))

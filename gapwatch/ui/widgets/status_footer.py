@@ -9,7 +9,8 @@ status is not part of the store's version) and `show_message(text, error)` after
 Two lines, built for 80 columns:
 - line 1: alerts first (`status_alerts`: a followed log that is missing or unreadable, the source
   ended), then the last message (snapshot written or failed), then as many status phrases as fit;
-  whole phrases only (`ui.fit`);
+  whole phrases only (`ui.fit`); a replay's position (`replay 09:07:12 (+0:51) paused`) is kept
+  before a message that is not an error (a snapshot's path): it is what the replay keys move;
 - line 2: the keys, `? help` and `q quit` first, so they are on screen whatever else is.
 """
 
@@ -152,6 +153,8 @@ class StatusFooter(TextLines):
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002 (Textual's name)
         super().__init__(id=id)
         self._parts: list[str] = ["starting…"]
+        #: Where a replay is (`RuntimeStatus.replay`), one of `_parts`; None: a live source.
+        self._replay: str | None = None
         self._alerts: list[str] = []
         self._message = ""
         self._message_error = False
@@ -161,6 +164,7 @@ class StatusFooter(TextLines):
         alerts = status_alerts(status)
         if parts != self._parts or alerts != self._alerts:
             self._parts = parts
+            self._replay = status.replay
             self._alerts = alerts
             self.set_rows(self.build_rows())  # the keys' line stays as it is
 
@@ -176,8 +180,14 @@ class StatusFooter(TextLines):
         items: list[tuple[int, str, str]] = [(0, a, "status-footer--alert") for a in self._alerts]
         if self._message:
             kind = "status-footer--error" if self._message_error else "status-footer--ok"
-            items.append((1, self._message, kind))
-        items += [(2 + i, p, "") for i, p in enumerate(self._parts) if p not in self._alerts]
+            # Why a key could not (`the replay has ended`) before all but the alerts; a
+            # snapshot's path after a replay's position.
+            items.append((1 if self._message_error else 2, self._message, kind))
+        # A replay's position before a message that is not an error (a snapshot's path took
+        # its place at 80 columns once `paused` made it 3 cells longer: a paused replay said
+        # nowhere where it was), the rest of the status after it.
+        items += [(1 if p == self._replay else 3 + i, p, "")
+                  for i, p in enumerate(self._parts) if p not in self._alerts]
         # One rule for the whole line: a message or an alert may quote outside text (a
         # `[snapshot] dir`, a log's or a recording's path, an OS error's words), shown written
         # out, never sent to the terminal raw (`visible` leaves safe text as it is); before

@@ -180,3 +180,35 @@ async def test_the_log_scrolls_back_and_says_so(tmp_path: Path) -> None:
 def test_gap_marks_sit_where_the_gaps_do() -> None:
     """The fixture's starved gaps lie where the marks are drawn (guards the data above)."""
     assert all(b > a for a, b in STARVED_GAPS) and LAG_S == 0.1
+
+
+async def test_a_gap_opened_while_open_follows_it_as_it_grows_and_closes(tmp_path: Path) -> None:
+    """explore9 #9: the box Enter opens kept saying `to still open`, `0.39 s idle` 6 s after
+    the gap had closed: what it was when it was opened. It follows the gap now (the scrollbar's
+    thumb, `▇▇` beside the box's right edge in a text capture, is the box's own, not the chart
+    drawn through it). Paused, it stays as the frozen view has it."""
+    from ui_fakes import gap, gpu_sample
+
+    rt = _runtime(tmp_path)
+    rt.store.upsert_gap(gap(77, 0, 59.5, None))
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")  # the newest gap, still open
+        await pilot.pause()
+        assert isinstance(app.screen, GapDetailScreen)
+        assert "to still open" in screen_text(app)
+        for i in range(1, 16):
+            rt.store.append_gpu([gpu_sample(0, 60 + i / 10, 97.0, 40e9, 1e9)])
+        rt.store.upsert_gap(gap(77, 0, 59.5, 61.0))
+        app._tick()  # the once-a-second redraw
+        await pilot.pause()
+        text = screen_text(app)
+        assert "gap 77 on GPU0: slow copies (pcie_starved), 1.50 s idle" in text
+        assert "to 09:07:22.000" in text and "still open" not in text
+        await pilot.press("escape", "p", "enter")  # paused: the frozen view's gap
+        await pilot.pause()
+        rt.store.upsert_gap(replace(gap(77, 0, 59.5, 61.0), hint="a later word"))
+        app._tick()
+        await pilot.pause()
+        assert "a later word" not in screen_text(app)

@@ -420,6 +420,8 @@ class GapwatchApp(App[int]):
             procs = self.query_one(ProcessPanel)
             if procs.display:
                 procs.show(view)
+            if isinstance(self.screen, GapDetailScreen):
+                self.screen.follow(view.snap)  # the gap opened whole grows and closes there too
 
     def _repush(self) -> None:
         """Redraw the frozen (paused) view with the current choices (GPU, window, note), or

@@ -6,7 +6,8 @@ prover said it waited and why), what to change with its payoff (`gapwatch.cuzk.a
 copies by host memory kind (the copy trace, or the memory inferred and from what), the
 partitions in flight (the prover's log lines attached to the gap, and its `/status` workers),
 host pressure during it, and the prover's log lines around it. The screen (`GapDetailScreen`)
-shows them in a scrolling box; Esc (or Enter, or q) goes back.
+shows them in a scrolling box, following the gap while it is open (`follow`: it grows, it
+closes); Esc (or Enter, or q) goes back.
 
 Who calls it: `GapwatchApp` (Enter on the gap table), with the snapshot it shows: a paused view
 keeps its snapshot, so the detail is of what is on screen.
@@ -186,12 +187,29 @@ class GapDetailScreen(ModalScreen[None]):
 
     def __init__(self, gap: Gap, snap: StoreSnapshot) -> None:
         super().__init__()
+        #: The gap as last shown: `follow` shows its later versions.
+        self.gap = gap
         self.lines = gap_detail_lines(gap, snap)
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="gap-detail-scroll"):
-            yield Static(Text("\n".join([*self.lines, "", "esc: back to the gaps"])),
-                         id="gap-detail-text")
+            yield Static(self._text(), id="gap-detail-text")
+
+    def _text(self) -> Text:
+        return Text("\n".join([*self.lines, "", "esc: back to the gaps"]))
+
+    def follow(self, snap: StoreSnapshot) -> None:
+        """Show the gap as `snap` has it, where it changed (an open gap grew or closed): the
+        box said `to still open`, `0.39 s idle` 6 s after the gap had closed, what it was
+        when Enter opened it. The dashboard calls it with each snapshot it shows (a paused
+        view's, frozen: then nothing changes); a gap no longer in it (retracted, or older than
+        the history) is left as it was last seen. Where the box was scrolled to is kept."""
+        latest = next((g for g in snap.gaps if g.gap_id == self.gap.gap_id), None)
+        if latest is None or latest == self.gap:
+            return
+        self.gap = latest
+        self.lines = gap_detail_lines(latest, snap)
+        self.query_one("#gap-detail-text", Static).update(self._text())
 
     def on_mount(self) -> None:
         repaint_where_toasts_leave(self)

@@ -575,3 +575,32 @@ async def test_at_80x24_the_verdict_keeps_the_setting_whole_and_no_empty_hint_la
                        "raise [memory] safety_margin (or lower total_budget if not auto) "
                        "(payoff ~1.7x)")
     assert "…" not in verdict
+
+
+async def test_three_gpus_with_the_copy_trace_at_80x24_keep_the_gap_table_and_the_log(
+    tmp_path: Path,
+) -> None:
+    """newcomer 02: with two GPUs or more at 80x24 (a header line and a copy line more each)
+    the panels under the chart took the gap table's and the log's rows, every one: the
+    charts grew to 2-4 rows each. The panels under the chart yield (`under_chart_rows`): the
+    selected GPU's copy line alone; the charts keep one row each, the gap table and the log
+    their least rows. `g` shows the next GPU's copy line."""
+    from ui_fakes import add_processes
+
+    rt = breakdown_with_hint(tmp_path, "pageable copies", gpus=(0, 1, 2))
+    for gpu in (0, 1, 2):
+        add_processes(rt.store, gpu=gpu)
+    main, other = await screens_after_keys(GapwatchApp(rt, wall_clock=fixed_wall), ["g"])
+    lines = main.splitlines()
+    assert any(line.startswith("time     GPU") for line in lines)
+    assert any(line.startswith("prover log") for line in lines)
+    assert [line[:8] for line in lines if line.startswith("H2D GPU")] == ["H2D GPU0"]
+    assert [line[:8] for line in other.splitlines() if line.startswith("H2D GPU")] \
+        == ["H2D GPU1"]
+    assert sum(line.startswith(("busy %", "RX ", "TX ")) for line in lines) == 3
+    # A row each first (copies, host, pipeline), then the host's, the copies', the pipeline's.
+    from gapwatch.ui.app import under_chart_rows
+
+    assert under_chart_rows(4, [2, 2, 1]) == [1, 2, 1]
+    assert under_chart_rows(2, [2, 2, 1]) == [1, 1, 0]
+    assert under_chart_rows(9, [2, 2, 1]) == [2, 2, 1]

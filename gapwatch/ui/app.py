@@ -79,6 +79,31 @@ SLOW_PANEL_EVERY_S = 1.0
 #: `#footer`, `#lower`); the detail chart's are `detail_chart.MIN_ROWS`.
 FOOTER_LINES = 2
 LOWER_MIN_LINES = 6
+#: The least rows of the charts (gapwatch.tcss: `#overview`): the title, one row each of busy,
+#: RX and TX, the gap strip and its time axis.
+OVERVIEW_MIN_LINES = 6
+
+
+def under_chart_rows(spare: int, wants: Sequence[int]) -> list[int]:
+    """Rows each of the panels under the chart may have (the copy line, the host line, the
+    prover's pipeline, in that order; `wants`: the rows each has to show) in the `spare` rows
+    the charts' and the lower panels' least rows leave: first a row each, in that order, then
+    the rest in the order host, copies, pipeline. The copy line's first row is the selected
+    GPU's (`CopyLine`), the host line's first its memory and PSI.
+
+    Why: with two GPUs at 80x24 (a header line and a copy line more than one GPU) they took
+    the gap table's and the log's rows, every one of them; the panels under the chart are
+    one-line summaries, the gap table and the log are what the README promises at 80x24."""
+    caps = [0] * len(wants)
+    for i, want in enumerate(wants):
+        if spare > 0 and want > 0:
+            caps[i] = 1
+            spare -= 1
+    for i in (1, 0, 2):
+        more = min(spare, max(0, wants[i] - caps[i]))
+        caps[i] += more
+        spare -= more
+    return caps
 #: Toasts on screen at once at most (`_on_notify`; fewer in a short pane, `toast_room`), and
 #: how long each stays.
 MAX_TOASTS = 3
@@ -210,6 +235,8 @@ class GapwatchApp(App[int]):
         #: What the header and gap table said in words at their last repaint (`_words_key`).
         self._words_key: tuple[object, ...] = ()
         self._pause_note = ""
+        #: The caps on the panels under the chart (`_fit_under_chart`; None: uncapped).
+        self._under_chart_limits: list[int | None] = [None, None, None]
         #: Where a paused replay was when its view was frozen (a seek moves it: frozen anew).
         self._frozen_at: float | None = None
         #: The source said it ended (end of a replay): the header shows the banner.
@@ -420,6 +447,7 @@ class GapwatchApp(App[int]):
             procs = self.query_one(ProcessPanel)
             if procs.display:
                 procs.show(view)
+            self._fit_under_chart()
             if isinstance(self.screen, GapDetailScreen):
                 self.screen.follow(view.snap)  # the gap opened whole grows and closes there too
 
@@ -750,6 +778,25 @@ class GapwatchApp(App[int]):
         if self.screen.has_class("-wide"):
             used += 3  # the rules above the chart, the host line and the lower panels
         return used
+
+    def _fit_under_chart(self) -> None:
+        """Cap the panels under the chart to the rows the header, the footer, the charts' and
+        the lower panels' least rows leave (`under_chart_rows`); in the detail view (its
+        header leaves the lower panels their rows itself) and where they all fit, uncapped."""
+        panels = [self.query_one(CopyLine), self.query_one(HostPanel),
+                  self.query_one(PipelineLine)]
+        wants = [len(p.lines) if p.display else 0 for p in panels]
+        spare = (self.size.height - FOOTER_LINES - len(self.query_one(GpuHeader).lines)
+                 - OVERVIEW_MIN_LINES - LOWER_MIN_LINES
+                 - (3 if self.screen.has_class("-wide") else 0))
+        detail = self.query_one(DetailChart).display
+        caps = wants if detail or spare >= sum(wants) else under_chart_rows(spare, wants)
+        limits = [None if cap >= want else cap for want, cap in zip(wants, caps, strict=True)]
+        if limits == self._under_chart_limits:
+            return  # as they are: no layout
+        self._under_chart_limits = limits
+        for panel, limit in zip(panels, limits, strict=True):
+            panel.styles.max_height = limit  # None: gapwatch.tcss's
 
     def _fit_detail_chart(self) -> None:
         """The detail chart takes the rows the verdict left: its share of them (`1fr` beside

@@ -43,7 +43,7 @@ def copy_runs(gpu: int, copies: list[CopyRecord], now_s: float) -> list[tuple[st
 
 
 class CopyLine(RunLines):
-    """One line per GPU seen in the copy trace."""
+    """One line per GPU seen in the copy trace, the selected GPU's first."""
 
     COMPONENT_CLASSES = {"copy-line--label", "copy-line--pageable"}
     STYLE_CLASSES = {"label": "copy-line--label", "pageable": "copy-line--pageable"}
@@ -56,5 +56,8 @@ class CopyLine(RunLines):
         # copies stopped shows none, not its last ten seconds forever.
         newest = [s.t_wall_s for g in view.gpu_indices() if (s := view.latest(g)) is not None]
         now_s = max(newest) if newest else max(c.end_wall_s for c in copies)
-        gpus = sorted({c.gpu for c in copies if c.gpu is not None})
+        # The selected GPU's line first (the chart above is of it): a short pane keeps it
+        # alone (`app.under_chart_rows`).
+        gpus = sorted({c.gpu for c in copies if c.gpu is not None},
+                      key=lambda g: (g != view.gpu, g))
         self.show_lines([copy_runs(gpu, copies, now_s) for gpu in gpus])

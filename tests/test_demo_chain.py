@@ -88,8 +88,8 @@ async def test_the_demo_dashboards_flag_names_the_setting_and_its_payoff(tmp_pat
     rt.stop()
     assert "GPU0 BREAKDOWN" in head and "gaps (slow copies)" in head
     # The way the advice moves it (its row says "raise it"), not "change [memory] ...".
-    assert re.search(r"; raise \[memory\] safety_margin \(or lower total_budget if not auto\) "
-                     r"\(payoff ~\d\.\dx\)", head), head
+    assert re.search(r"; raise \[memory\] safety_margin \(or lower total_budget if not auto\)"
+                     r"; payoff ~\d\.\d\dx over the last \d+ s \(\d+ gaps\)", head), head
     # The simulated copy trace names the memory of the copies, measured, not inferred.
     assert re.search(r"\d+ with copies from pageable memory \(copy trace\)", head), head
     assert re.search(r"GiB copied from pageable host memory at \d", head), head

@@ -158,7 +158,7 @@ def test_the_idle_alerts_why_pinned_by_promtool_is_the_verdicts_own_line() -> No
     group = test.split("alertname: GapwatchGpuIdleHigh", 1)[0].rsplit("  - interval:", 1)[1]
     for why in (WhyNow(0, "GAPS", "batch_wait", "cuzk held requests in its batch collector, "
                        "waiting for a batch to fill", "[scheduler] max_batch_size", "", 1.8,
-                       step=set_to("1")),
+                       step=set_to("1"), payoff_span_s=30.0, payoff_gaps=1),
                 WhyNow(1, "GAPS", "copies_not_overlapped", "copies at line rate, not "
                        "overlapped with compute", NO_CAUSE, "", 1.7)):
         step = why.change_words() or NO_CAUSE

@@ -97,6 +97,13 @@ def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
     assert str(event["GAPWATCH_SETTING"]).startswith("[memory] safety_margin")
     assert float(str(event["GAPWATCH_PAYOFF"])) >= 1.0
     assert str(event["GAPWATCH_LINE"]).startswith("GPU0 BREAKDOWN: a/b/c copied")
+    # The payoff with what it rests on, in the line and in variables of their own: at entry
+    # the window holds a few gaps, and "payoff ~1.0x" alone read "nothing to gain".
+    gaps = int(str(event["GAPWATCH_PAYOFF_GAPS"]))
+    assert 2 <= gaps and 0 < float(str(event["GAPWATCH_PAYOFF_SPAN_S"])) <= 30
+    assert str(event["GAPWATCH_LINE"]).endswith(
+        f"; payoff ~{event['GAPWATCH_PAYOFF']}x over the last {event['GAPWATCH_PAYOFF_SPAN_S']} "
+        f"s ({gaps} gaps)")
     assert (Path(str(event["GAPWATCH_SNAPSHOT_DIR"])) / "summary.md").exists()
     # Words, not a shell: the quotes grouped, the ';' and 'touch' were arguments.
     assert event["argv"] == ["two words", ";", "touch", str(tmp_path / "pwned")]

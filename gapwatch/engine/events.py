@@ -81,6 +81,9 @@ class Event:
     cause_words: str = ""
     setting: str = ""
     payoff_gain: float | None = None
+    #: What the payoff rests on (`WhyNow.payoff_span_s`, `payoff_gaps`).
+    payoff_span_s: float | None = None
+    payoff_gaps: int | None = None
     snapshot_dir: str = ""
     line: str = ""
     detail: str = ""
@@ -99,6 +102,9 @@ class Event:
             "GAPWATCH_CAUSE_WORDS": self.cause_words,
             "GAPWATCH_SETTING": self.setting,
             "GAPWATCH_PAYOFF": "" if self.payoff_gain is None else f"{self.payoff_gain:.2f}",
+            "GAPWATCH_PAYOFF_SPAN_S": "" if self.payoff_span_s is None
+            else f"{self.payoff_span_s:.0f}",
+            "GAPWATCH_PAYOFF_GAPS": "" if self.payoff_gaps is None else str(self.payoff_gaps),
             "GAPWATCH_SNAPSHOT_DIR": self.snapshot_dir,
             "GAPWATCH_LINE": self.line,
             "GAPWATCH_DETAIL": self.detail,
@@ -165,6 +171,7 @@ def with_facts(event: Event, snap: StoreSnapshot) -> Event:
     return replace(event, cause=event.cause or why.cause,
                    cause_words=event.cause_words or why.cause_words,
                    setting=event.setting or why.setting, payoff_gain=why.payoff_gain,
+                   payoff_span_s=why.payoff_span_s, payoff_gaps=why.payoff_gaps,
                    line=event.line or why.line())
 
 

@@ -100,7 +100,7 @@ def test_record_says_a_gpu_idle_in_batch_wait_or_transfer_bound_gaps_with_its_ve
         err = _record("--source", f"sim:{scenario}", "--speed", "0", "--seed", "5",
                       "--duration", "700", "--quiet", "--out", str(tmp_path / f"{scenario}.jsonl"),
                       "--on-event", " ".join(argv))
-        assert "--on-event ran 1 times: 1 ok" in err, err
+        assert "--on-event ran once: 1 ok" in err, err
         (event,) = _lines(out)
         assert event["GAPWATCH_EVENT"] == "idle_high"
         assert str(event["GAPWATCH_DETAIL"]).startswith("GPU0 idle ")

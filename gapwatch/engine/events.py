@@ -313,6 +313,8 @@ class EventHook:
         before = self._states.get(ev.gpu)
         self._states[ev.gpu] = ev.state
         if ev.state == "BREAKDOWN" and before != "BREAKDOWN":
+            if self._idle is not None:  # its idle page ends, as the rule's `unless` ends it
+                self._idle.held(ev.gpu)
             self.offer(Event("breakdown_entered", ev.gpu, ev.state, ev.t_wall_s,
                              detail=ev.reason))
         elif before == "BREAKDOWN" and ev.state != "BREAKDOWN":

@@ -131,7 +131,8 @@ def _paragraphs(text: str) -> list[tuple[str, str]]:
     """(heading above, text) of each paragraph of a page, its lines joined (a table is one:
     its cells are clauses), and of each line of a fenced code block."""
     out: list[tuple[str, str]] = []
-    heading, fenced, held = "", False, []
+    heading, fenced = "", False
+    held: list[str] = []
     for line in [*text.splitlines(), ""]:
         fence, m = _FENCE.match(line), _HEADING.match(line)
         if fenced or fence or m or not line.strip():

@@ -20,7 +20,7 @@ from gapwatch.base.clock import FakeClock
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import GpuInfo, LogEvent, ProverEvent, SessionHeader
 from gapwatch.cuzk.errors import PANIC_PAIR_S
-from gapwatch.cuzk.panics import QUIET_S
+from gapwatch.cuzk.panics import CONTINUE_S, QUIET_S
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.engine.events import EventHook
 from gapwatch.engine.session import Session
@@ -237,3 +237,62 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_l
     assert [e.message.split(":")[0] for e in errors] == [
         "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
     assert "its panic: panic in" in errors[0].message
+
+
+def _frames(count: int) -> list[str]:
+    """A short backtrace's frames as Rust's hook writes them (one line each here)."""
+    return [f"  {i}: cuzk_core::engine::frame_{i}" for i in range(count)]
+
+
+#: The last line of a short (`RUST_BACKTRACE=1`) backtrace (std's `sys/backtrace.rs`).
+BACKTRACE_END = ("note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose "
+                 "backtrace.")
+
+
+def test_a_backtrace_whose_frames_come_late_is_read_whole_not_cut_by_the_readers_clock(
+        tmp_path: Path) -> None:
+    """review5 panic-slow-backtrace: `RUST_BACKTRACE=1`, the frames written 1.5 s after
+    `stack backtrace:` (the first frame's symbols load the binary's debug info). The clock
+    closed the block after `QUIET_S` with no line: a panic of 3 lines and 13 `unparsed` ones.
+    A pending backtrace waits `CONTINUE_S` (the bound its own lines always had to join it);
+    its end line ends it, said at the reader's next look."""
+    log = tmp_path / "cuzk.log"
+    log.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    events: list[LogEvent] = []
+    follower = LogFollower([str(log)], LogsConfig(), events.append, clock=clock,
+                           on_clock=lambda _t: None)
+
+    def at(dt_s: float) -> None:
+        clock.advance_ns(round((T0_S + dt_s - clock.wall_s()) * 1e9))
+        follower.tailer.poll_once()
+
+    follower.tailer.poll_once()
+    _lines_at(log, _started(T0_S))
+    at(0.0)
+    _lines_at(log, [*PANIC, "stack backtrace:"])
+    for dt_s in (0.1, 0.6, 1.2, 1.5):  # idle passes while the symbols load
+        at(dt_s)
+    assert [e.kind for e in events] == ["tracing", "tracing"]  # the block still open
+    _lines_at(log, [*_frames(12), BACKTRACE_END])
+    at(1.6)
+    assert [e.kind for e in events] == ["tracing", "tracing", "panic"]
+    assert events[-1].fields["lines"] == 2 + 1 + 12 + 1
+    at(5.0)
+    assert follower.parser.flush() == [] and len(events) == 3
+
+
+def test_a_full_backtrace_has_no_end_line_its_block_ends_by_the_continuation_bound() -> None:
+    """`RUST_BACKTRACE=full` writes no line after its frames: the block ends `CONTINUE_S`
+    after its latest line, by the clock or by another stream's line alike (one rule,
+    `PanicBlock.ended`); before that a line of its own stream joins it."""
+    parser = LogParser()
+    _second_panic(parser, T0_S)
+    parser.parse_line("stack backtrace:", "cuzk.log", 3, T0_S)
+    assert parser.due(T0_S + CONTINUE_S / 2) == []
+    assert parser.parse_line(_started(T0_S + 10.0)[0], "other.log", 4, T0_S + 10.0)[0].kind \
+        == "tracing"  # another stream's line, a backtrace pending: not its end
+    assert parser.parse_line(_frames(1)[0], "cuzk.log", 5, T0_S + 20.0) == []
+    assert parser.due(T0_S + 20.0 + CONTINUE_S / 2) == []
+    [panic] = parser.due(T0_S + 20.0 + CONTINUE_S)
+    assert panic.fields["lines"] == 2 + 1 + 1

@@ -296,3 +296,51 @@ def test_a_full_backtrace_has_no_end_line_its_block_ends_by_the_continuation_bou
     assert parser.due(T0_S + 20.0 + CONTINUE_S / 2) == []
     [panic] = parser.due(T0_S + 20.0 + CONTINUE_S)
     assert panic.fields["lines"] == 2 + 1 + 1
+
+
+def _task_panicked(t_s: float) -> str:
+    """cuzk's line for the panic (engine.rs:3302), in its GPU worker's span."""
+    return (f"{_stamp(t_s)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+            "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
+            'GPU prove start task panicked error=task 41 panicked with message "x"')
+
+
+def test_a_log_followed_live_that_got_8_mib_ahead_is_no_silence_one_incident_is_one_error(
+        tmp_path: Path) -> None:
+    """review5 panic-lag: followed live (not `--from-start`), the log got more than 8 MiB
+    ahead of the reader (a burst, or gapwatch stalled); the panic and its `note:` line end one
+    read, cuzk's `task panicked` line starts the next. Parsing the first read took seconds:
+    the clock after that pass said the panic alone, the next pass cuzk's line alone (two
+    errors). The lines not read yet are no silence: the reader's clock is when its latest
+    pass whose reads were not cut began (`Tailer.read_to`)."""
+    log = tmp_path / "cuzk.log"
+    log.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+    kept = KeptRecords()
+    session.add_sink(kept)
+
+    def slow_consumer(e: LogEvent) -> None:  # parsing a read of 8 MiB takes seconds
+        session.on_log_event(e)
+        clock.advance_ns(int(10 * PANIC_PAIR_S * 1e9 / 1024))
+
+    follower = LogFollower([str(log)], LogsConfig(), slow_consumer, clock=clock,
+                           on_clock=session.on_reader_clock)
+    follower.tailer.poll_once()  # opened at its (empty) end: followed live
+    opened_at = follower.tailer.read_to()
+    panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
+    filler = b"x" * 8191 + b"\n"
+    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
+    room = (8 << 20) - len(head) - len(panic)
+    pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
+    with open(log, "ab") as f:  # written while the reader was busy
+        f.write(head + filler * (room // len(filler)) + pad + panic
+                + (_task_panicked(T0_S) + "\n").encode())
+    follower.tailer.poll_once()  # 8 MiB: the panic and its note, not cuzk's line
+    assert clock.wall_s() - T0_S > PANIC_PAIR_S and follower.tailer.read_to() == opened_at
+    follower.tailer.poll_once()
+    session.finish()
+    errors = [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+    assert [e.message.split(":")[0] for e in errors] == [
+        "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
+    assert "its panic: panic in" in errors[0].message

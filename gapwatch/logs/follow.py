@@ -36,10 +36,11 @@ stderr's lines that ended it came.
 
 A panic's block (`gapwatch.cuzk.panics`) is closed by the line after it, and, read live, by the
 clock where none comes: after each pass (the tailer's idle pass comes every `idle_poll_ms` when
-nothing is written), the parser is asked what has ended by then (`LogParser.due`), and
-`on_clock` is told the time, for what waits beside the log (a panic's other half). A second
-panic kills the process with no `note:` line and no cuzk line after it: it was said only when
-the restarted daemon's first line came (20 s later under systemd), or never.
+nothing is written), the parser is asked what has ended by the time up to which all written was
+read (`Tailer.read_to`: not now, as a log 8 MiB ahead is read in pieces that take seconds to
+parse), and `on_clock` is told that time, for what waits beside the log (a panic's other
+half). A second panic kills the process with no `note:` line and no cuzk line after it: it was
+said only when the restarted daemon's first line came (20 s later under systemd), or never.
 """
 
 from __future__ import annotations
@@ -152,10 +153,12 @@ class LogFollower:
         if self._in_order is not None and self.tailer.backlogs_read():
             with self._emit:
                 self._release()
-        if not self.tailer.reading_backlog():
-            # A backlog's lines are read, not written, now: the end of a read is no silence
-            # (a panic's other half may be in the next 8 MiB).
-            self._tick(self.clock.monotonic_ns(), self.clock.wall_s())
+        read_to = self.tailer.read_to()
+        if read_to is not None:
+            # The time up to which all that was written has been read, not now: a backlog, or
+            # a log that got 8 MiB ahead, is read in pieces, each taking seconds to parse, and
+            # the end of a piece is no silence (a panic's other half may be in the next).
+            self._tick(*read_to)
 
     def _tick(self, now_mono_ns: int, now_wall_s: float) -> None:
         """The clock reads `now_mono_ns` / `now_wall_s`: the panic being read, once it has

@@ -188,6 +188,8 @@ class _FileFollower:
         self._backlog_end: int | None = None
         self._first_open = True
         self.read_backlog = False
+        #: Its last read stopped at `_MAX_READ_PER_POLL`: more may be written than was read.
+        self.cut = False
 
     def close(self) -> None:
         if self._fd is not None:
@@ -281,6 +283,7 @@ class _FileFollower:
                 self._tail = tail
             lines.extend(self.splitter.feed(data))
         self.status.bytes += total
+        self.cut = total >= _MAX_READ_PER_POLL
         if end is not None and self._pos >= end:
             self._backlog_end = None  # read past the lines written before following began
         return lines
@@ -296,6 +299,7 @@ class _FileFollower:
     def poll(self, notice: NoticeCallback) -> list[str]:
         """Read what is new; handle appearance, rotation, truncation, deletion. The first NUL
         bytes dropped are said (once: counted after that, `nul_bytes`)."""
+        self.cut = False
         lines = self._poll(notice)
         if self.splitter.nul_bytes and not self._said_nuls:
             self._said_nuls = True
@@ -476,6 +480,10 @@ class Tailer:
         self._threads: list[threading.Thread] = []
         #: Hears a thread of ours die (and restarts it: the files' state lives in the objects).
         self.watch: ThreadWatch = UNWATCHED
+        #: The clock (monotonic ns, wall s) when the files' last pass uncut began, and stdin's
+        #: last read that took all it held: each line written before it was read (`read_to`).
+        self._files_read_to: tuple[int, float] | None = None
+        self._stdin_read_to: tuple[int, float] | None = None
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -520,6 +528,7 @@ class Tailer:
     # ---------------------------------------------------------------- files
     def poll_once(self) -> int:
         """One pass over every file (the thread's loop body; tests call it directly)."""
+        began = self._now()
         count = 0
         before_in_backlog = False  # a file before this one has backlog still to read
         for f in self._files:
@@ -541,6 +550,8 @@ class Tailer:
                 backlog = f.read_backlog and self.on_backlog is not None
                 self._deliver(f.path, f.status, lines, backlog)
                 count += len(lines)
+        if not any(f.cut for f in self._files):
+            self._files_read_to = began
         if self.on_pass is not None:
             self.on_pass()
         return count
@@ -555,6 +566,24 @@ class Tailer:
         stdin = self._stdin
         return not self.backlogs_read() or (
             self._stdin_is_file and stdin is not None and stdin.state == "following")
+
+    def read_to(self) -> tuple[int, float] | None:
+        """The clock (monotonic ns, wall s) up to which every line written to what it follows
+        has been read and handed on (`on_line`): when the latest pass over the files began
+        whose reads were not cut at `_MAX_READ_PER_POLL`, and stdin's latest read that took
+        all it held (the earlier of the two). None while lines written before following began
+        are read (`reading_backlog`), or before any such pass. Not the time a pass ends: a
+        log 8 MiB ahead is read in several passes, each taking seconds to parse, and the lines
+        not read yet are no silence (`gapwatch.logs.follow`: the reader's clock)."""
+        if self.reading_backlog():
+            return None
+        times = ([self._files_read_to] if self._files else []) + (
+            [self._stdin_read_to] if self._stdin is not None else [])
+        known = [t for t in times if t is not None]
+        return min(known) if known and len(known) == len(times) else None
+
+    def _now(self) -> tuple[int, float]:
+        return self.clock.monotonic_ns(), self.clock.wall_s()
 
     def _deliver(self, source: str, status: SourceStatus, lines: list[str],
                  backlog: bool = False) -> None:
@@ -590,13 +619,17 @@ class Tailer:
         except (OSError, ValueError) as exc:
             self._stdin.state = f"error: {exc}"
             return False
+        looked = self._now()
         if not ready:
+            self._stdin_read_to = looked
             return True
         try:
             data = os.read(self._stdin_fd, _READ_CHUNK)
         except OSError as exc:
             self._stdin.state = f"error: {exc.strerror}"
             return False
+        if len(data) < _READ_CHUNK:
+            self._stdin_read_to = looked  # all it held (a full chunk: more may be waiting)
         if not data:
             lines = self._stdin_splitter.flush()
             if lines:

@@ -344,3 +344,46 @@ def test_a_log_followed_live_that_got_8_mib_ahead_is_no_silence_one_incident_is_
     assert [e.message.split(":")[0] for e in errors] == [
         "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
     assert "its panic: panic in" in errors[0].message
+
+
+def test_cuzks_line_waits_while_its_panics_backtrace_is_still_being_read(
+        tmp_path: Path) -> None:
+    """review5 panic-backtrace-pair: `RUST_BACKTRACE=1`, the panic on stderr, cuzk's line on
+    stdout at once, the frames every 0.5 s for 4 s (symbols resolved as written). cuzk's line
+    was said alone `PANIC_PAIR_S` after it arrived, the panic's block still open, then the
+    panic alone: two errors (the report: one). The clock told what waits beside the log stops
+    at the first line of a panic still being read: one error, said once the backtrace ended."""
+    out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    out.write_text("")
+    err.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+    kept = KeptRecords()
+    session.add_sink(kept)
+    follower = LogFollower([str(out), str(err)], LogsConfig(), session.on_log_event,
+                           session.on_notice, clock, on_clock=session.on_reader_clock)
+
+    def at(dt_s: float) -> None:
+        clock.advance_ns(round((T0_S + dt_s - clock.wall_s()) * 1e9))
+        follower.tailer.poll_once()
+
+    def errors() -> list[ProverEvent]:
+        return [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+
+    follower.tailer.poll_once()
+    _lines_at(out, _started(T0_S - 10))
+    at(0.0)
+    _lines_at(err, [*PANIC, "stack backtrace:"])
+    _lines_at(out, [_task_panicked(T0_S)])
+    at(0.05)
+    frames = _frames(8)
+    for i, frame in enumerate(frames):  # a frame every 0.5 s while symbols resolve
+        _lines_at(err, [frame])
+        at(0.5 * (i + 1))
+    assert clock.wall_s() - T0_S > PANIC_PAIR_S and errors() == []  # the panic still read
+    _lines_at(err, [BACKTRACE_END])
+    at(4.5)
+    at(4.5 + 2 * PANIC_PAIR_S)
+    [error] = errors()
+    assert error.message.startswith("GPU prove start task panicked job porep-1000-90")
+    assert "its panic: panic in" in error.message

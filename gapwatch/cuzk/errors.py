@@ -25,9 +25,11 @@ has none), so they are paired by time: a panic and a `... task panicked` line wi
 texts, the job and GPU of cuzk's line, at its time (its own stamp). Each waits for the other at
 most `PANIC_PAIR_S` of data time (or to the end of the data), then is said alone: a panic that
 killed the process has no such line. Followed live, also at most `PANIC_PAIR_S` after it arrived
-by the reader's clock (`heard_by`): that process writes no line after the panic to move the
-data's time, and the panic was said only when the restarted daemon's first line came, or never.
-Counted twice, two panics read "4 error(s)" in the report and fired `increase()` alerts double.
+by the reader's clock (`heard_by`: the time up to which every line's event was handed on, so
+never past the first line of a panic still being read, `gapwatch.logs.follow`): that process
+writes no line after the panic to move the data's time, and the panic was said only when the
+restarted daemon's first line came, or never. Counted twice, two panics read "4 error(s)" in
+the report and fired `increase()` alerts double.
 """
 
 from __future__ import annotations

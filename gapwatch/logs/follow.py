@@ -164,15 +164,20 @@ class LogFollower:
         """The clock reads `now_mono_ns` / `now_wall_s`: the panic being read, once it has
         ended by it (`LogParser.due`: a panic that killed the process is followed by no line;
         it was said when the restarted daemon's first line came, or never), handed on; then
-        `on_clock`."""
+        `on_clock`, told the time up to which every line's event has been handed on: a panic
+        still being read (its backtrace's frames still coming) has not, so the clock it is told
+        stops at that panic's first line (cuzk's `task panicked` line, said alone once its
+        wait ran out while the panic that is its other half was still being read, made one
+        incident two errors)."""
         with self._lock:
             events = self.parser.due(now_wall_s)
+            reading = self.parser.panic_since_mono_ns()
         if events:
             with self._emit:
                 self._give(events)
         if self._on_clock is not None:
             try:
-                self._on_clock(now_mono_ns)
+                self._on_clock(now_mono_ns if reading is None else min(now_mono_ns, reading))
             except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
                 self._notice("error", f"log clock consumer failed: {exc!r}")
 

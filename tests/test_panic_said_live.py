@@ -27,6 +27,7 @@ from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.follow import LogFollower
 from gapwatch.logs.parse import LogParser
+from gapwatch.logs.tail import Tailer
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prover_event_metrics import families
 
@@ -387,3 +388,25 @@ def test_cuzks_line_waits_while_its_panics_backtrace_is_still_being_read(
     [error] = errors()
     assert error.message.startswith("GPU prove start task panicked job porep-1000-90")
     assert "its panic: panic in" in error.message
+
+
+def test_stdin_read_in_full_chunks_is_no_silence_until_a_read_takes_all_it_held() -> None:
+    """`journalctl -f | gapwatch record --log -` that got ahead: a read that filled its chunk
+    may have left lines in the pipe, so the reader's clock (`Tailer.read_to`) stays where it
+    was until a read takes all the pipe held."""
+    read_fd, write_fd = os.pipe()
+    clock = FakeClock(start_wall_s=T0_S)
+    tailer = Tailer(["-"], lambda *_: None, clock=clock, stdin_fd=read_fd)
+    try:
+        assert tailer.read_stdin_once(0.0)  # nothing yet: read to now
+        first = tailer.read_to()
+        assert first == (clock.monotonic_ns(), T0_S)
+        os.write(write_fd, b"x" * ((1 << 16) - 1) + b"\n")  # a full chunk (and a full pipe)
+        clock.advance_ns(int(PANIC_PAIR_S * 1e9))
+        assert tailer.read_stdin_once(0.0) and tailer.read_to() == first
+        clock.advance_ns(int(PANIC_PAIR_S * 1e9))
+        assert tailer.read_stdin_once(0.0)  # nothing more: all it held was read
+        assert tailer.read_to() == (clock.monotonic_ns(), clock.wall_s())
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)

@@ -49,12 +49,14 @@ class ProverWatch(Protocol):
         """Take any record (in data order); return the events it completed."""
         ...
 
-    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+    def at(self, t_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
         """The live log reader's clock reads `t_mono_ns` (the clock its lines' arrival,
         `LogEvent.t_arrival_mono_ns`, is on) and no record came (its idle pass): what waits
         on data time for a line that may never come, past its wait by then on that clock (a
-        panic's other half: the process the panic killed writes none). The data's own time
-        does not move: only records move it."""
+        panic's other half: the process the panic killed writes none). `panic_read_s`: the
+        time of a panic the reader is still reading (its event not handed on yet), which
+        what waits for it must wait for, by either clock, until the next call. The data's own
+        time does not move: only records move it."""
         ...
 
     def finish(self) -> list[ProverEvent]:

@@ -123,11 +123,13 @@ class CuzkWatch:
             out.insert(0, router.note())
         return out
 
-    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+    def at(self, t_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
         """The live reader's clock (`ProverWatch.at`): each daemon's panic halves whose other
-        half did not come within `PANIC_PAIR_S` of their arrival, said alone
-        (`Incidents.heard_by`)."""
-        return [e for each in self.daemons.each for e in each.incidents.heard_by(t_mono_ns)]
+        half did not come within `PANIC_PAIR_S` of their arrival and is not the panic still
+        being read, said alone (`Incidents.heard_by`; the reader does not say whose daemon
+        that panic is: each waits for it)."""
+        return [e for each in self.daemons.each
+                for e in each.incidents.heard_by(t_mono_ns, panic_read_s)]
 
     def finish(self) -> list[ProverEvent]:
         # A file that ended on its start line (its daemon died on it): its restart is said

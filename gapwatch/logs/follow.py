@@ -38,9 +38,10 @@ A panic's block (`gapwatch.cuzk.panics`) is closed by the line after it, and, re
 clock where none comes: after each pass (the tailer's idle pass comes every `idle_poll_ms` when
 nothing is written), the parser is asked what has ended by the time up to which all written was
 read (`Tailer.read_to`: not now, as a log 8 MiB ahead is read in pieces that take seconds to
-parse), and `on_clock` is told that time, for what waits beside the log (a panic's other
-half). A second panic kills the process with no `note:` line and no cuzk line after it: it was
-said only when the restarted daemon's first line came (20 s later under systemd), or never.
+parse), and `on_clock` is told that time and that of a panic still being read, for what waits
+beside the log (a panic's other half). A second panic kills the process with no `note:` line
+and no cuzk line after it: it was said only when the restarted daemon's first line came (20 s
+later under systemd), or never.
 """
 
 from __future__ import annotations
@@ -83,10 +84,11 @@ class LogFollower:
                  on_event: Callable[[LogEvent], None],
                  on_notice: Callable[[Notice], None] | None = None,
                  clock: Clock | None = None, *, stdin_fd: int = 0,
-                 on_clock: Callable[[int], None] | None = None) -> None:
+                 on_clock: Callable[[int, float | None], None] | None = None) -> None:
         """`on_clock`: told the clock's monotonic time (the lines' arrival clock,
         `LogEvent.t_arrival_mono_ns`) after each pass read live (`_tick`), once
-        the events the clock closed were handed on: what waits on data time beside the log
+        the events the clock closed were handed on, and the time of the panic still being
+        read (`LogParser.panic_being_read_s`; None: none): what waits on data time beside the log
         (a panic's other half, `gapwatch.cuzk.errors.Incidents`) is closed by it too, as no
         line may come to move that data time (`Session.on_reader_clock`)."""
         self.clock: Clock = clock or SystemClock()
@@ -164,20 +166,19 @@ class LogFollower:
         """The clock reads `now_mono_ns` / `now_wall_s`: the panic being read, once it has
         ended by it (`LogParser.due`: a panic that killed the process is followed by no line;
         it was said when the restarted daemon's first line came, or never), handed on; then
-        `on_clock`, told the time up to which every line's event has been handed on: a panic
-        still being read (its backtrace's frames still coming) has not, so the clock it is told
-        stops at that panic's first line (cuzk's `task panicked` line, said alone once its
-        wait ran out while the panic that is its other half was still being read, made one
-        incident two errors)."""
+        `on_clock`, told it and the time of a panic still being read (its backtrace's frames
+        still coming): its event is not handed on yet, and what waits for it must wait (cuzk's
+        `task panicked` line, said alone once its wait ran out while the panic that is its
+        other half was still being read, made one incident two errors)."""
         with self._lock:
             events = self.parser.due(now_wall_s)
-            reading = self.parser.panic_since_mono_ns()
+            reading_s = self.parser.panic_being_read_s()
         if events:
             with self._emit:
                 self._give(events)
         if self._on_clock is not None:
             try:
-                self._on_clock(now_mono_ns if reading is None else min(now_mono_ns, reading))
+                self._on_clock(now_mono_ns, reading_s)
             except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
                 self._notice("error", f"log clock consumer failed: {exc!r}")
 

@@ -303,11 +303,15 @@ class LogParser:
         self._panic = None
         return [self._panic_event(block, None)]
 
-    def panic_since_mono_ns(self) -> int | None:
-        """When the first line of the panic being read arrived (`parse_line`'s monotonic
-        clock), or None: none is being read (or its arrival is not known). Its event is not
-        handed on yet: what waits for it beside the log must wait (`gapwatch.logs.follow`)."""
-        return self._panic.arrival_mono_ns if self._panic is not None else None
+    def panic_being_read_s(self) -> float | None:
+        """The time its event will have (read live: a prefix's, else its first line's
+        arrival, `_panic_event`) of the panic still being read, or None: none is. Its event
+        is not handed on yet: what waits for it beside the log must wait
+        (`gapwatch.logs.follow`)."""
+        block = self._panic
+        if block is None:
+            return None
+        return block.prefix_s if block.prefix_s is not None else block.arrival_wall_s
 
     def _placed_by_next_line(self, block: panics.PanicBlock) -> bool:
         """Whether `block`'s time is the line after it's (`_panic_event`: read from a file, or

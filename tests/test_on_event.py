@@ -518,3 +518,59 @@ def test_a_hook_found_on_path_or_given_with_its_interpreter_is_taken(tmp_path: P
     script.write_text("#!/bin/sh\n")
     assert program_problem("sh") is None and program_problem(sys.executable) is None
     assert checked_command(f"sh {script}") == ["sh", str(script)]
+
+
+HELD = """import os, sys, time
+if os.environ["GAPWATCH_EVENT"] == "restart":  # holds the hook's thread until released
+    while not os.path.exists(sys.argv[2]):
+        time.sleep(0.02)
+else:
+    exec(open(sys.argv[1]).read().replace("sys.argv[1]", "sys.argv[3]"))
+"""
+
+
+def test_a_breakdowns_facts_are_the_stores_when_it_happened_not_when_the_hook_got_to_it(
+        tmp_path: Path) -> None:
+    """The hook's thread is held (a command still running) while a GPU enters BREAKDOWN and
+    the recording runs on to its end: the page's verdict, payoff, its span and gaps, are the
+    store's at the moment of the event (as the event's own words, GAPWATCH_DETAIL, are), not
+    the store's when the thread got to it. Read then, one page said "2 pcie_starved gaps in
+    the last 30 s" beside "payoff ~1.12x over the last 24 s (4 gaps)", and the figures varied
+    from run to run of the same seed."""
+    from gapwatch.commands.demo import demo_config
+    from gapwatch.config import build_config
+    from gapwatch.core.store_snapshot import StoreSnapshot
+    from gapwatch.cuzk.why_now import why_now
+    from gapwatch.engine.events import start_event_hook
+    from gapwatch.engine.runtime import build_runtime
+
+    _, out = _recorder(tmp_path)
+    (tmp_path / "held.py").write_text(HELD)
+    (tmp_path / "rec.py").write_text(RECORDER)
+    release = tmp_path / "release"
+    config = demo_config(build_config({"snapshot": {"auto": False}}))
+    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=90)
+    hook = start_event_hook([sys.executable, str(tmp_path / "held.py"), str(tmp_path / "rec.py"),
+                             str(release), str(out)], rt, config, timeout_s=60.0)
+    at_event: list[StoreSnapshot] = []
+
+    def listen(ev: object) -> None:
+        if isinstance(ev, StateChange) and ev.state == "BREAKDOWN" and not at_event:
+            at_event.append(rt.store.snapshot())
+
+    rt.session.subscribe(listen)
+    assert hook.offer(Event("restart", None, "restart", 1.0, setting="none"))
+    wait_for("the held command", lambda: hook.counts.ran == 1)  # the thread is in it
+    rt.start()
+    try:
+        assert rt.wait(120)
+    finally:
+        rt.stop()
+        release.touch()
+        hook.stop()
+    then, at_end = why_now(at_event[0], 0), why_now(rt.store.snapshot(), 0)
+    assert (then.payoff_gaps, then.payoff_span_s) != (at_end.payoff_gaps, at_end.payoff_span_s)
+    (event,) = [e for e in _lines(out) if e["GAPWATCH_EVENT"] == "breakdown_entered"]
+    assert event["GAPWATCH_LINE"] == then.line()
+    assert event["GAPWATCH_PAYOFF_GAPS"] == str(then.payoff_gaps)
+    assert event["GAPWATCH_DETAIL"] == at_event[0].states[0].reason

@@ -262,16 +262,38 @@ def _post_name(kind: str) -> str:
     return POST_NAMES.get(kind, kind)
 
 
+def takes_verdict(event: Event) -> bool:
+    """Whether `event`'s facts are its GPU's verdict (`with_facts`), read from the store as it
+    was when the event happened (`EventHook.offer`)."""
+    return event.gpu is not None and event.kind in _VERDICT_EVENTS
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """An event in the hook's queue, with the store as it was when it happened (`moment`;
+    None for an event whose facts are its own, or a hook with no `moment`)."""
+
+    event: Event
+    snap: StoreSnapshot | None
+
+
 class EventHook:
     """Runs `argv` for each event offered, on its own thread, within the bounds above.
 
-    `enrich(event)` is called on the hook's thread before the command runs (the verdict's
-    facts, a snapshot); `notify(level, message)` says a failure (never raises); `idle` says
-    when a GPU idles in gaps for more than its share (`idle_high`; None: never)."""
+    `moment()` is called when a verdict's event is queued (`takes_verdict`; on the thread
+    that offers it, the feeding thread for a BREAKDOWN: the store as it was when the event
+    happened); `enrich(event, snap)` is called with it on the hook's thread before the command
+    runs (the verdict's facts, a snapshot folder). Read on the hook's thread when it got to the
+    event, the facts were of a later moment than the event's own words: a page said "2 gaps in
+    the last 30 s" beside a payoff "over the last 24 s (4 gaps)", and the figures varied run
+    to run with the thread's timing. `notify(level, message)` says a failure (never raises);
+    `idle` says when a GPU idles in gaps for more than its share (`idle_high`; None:
+    never)."""
 
     def __init__(self, argv: list[str], *, timeout_s: float = 10.0,
                  min_interval_s: float = 60.0,
-                 enrich: Callable[[Event], Event] | None = None,
+                 moment: Callable[[], StoreSnapshot] | None = None,
+                 enrich: Callable[[Event, StoreSnapshot | None], Event] | None = None,
                  notify: Callable[[str, str], None] | None = None,
                  idle: IdleShareWatch | None = None) -> None:
         if not argv:
@@ -280,9 +302,10 @@ class EventHook:
         self.timeout_s = timeout_s
         self.min_interval_s = min_interval_s
         self.counts = HookCounts()
+        self._moment = moment
         self._enrich = enrich
         self._notify = notify or (lambda level, message: None)
-        self._queue: queue.Queue[Event | None] = queue.Queue(MAX_QUEUED)
+        self._queue: queue.Queue[_Waiting | None] = queue.Queue(MAX_QUEUED)
         self._last: dict[tuple[str, int | None], float] = {}
         self._states: dict[int, str] = {}
         self._idle = idle
@@ -358,7 +381,8 @@ class EventHook:
 
     def offer(self, event: Event) -> bool:
         """Queue `event` unless its kind and GPU ran less than `min_interval_s` ago or the queue
-        is full (both counted). Thread-safe; returns whether it was queued."""
+        is full (both counted), with the store as it is now where its facts are the verdict's
+        (`moment`). Thread-safe; returns whether it was queued."""
         now = time.monotonic()
         key = event.rate_key
         with self._lock:
@@ -366,8 +390,12 @@ class EventHook:
             if last is not None and now - last < self.min_interval_s:
                 self.counts.rate_limited += 1
                 return False
+            if self._queue.full():  # no snapshot taken for an event with no room to wait
+                self.counts.dropped += 1
+                return False
+            snap = self._moment() if self._moment is not None and takes_verdict(event) else None
             try:
-                self._queue.put_nowait(event)
+                self._queue.put_nowait(_Waiting(event, snap))
             except queue.Full:
                 self.counts.dropped += 1
                 return False
@@ -424,7 +452,7 @@ class EventHook:
         finally:
             self._done.set()
 
-    def _next(self) -> Event | None:
+    def _next(self) -> _Waiting | None:
         """The next event to run; None once `stop` asked and none is waiting (checked before
         blocking: `stop` puts its wake-up None only where the queue has room)."""
         if self._ending.is_set() and self._queue.empty():
@@ -433,15 +461,16 @@ class EventHook:
 
     def _run_events(self) -> None:
         while True:
-            event = self._next()
-            if event is None:
+            waiting = self._next()
+            if waiting is None:
                 return
             if self._abandon.is_set():
                 self.counts.dropped += 1
                 continue
+            event = waiting.event
             try:
                 if self._enrich is not None:
-                    event = self._enrich(event)
+                    event = self._enrich(event, waiting.snap)
             except Exception as exc:  # noqa: BLE001 - the command still runs, with fewer facts
                 self._notify("warning", f"--on-event: facts for {event.kind} not read: {exc!r}")
             self._run_one(event)
@@ -555,9 +584,10 @@ def start_event_hook(argv: list[str], rt: Runtime, config: Config,
     session, subscribe it and start its thread (call before `rt.start()`; `hook.stop()` after
     `rt.stop()`).
 
-    Facts come from the store at the time the command runs; on `breakdown_entered` a snapshot
-    folder is written first (without the screenshot), as the dashboard writes one, when
-    `[snapshot] auto` is on, at most one per `[snapshot] auto_min_interval_s`.
+    Facts come from the store as it was when the event happened (`EventHook.offer` takes it);
+    on `breakdown_entered` a snapshot folder of that moment is written first (without the
+    screenshot), as the dashboard writes one, when `[snapshot] auto` is on, at most one per
+    `[snapshot] auto_min_interval_s`.
     """
     last_snapshot: list[float] = []
 
@@ -565,8 +595,9 @@ def start_event_hook(argv: list[str], rt: Runtime, config: Config,
         rt.session.on_notice(Notice(time.monotonic_ns(), time.time(),
                                     "error" if level == "error" else "warning", message))
 
-    def enrich(event: Event) -> Event:
-        snap = rt.store.snapshot()
+    def enrich(event: Event, snap: StoreSnapshot | None) -> Event:
+        if snap is None:  # an event with facts of its own (`takes_verdict`)
+            return event
         event = with_facts(event, snap)
         cfg = config.snapshot
         now = time.monotonic()
@@ -586,7 +617,8 @@ def start_event_hook(argv: list[str], rt: Runtime, config: Config,
         return replace(event, snapshot_dir=os.path.abspath(path))
 
     idle = IdleShareWatch(config.alerts.idle_share, config.alerts.idle_window_s)
-    hook = EventHook(argv, timeout_s=timeout_s, enrich=enrich, notify=notify, idle=idle)
+    hook = EventHook(argv, timeout_s=timeout_s, moment=rt.store.snapshot, enrich=enrich,
+                     notify=notify, idle=idle)
     rt.session.subscribe(hook.listen)
     rt.session.add_sink(hook)
     hook.start()

@@ -19,6 +19,7 @@ alert's `why`) says it by `gain_words`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 PAYOFF_METHOD = (
@@ -51,27 +52,46 @@ class IfClosed:
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> IfClosed:
     """The payoff of closing `closed_s` of idle time in a working span of `active_s`. `busy_s`
-    None: the busy time is not known (only the gain is)."""
+    None: the busy time is not known (only the gain is). A span or idle time that is not a
+    finite number gives no figure (NaN compares false with everything, and was said
+    `~nanx`)."""
     left = active_s - closed_s
-    if active_s <= 0 or left <= 0:
-        return IfClosed(closed_s, None, None, max(active_s, 0.0))
+    if not (math.isfinite(active_s) and math.isfinite(closed_s)) or active_s <= 0 or left <= 0:
+        return IfClosed(closed_s, None, None,
+                        active_s if math.isfinite(active_s) and active_s > 0 else 0.0)
     return IfClosed(closed_s, None if busy_s is None else min(1.0, busy_s / left),
                     active_s / left, active_s)
 
 
-def span_words(seconds: float) -> str:
-    """`21 s`, `3.0 min`, `5.2 h`: a span a payoff is over, as a person says it."""
-    if seconds < 120:
+#: The longest span a payoff is said over: ten years of GPU time (a month's recording of
+#: 64 GPUs is 0.2 of it). Past it, or not a finite number, the figure is said without a span:
+#: 1e300 s was said as a 300-digit number of hours.
+MAX_SPAN_S = 10 * 365.25 * 86400.0
+
+
+def span_words(seconds: float, *, whole_seconds: bool = False) -> str | None:
+    """`21 s`, `3.0 min`, `5.2 h`: a span a payoff is over, as a person says it; under a
+    second with a decimal (`0.4 s`; `0 s` read as no span at all); None for no span to say
+    (negative, not finite, past `MAX_SPAN_S`). `whole_seconds`: seconds however long (the
+    live window's, which the alert's `why`, a Prometheus template, says in seconds too)."""
+    if not 0 <= seconds <= MAX_SPAN_S:  # NaN fails this too
+        return None
+    if seconds < 1:
+        return "under 0.1 s" if seconds < 0.05 else f"{seconds:.1f} s"
+    if whole_seconds or seconds < 120:
         return f"{seconds:.0f} s"
     if seconds < 2 * 3600:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
 
 
-def gain_words(gain: float, over: str, gaps: int | None = None) -> str:
+def gain_words(gain: float, over: str | None, gaps: int | None = None) -> str:
     """`~1.58x over the last 30 s (20 gaps)`: a throughput gain as every output says it, with
-    the span it is over (`over`: "the last 21 s", "3.0 min of GPU time") and the gaps it would
-    close (None: not said). Two decimals: `1.0x` of a 3 % gain read "nothing to gain"."""
+    the span it is over (`over`: "the last 21 s", "3.0 min of GPU time"; None: not said) and
+    the gaps it would close (None: not said). Two decimals: `1.0x` of a 3 % gain read
+    "nothing to gain". A gain that is not a finite number is said `not known`."""
+    if not math.isfinite(gain):
+        return "not known"
+    span = "" if over is None else f" over {over}"
     count = "" if gaps is None else f" ({gaps} gap{'' if gaps == 1 else 's'})"
-    return f"~{gain:.2f}x over {over}{count}"
-
+    return f"~{gain:.2f}x{span}{count}"

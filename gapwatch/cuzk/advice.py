@@ -1266,7 +1266,8 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
             to = f"busy → {busy * 100:.0f} %, " if busy is not None else ""
             # Said with the span it is over and the gaps it closes (`gain_words`), as the
             # headline, the alert and --on-event say theirs over the live window.
-            over = f"{span_words(pay.span_s)} of GPU time"
+            span = span_words(pay.span_s)
+            over = None if span is None else f"{span} of GPU time"
             out.append(f"{indent}    payoff if closed: {to}throughput "
                        f"{gain_words(pay.throughput_gain, over, first.gaps)}")
     for n in report.no_setting:

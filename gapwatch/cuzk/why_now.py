@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gapwatch.core.models import Gap
-from gapwatch.core.payoff import gain_words, if_closed
+from gapwatch.core.payoff import gain_words, if_closed, span_words
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import STALL_WORDS, advise
 from gapwatch.cuzk.knobs import CHANGE, Step
@@ -62,10 +62,10 @@ class WhyNow:
         headline's, the alert's and the event's (`core.payoff.gain_words`)."""
         if self.payoff_gain is None:
             return ""
-        if self.payoff_span_s is None:
-            return f"payoff ~{self.payoff_gain:.2f}x"
         # Whole seconds, as the alert's `why` (a Prometheus template) can say them too.
-        over = f"the last {self.payoff_span_s:.0f} s"
+        span = None if self.payoff_span_s is None else span_words(self.payoff_span_s,
+                                                                   whole_seconds=True)
+        over = None if span is None else f"the last {span}"
         return f"payoff {gain_words(self.payoff_gain, over, self.payoff_gaps)}"
 
     def change_words(self) -> str:

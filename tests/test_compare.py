@@ -21,7 +21,7 @@ import pytest
 from gapwatch.cli import main
 from gapwatch.config import Config
 from gapwatch.core.models import Gap
-from gapwatch.core.payoff import IfClosed
+from gapwatch.core.payoff import IfClosed, gpu_time_words
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import Advice, AdviceReport, advise
 from gapwatch.cuzk.pipeline import PipelineView
@@ -491,7 +491,8 @@ def test_report_and_compare_read_one_runs_partitions_per_hour_alike(
         pph = json.loads(capsys.readouterr().out)["payoff"]["partitions_per_hour"]
         assert pph is not None and pph > 0
         assert main(["report", str(run)]) == 0
-        said = re.search(r"about [\d.]+× throughput, (\d+) → ", capsys.readouterr().out)
+        said = re.search(r"throughput ~[\d.]+x over [^,]+ \(\d+ gaps?\), (\d+) → ",
+                         capsys.readouterr().out)
         # The text says the rate in the payoff's lines: PINNED has no gap to close.
         assert (said is not None) == (run == PAGEABLE)
         assert said is None or int(said.group(1)) == round(pph)
@@ -1354,3 +1355,33 @@ def test_a_gain_beside_advice_left_unchanged_names_what_changed_and_is_not_the_a
     payoff = " ".join(format_text(c).split("Payoff:")[1].split("Method:")[0].split())
     assert "what changed: [scheduler] max_batch_wait_ms 10000 → 1000" in payoff
     assert "not the advice's" not in payoff
+
+
+def test_the_report_its_advice_and_compare_say_one_payoff_in_one_rules_words(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The report's Payoff section said "about 1.85× throughput" with neither span nor gaps,
+    while its advice said "throughput ~1.85x over 30 s of GPU time (15 gaps)" for the same
+    figure, and compare "1.85× throughput": every one is said by `core.payoff.gpu_time_words`
+    (`gain_words`)."""
+    assert main(["report", str(PAGEABLE), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    starved = doc["payoff"]["overall"]["if_closed"]["pcie_starved"]
+    every = doc["payoff"]["overall"]["if_closed"]["all"]
+    (advice,) = doc["advice"]
+    words = gpu_time_words(starved["throughput_gain"], starved["span_s"], advice["gaps"])
+    assert words == "~1.85x over 30 s of GPU time (15 gaps)"
+    all_words = gpu_time_words(every["throughput_gain"], every["span_s"], 16)
+    assert main(["report", str(PAGEABLE)]) == 0
+    text = capsys.readouterr().out
+    assert f"closing pcie_starved gaps: busy 51 % → 94 %, throughput {words}, " in text
+    assert f"closing all gaps: busy 51 % → 100 %, throughput {all_words}, " in text
+    assert f"payoff if closed: busy → 94 %, throughput {words}\n" in text
+    assert "×" not in text
+    assert main(["compare", str(PAGEABLE), str(PINNED)]) == 0
+    said = capsys.readouterr().out.replace("\n    ", " ")
+    # Its gaps are said at the head of its line, not again after the figure.
+    predicted = gpu_time_words(starved["throughput_gain"], starved["span_s"], None)
+    assert ("[memory] safety_margin: 15 pinned pool gap(s), busy → 94%, throughput "
+            f"{predicted} changed?") in said
+    assert (f"closing every BEFORE gap: busy → 100%, throughput {all_words} (upper bound, "
+            "work fixed)") in said

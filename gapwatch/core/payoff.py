@@ -9,12 +9,13 @@ Who calls it: the report's payoff per kind and per GPU (`gapwatch.offline.payoff
 advice's payoff (`gapwatch.cuzk.advice`, the caller gives the span), the dashboard's gap detail
 and the snapshot (throughput only: they do not sum busy time), the verdict (`cuzk.why_now`).
 
-A figure is said with what it rests on (`gain_words`): the span it is over and the gaps it
-closes. One worked out over the live window at the moment a GPU enters BREAKDOWN rests on the
-2 gaps that tipped it, and read bare ("payoff ~1.0x") it said there was nothing to gain while
-the same recording's report, over minutes of the breakdown, said 1.58x: every output that
-says a payoff (the dashboard's headline, `--on-event`, summary.md and the report's advice, the
-alert's `why`) says it by `gain_words`.
+A figure is said with what it rests on (`gain_words`; a recording's by `gpu_time_words`): the
+span it is over and the gaps it closes. One worked out over the live window at the moment a
+GPU enters BREAKDOWN rests on the 2 gaps that tipped it, and read bare ("payoff ~1.0x") it said
+there was nothing to gain while the same recording's report, over minutes of the breakdown,
+said 1.58x: every output that says a payoff (the dashboard's headline, `--on-event`,
+summary.md, the report's Payoff section and advice, `compare`'s prediction, the alert's `why`)
+says it by `gain_words`.
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ class IfClosed:
     throughput_gain: float | None
     #: The working span the figure is over (seconds; of several GPUs, their sum).
     span_s: float = 0.0
+    #: How many gaps `idle_s` is (None: not counted). Said with the figure
+    #: (`gpu_time_words`), not in `json()`: an advice's JSON has its own `gaps`.
+    gaps: int | None = None
 
     def json(self) -> dict[str, float | None]:
         """As the report's and the advice's JSON give it (docs/detection.md, docs/advice.md)."""
@@ -50,17 +54,18 @@ class IfClosed:
                 "throughput_gain": self.throughput_gain, "span_s": self.span_s}
 
 
-def if_closed(busy_s: float | None, active_s: float, closed_s: float) -> IfClosed:
-    """The payoff of closing `closed_s` of idle time in a working span of `active_s`. `busy_s`
-    None: the busy time is not known (only the gain is). A span or idle time that is not a
-    finite number gives no figure (NaN compares false with everything, and was said
-    `~nanx`)."""
+def if_closed(busy_s: float | None, active_s: float, closed_s: float,
+              gaps: int | None = None) -> IfClosed:
+    """The payoff of closing `closed_s` of idle time (`gaps` gaps, None: not counted) in a
+    working span of `active_s`. `busy_s` None: the busy time is not known (only the gain is).
+    A span or idle time that is not a finite number gives no figure (NaN compares false with
+    everything, and was said `~nanx`)."""
     left = active_s - closed_s
     if not (math.isfinite(active_s) and math.isfinite(closed_s)) or active_s <= 0 or left <= 0:
         return IfClosed(closed_s, None, None,
-                        active_s if math.isfinite(active_s) and active_s > 0 else 0.0)
+                        active_s if math.isfinite(active_s) and active_s > 0 else 0.0, gaps)
     return IfClosed(closed_s, None if busy_s is None else min(1.0, busy_s / left),
-                    active_s / left, active_s)
+                    active_s / left, active_s, gaps)
 
 
 #: The longest span a payoff is said over: ten years of GPU time (a month's recording of
@@ -95,3 +100,13 @@ def gain_words(gain: float, over: str | None, gaps: int | None = None) -> str:
     span = "" if over is None else f" over {over}"
     count = "" if gaps is None else f" ({gaps} gap{'' if gaps == 1 else 's'})"
     return f"~{gain:.2f}x{span}{count}"
+
+
+def gpu_time_words(gain: float, span_s: float, gaps: int | None) -> str:
+    """`~1.58x over 3.3 min of GPU time (103 gaps)`: a recording's payoff, over its GPUs'
+    working spans summed, as the report's Payoff section, its advice, summary.md and `compare`
+    say it (`gain_words`; the live verdict says `over the last 30 s`, `WhyNow.payoff_words`).
+    The report's Payoff section said `about 1.58× throughput` with neither span nor gaps
+    beside its advice's words for the same figure."""
+    span = span_words(span_s)
+    return gain_words(gain, None if span is None else f"{span} of GPU time", gaps)

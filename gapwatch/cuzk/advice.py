@@ -51,7 +51,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverGapFacts, ProverState, known
 from gapwatch.core.models import Gap, ProverEvent
-from gapwatch.core.payoff import IfClosed, gain_words, span_words
+from gapwatch.core.payoff import IfClosed, gpu_time_words
 from gapwatch.core.prover_watch import ProofTroubles, Trouble
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.units import GIB
@@ -1266,10 +1266,8 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
             to = f"busy → {busy * 100:.0f} %, " if busy is not None else ""
             # Said with the span it is over and the gaps it closes (`gain_words`), as the
             # headline, the alert and --on-event say theirs over the live window.
-            span = span_words(pay.span_s)
-            over = None if span is None else f"{span} of GPU time"
             out.append(f"{indent}    payoff if closed: {to}throughput "
-                       f"{gain_words(pay.throughput_gain, over, first.gaps)}")
+                       f"{gpu_time_words(pay.throughput_gain, pay.span_s, first.gaps)}")
     for n in report.no_setting:
         out.append(f"{indent}{_count_words(n.gaps, n.idle_s, n.open_gaps)}: "
                    f"{STALL_WORDS.get(n.stall, n.stall)}: no setting: {n.why}")

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from gapwatch.core import fmt
+from gapwatch.core.payoff import gpu_time_words
 from gapwatch.offline.compare import (
     METHOD,
     Comparison,
@@ -248,7 +249,9 @@ def payoff_lines(c: Comparison) -> list[str]:
         gain = a["throughput_gain"]
         out.append(f"  {a['setting']}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
-                   + (f"{gain:.2f}× throughput" if gain else "gain unknown"))
+                   # Its gaps are said at the head of the line.
+                   + (f"throughput {gpu_time_words(gain, a['span_s'], None)}" if gain
+                      else "gain unknown"))
         out.append(_changed_line(a["changed"], a["shown_by"], a["changed_not_known_why"]))
     for x in p["proof_advice"]:
         out += _proof_advice_lines(x, c)
@@ -257,7 +260,9 @@ def payoff_lines(c: Comparison) -> list[str]:
     allg = p["all_gaps"]
     if allg["throughput_gain"]:
         out.append(f"  closing every BEFORE gap: busy → {fmt.frac_pct(allg['busy_fraction'])}, "
-                   f"{allg['throughput_gain']:.2f}× throughput (upper bound, work fixed)")
+                   "throughput " + gpu_time_words(allg["throughput_gain"], allg["span_s"],
+                                                  allg["gaps"])
+                   + " (upper bound, work fixed)")
     ach = p["achieved"]
     line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "
             f"{fmt.frac_pct(ach['busy_after'])}")

@@ -84,21 +84,21 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
     """The payoff of each GPU and of all of them; the idle seconds of each (GPU, kind) are the
     ledger's (`GapLedger.tally`); `no_data`, `stepped_back_s`: the run's stretches with no
     reading and its wall clock's step back (`throughput`), for partitions per hour."""
-    idle_by_gpu: dict[int, dict[str, float]] = {}
+    idle_by_gpu: dict[int, dict[str, Tally]] = {}
     for (gpu, kind), kept in tally.items():
-        per = idle_by_gpu.get(gpu)
-        if per is None:
-            per = idle_by_gpu[gpu] = dict.fromkeys(GAP_KINDS, 0.0)
-        per[kind] += kept.seconds
+        per = idle_by_gpu.setdefault(gpu, {})
+        was = per.get(kind, Tally())
+        per[kind] = Tally(was.count + kept.count, was.seconds + kept.seconds)
     per_gpu = []
     all_busy = all_active = 0.0
-    all_by_kind: dict[str, float] = dict.fromkeys(GAP_KINDS, 0.0)
+    all_by_kind: dict[str, Tally] = {}
     for t in totals:
-        by_kind = idle_by_gpu.get(t.gpu) or dict.fromkeys(GAP_KINDS, 0.0)
+        by_kind = idle_by_gpu.get(t.gpu, {})
         all_busy += t.busy_s
         all_active += t.active_s
         for k, v in by_kind.items():
-            all_by_kind[k] += v
+            was = all_by_kind.get(k, Tally())
+            all_by_kind[k] = Tally(was.count + v.count, was.seconds + v.seconds)
         per_gpu.append(GpuPayoff(t.gpu, _closing(busy_fraction(t), t.busy_s, t.active_s,
                                                  by_kind)))
     overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
@@ -118,13 +118,17 @@ def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:
     carries)."""
     busy = sum(t.busy_s for t in totals)
     active = sum(t.active_s for t in totals)
-    return if_closed(busy, active, gaps.idle_s)
+    return if_closed(busy, active, gaps.idle_s, len(gaps))
 
 
 def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
-             idle_by_kind: dict[str, float]) -> Closing:
-    """Closing each kind with idle time, then all of them."""
-    by_kind = {k: if_closed(busy_s, active_s, v) for k, v in idle_by_kind.items() if v > 0}
-    by_kind[ALL] = if_closed(busy_s, active_s, sum(idle_by_kind.values()))
+             idle_by_kind: dict[str, Tally]) -> Closing:
+    """Closing each kind with idle time (in `GAP_KINDS` order), then all of them; each with
+    its gaps, said beside the figure (`core.payoff.gpu_time_words`)."""
+    kept = [(k, idle_by_kind[k]) for k in GAP_KINDS if k in idle_by_kind]
+    by_kind = {k: if_closed(busy_s, active_s, v.seconds, v.count) for k, v in kept
+               if v.seconds > 0}
+    by_kind[ALL] = if_closed(busy_s, active_s, sum(v.seconds for _, v in kept),
+                             sum(v.count for _, v in kept))
     return Closing(busy_fraction, by_kind)
 

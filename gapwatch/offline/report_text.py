@@ -14,7 +14,7 @@ from gapwatch.core.blind import blind_words
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
-from gapwatch.core.payoff import PAYOFF_METHOD
+from gapwatch.core.payoff import PAYOFF_METHOD, gpu_time_words
 from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines
 from gapwatch.cuzk.partitions import RunTimeline
@@ -292,7 +292,8 @@ def _payoff_lines(payoff: Payoff) -> list[str]:
             rate += f" ({sph:.0f} → {sph * gain:.0f} sectors per hour)"
         label = "all gaps" if kind == ALL else f"{kind} gaps"
         lines.append(f"  closing {label}: busy {_pct(overall.busy_fraction).strip()} → "
-                     f"{_pct(v.busy_fraction).strip()}, about {gain:.2f}× throughput{rate}")
+                     f"{_pct(v.busy_fraction).strip()}, throughput "
+                     f"{gpu_time_words(gain, v.span_s, v.gaps)}{rate}")
     if len(lines) == 1:
         lines.append("  nothing to gain: no gaps")
     lines.append(f"  ({PAYOFF_METHOD})")

@@ -21,7 +21,7 @@ from gapwatch.cuzk.advice import advise
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkProver, view_of
-from gapwatch.cuzk.restarts import RestartWatch
+from gapwatch.cuzk.restarts import RESTART_CAUSES, RestartWatch, how_it_ended
 from gapwatch.logs.parse import LogParser
 
 DATA = Path(__file__).parent / "data" / "cuzk-upstream"
@@ -115,6 +115,32 @@ def test_a_restart_after_sigint_says_so() -> None:
     w.feed_log(LogEvent(5.0, "line", "tracing", "received SIGINT, shutting down", ""))
     [ev] = w.feed_log(LogEvent(20.0, "line", "tracing", "cuzk-daemon starting", ""))
     assert "after 'received SIGINT" in ev.message
+
+
+@pytest.mark.parametrize(("lines", "cause", "hint"), [
+    (["received SIGINT, shutting down"], "sigint", "after SIGINT"),
+    (["partition synthesis complete"], "killed", "killed or crashed, no shutdown line"),
+    (["pinned pool checkout FAILED"], "unknown", ""),  # its log at WARN: not known
+    ([], "unknown", ""),  # none of its lines read: not known
+])
+def test_how_a_run_ended_is_one_reading_its_token_its_words_and_its_hints(
+        lines: list[str], cause: str, hint: str) -> None:
+    """`GAPWATCH_CAUSE` (the event's token) and the restart's words were two if-chains, each
+    with its own words (`restart_cause` beside `how_it_ended`): one reading now gives the
+    token, its words, the restart's message and the hint's few, so the page's CAUSE and its
+    LINE cannot come to say two things."""
+    w = RestartWatch()
+    for i, text in enumerate(lines):
+        level = "WARN" if "FAILED" in text else "INFO"
+        w.feed_log(LogEvent(2.0 + i, "line", "tracing", text, "", level=level))
+    w.feed_status(status(10.0, 500.0))
+    [restart] = w.feed_status(status(30.0, 5.0))
+    ended = how_it_ended("received SIGINT, shutting down" in lines,
+                         2.0 if lines else None, "partition synthesis complete" in lines)
+    assert (restart.cause, ended.cause, ended.hint) == (cause, cause, hint)
+    assert restart.message.startswith(f"cuzk restarted {ended.words}")
+    assert RESTART_CAUSES[restart.cause] == ended.cause_words
+    assert w.kept[-1].ended == hint
 
 
 def test_a_restart_is_called_killed_only_where_the_old_runs_info_lines_were_read() -> None:

@@ -162,34 +162,47 @@ NO_INFO = ("(how the previous run ended is not known: its log kept no INFO lines
            "of cuzk's shutdown line, main.rs:237)")
 
 
-#: A restart's cause (`ProverEvent.cause`: how the run before it ended), token -> words: what
-#: `--on-event`'s GAPWATCH_CAUSE and GAPWATCH_CAUSE_WORDS say of a restart (docs/fleet.md).
-RESTART_CAUSES: dict[str, str] = {
-    "sigint": "stopped after SIGINT ('received SIGINT, shutting down')",
-    "killed": "killed or crashed: no shutdown line before it",
-    "unknown": "how the run before it ended is not known from the log read",
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How the run before a restart ended, in every form it is said: its token
+    (`ProverEvent.cause`, `--on-event`'s GAPWATCH_CAUSE: `sigint`, `killed`, `unknown`), the
+    token's words (GAPWATCH_CAUSE_WORDS, docs/fleet.md), the restart's words (its message)
+    and a gap hint's few ("" where it is not known: no line is no news)."""
+
+    cause: str
+    cause_words: str
+    words: str
+    hint: str
+
+
+_UNKNOWN_WORDS = "how the run before it ended is not known from the log read"
+#: Every way a run is read to have ended (`how_it_ended`), the one home of their words: the
+#: token and its words were once decided by an if-chain of their own beside this one's.
+ENDINGS: dict[str, Ended] = {
+    "sigint": Ended("sigint", "stopped after SIGINT ('received SIGINT, shutting down')",
+                    AFTER_SIGINT, "after SIGINT"),
+    "killed": Ended("killed", "killed or crashed: no shutdown line before it", KILLED,
+                    "killed or crashed, no shutdown line"),
+    "not_read": Ended("unknown", _UNKNOWN_WORDS, NOT_READ, ""),
+    "no_info": Ended("unknown", _UNKNOWN_WORDS, NO_INFO, ""),
 }
+#: A restart's cause token -> its words (`--on-event`, `engine.events.event_of`).
+RESTART_CAUSES: dict[str, str] = {e.cause: e.cause_words for e in ENDINGS.values()}
 
 
-def restart_cause(sigint: bool, last_line_s: float | None, info_seen: bool) -> str:
-    """How the run before a restart ended, as a `RESTART_CAUSES` token (`how_it_ended`'s
-    reading)."""
+def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> Ended:
+    """How the previous run ended: after SIGINT's line, killed (its INFO lines read, the
+    shutdown line not among them), or not known (none of its lines read, or none at INFO,
+    the level of cuzk's shutdown line: a missing shutdown line then says nothing)."""
     if sigint:
-        return "sigint"
-    return "killed" if last_line_s is not None and info_seen else "unknown"
-
-
-def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tuple[str, str]:
-    """How the previous run ended, in the restart's words and in a gap hint's few: after
-    SIGINT's line, killed (its INFO lines read, the shutdown line not among them), or not
-    known (and the hint says nothing: no line is no news)."""
-    if sigint:
-        return AFTER_SIGINT, "after SIGINT"
+        return ENDINGS["sigint"]
     if last_line_s is None:
-        return NOT_READ, ""
+        return ENDINGS["not_read"]
     if not info_seen:
-        return NO_INFO, ""
-    return KILLED, "killed or crashed, no shutdown line"
+        return ENDINGS["no_info"]
+    return ENDINGS["killed"]
+
+
 #: A restart's first sign, when it is one of its start lines (the log said it).
 START_LINE_SIGN = "its start line"
 #: ... when it is a new cuzk pid on a GPU (NVML's processes said it).
@@ -844,15 +857,16 @@ class RestartWatch:
         sigint, info_seen = self._sigint, self._info_seen
         self._sigint = False
         self._info_seen = False
-        how, ended = how_it_ended(sigint, self._last_line_s, info_seen)
+        ended = how_it_ended(sigint, self._last_line_s, info_seen)
         last_line = (f"; the previous run's last line at {fmt.clock(self._last_line_s)}"
                      if self._last_line_s is not None else "")
-        message = fmt.visible(f"cuzk restarted {how}{last_line}, seen by {sign}; {STARTS_AGAIN}")
-        kept = Restart(t_s, message, ended, [sign], self.restarts, streak)
+        message = fmt.visible(f"cuzk restarted {ended.words}{last_line}, seen by {sign}; "
+                              f"{STARTS_AGAIN}")
+        kept = Restart(t_s, message, ended.hint, [sign], self.restarts, streak)
         self.kept.append(kept)
         self._run = _Run(t_s, kept, self._last_gpu_end_s, self._last_line_s, sigint, info_seen)
         return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message,
-                            cause=restart_cause(sigint, self._last_line_s, info_seen))]
+                            cause=ended.cause)]
 
     def _failed(self, step: int, unpicked: bool = False) -> None:
         """A failure line in place of the end line of a step of `_FLIGHT` (`_FAILED`): one of

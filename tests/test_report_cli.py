@@ -186,3 +186,20 @@ def test_a_long_reports_gap_table_shows_the_longest_gaps_in_time_order(
     assert starts == sorted(starts)  # in time order (one day: the clock sorts)
     assert main(["report", str(path), "--all"]) == 0
     assert f"Gaps ≥ min gap: {len(gaps)}\n" in capsys.readouterr().out
+
+
+def test_the_docs_json_example_holds_every_field_of_a_payoff(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`span_s` joined the report's payoffs (`payoff.*.if_closed.*`, `advice[].payoff`) and no
+    example in docs/detection.md had it: each payoff in the example holds every field the
+    report writes."""
+    doc = report_json(capsys, str(DATA / "pageable.csv"), "--log", str(DATA / "pageable.log"))
+    fields = set(doc["payoff"]["overall"]["if_closed"]["pcie_starved"])
+    assert "span_s" in fields
+    text = (Path(__file__).parent.parent / "docs" / "detection.md").read_text()
+    example = text[text.index("### Report JSON"):]
+    example = example[example.index("```jsonc"):example.index("```\n", 10)]
+    overall = example[example.index('"if_closed": {"pcie_starved"'):example.index('"all": {')]
+    advice = example[example.index('"payoff": {"idle_s"'):example.index('"no_setting"')]
+    for said in (overall, advice):
+        assert {f for f in fields if f'"{f}":' in said} == fields, said

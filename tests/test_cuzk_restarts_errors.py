@@ -137,6 +137,7 @@ def test_how_a_run_ended_is_one_reading_its_token_its_words_and_its_hints(
     [restart] = w.feed_status(status(30.0, 5.0))
     ended = how_it_ended("received SIGINT, shutting down" in lines,
                          2.0 if lines else None, "partition synthesis complete" in lines)
+    assert restart.cause is not None
     assert (restart.cause, ended.cause, ended.hint) == (cause, cause, hint)
     assert restart.message.startswith(f"cuzk restarted {ended.words}")
     assert RESTART_CAUSES[restart.cause] == ended.cause_words

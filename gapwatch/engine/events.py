@@ -188,11 +188,11 @@ _VERDICT_EVENTS = frozenset(("breakdown_entered", "breakdown_left", "idle_high")
 
 
 def with_facts(event: Event, snap: StoreSnapshot) -> Event:
-    """A BREAKDOWN or `idle_high` event with the GPU's verdict now (`cuzk.why_now`: cause,
-    setting, payoff). Every other event keeps its own facts (`event_of`,
-    `hardware_event_of`): no setting of the prover's closes an XID, and a panic or a late PoSt
-    on a GPU in BREAKDOWN is not the breakdown's stall (it was handed its setting and
-    payoff)."""
+    """A BREAKDOWN or `idle_high` event with the GPU's verdict in `snap`, the store when the
+    event happened (`EventHook.offer`; `cuzk.why_now`: cause, setting, payoff). Every other
+    event keeps its own facts (`event_of`, `hardware_event_of`): no setting of the prover's
+    closes an XID, and a panic or a late PoSt on a GPU in BREAKDOWN is not the breakdown's
+    stall (it was handed its setting and payoff)."""
     if event.gpu is None or event.kind not in _VERDICT_EVENTS:
         return event
     why = why_now(snap, event.gpu)

@@ -126,8 +126,8 @@ def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
     """Closing each kind with idle time (in `GAP_KINDS` order), then all of them; each with
     its gaps, said beside the figure (`core.payoff.gpu_time_words`)."""
     kept = [(k, idle_by_kind[k]) for k in GAP_KINDS if k in idle_by_kind]
-    by_kind = {k: if_closed(busy_s, active_s, v.seconds, v.count) for k, v in kept
-               if v.seconds > 0}
+    by_kind: dict[str, IfClosed] = {k: if_closed(busy_s, active_s, v.seconds, v.count)
+                                    for k, v in kept if v.seconds > 0}
     by_kind[ALL] = if_closed(busy_s, active_s, sum(v.seconds for _, v in kept),
                              sum(v.count for _, v in kept))
     return Closing(busy_fraction, by_kind)

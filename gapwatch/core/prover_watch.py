@@ -53,8 +53,10 @@ class ProverWatch(Protocol):
         """The live log reader's clock reads `t_mono_ns` (the clock its lines' arrival,
         `LogEvent.t_arrival_mono_ns`, is on) and no record came (its idle pass): what waits
         on data time for a line that may never come, past its wait by then on that clock (a
-        panic's other half: the process the panic killed writes none). The data's own time
-        does not move: only records move it."""
+        panic's other half: the process the panic killed writes none), and the data's time
+        moved on by that clock from when its latest time was read (a PoSt whose lines stopped
+        mid-proof goes late by it). Called only where every line written by then was read,
+        and never in a replay or a report."""
         ...
 
     def finish(self) -> list[ProverEvent]:

@@ -298,8 +298,8 @@ class Session:
     def on_reader_clock(self, t_mono_ns: int) -> None:
         """The live log reader's clock reads `t_mono_ns` with no line come (`gapwatch.logs.
         follow`, after each pass): the watcher's words that waited for a line that may never
-        come (`ProverWatch.at`: a panic that killed the process has no cuzk line after it) go
-        where its other words go. Nothing is recorded of the tick itself: a replay says them
+        come (`ProverWatch.at`: a panic that killed the process has no cuzk line after it; a
+        PoSt whose lines stopped mid-proof, past its deadline) go where its other words go. Nothing is recorded of the tick itself: a replay says them
         at its data's next record, or its end."""
         with self._lock:
             if self._closed or self.watch is None:

@@ -37,9 +37,13 @@ stderr's lines that ended it came.
 A panic's block (`gapwatch.cuzk.panics`) is closed by the line after it, and, read live, by the
 clock where none comes: after each pass (the tailer's idle pass comes every `idle_poll_ms` when
 nothing is written), the parser is asked what has ended by then (`LogParser.due`), and
-`on_clock` is told the time, for what waits beside the log (a panic's other half). A second
-panic kills the process with no `note:` line and no cuzk line after it: it was said only when
-the restarted daemon's first line came (20 s later under systemd), or never.
+`on_clock` is told the time, for what waits beside the log (a panic's other half; the data's
+"now" of the watcher, by which a PoSt in flight goes late). A second panic kills the process
+with no `note:` line and no cuzk line after it: it was said only when the restarted daemon's
+first line came (20 s later under systemd), or never; a PoSt whose lines stop mid-proof (cuzk
+hung or dead) was said late only at the next line or `/status` reading, or never. "The time"
+is when the pass began, where it read every file to its end (`Tailer.caught_up_mono_ns`):
+every line written before it has been read by then.
 """
 
 from __future__ import annotations
@@ -84,10 +88,11 @@ class LogFollower:
                  clock: Clock | None = None, *, stdin_fd: int = 0,
                  on_clock: Callable[[int], None] | None = None) -> None:
         """`on_clock`: told the clock's monotonic time (the lines' arrival clock,
-        `LogEvent.t_arrival_mono_ns`) after each pass read live (`_tick`), once
-        the events the clock closed were handed on: what waits on data time beside the log
-        (a panic's other half, `gapwatch.cuzk.errors.Incidents`) is closed by it too, as no
-        line may come to move that data time (`Session.on_reader_clock`)."""
+        `LogEvent.t_arrival_mono_ns`) by which every line written was read, after each pass
+        read live (`_tick`), once the events the clock closed were handed on: what waits on
+        data time beside the log (a panic's other half, `gapwatch.cuzk.errors.Incidents`; a
+        PoSt's deadline, `gapwatch.cuzk.watch`) is closed by it too, as no line may come to
+        move that data time (`Session.on_reader_clock`)."""
         self.clock: Clock = clock or SystemClock()
         self.parser = LogParser(logs_config)
         self._on_event = on_event
@@ -152,13 +157,19 @@ class LogFollower:
         if self._in_order is not None and self.tailer.backlogs_read():
             with self._emit:
                 self._release()
-        if not self.tailer.reading_backlog():
-            # A backlog's lines are read, not written, now: the end of a read is no silence
-            # (a panic's other half may be in the next 8 MiB).
-            self._tick(self.clock.monotonic_ns(), self.clock.wall_s())
+        # When every line written before it was read: not while a backlog is read (its lines
+        # are read, not written, now: the end of a read is no silence, a panic's other half
+        # may be in the next 8 MiB), nor while the reader is behind its writer; and not the
+        # pass's end (lines written while it parsed are not read yet: a PoSt's GPU_END
+        # written before its deadline, unread, is no PoSt past it).
+        caught_ns = self.tailer.caught_up_mono_ns()
+        if caught_ns is not None:
+            now_mono_ns, now_wall_s = self.clock.monotonic_ns(), self.clock.wall_s()
+            self._tick(caught_ns, now_wall_s - (now_mono_ns - caught_ns) / 1e9)
 
     def _tick(self, now_mono_ns: int, now_wall_s: float) -> None:
-        """The clock reads `now_mono_ns` / `now_wall_s`: the panic being read, once it has
+        """Every line written before the clock read `now_mono_ns` / `now_wall_s` has been read
+        (`Tailer.caught_up_mono_ns`): the panic being read, once it has
         ended by it (`LogParser.due`: a panic that killed the process is followed by no line;
         it was said when the restarted daemon's first line came, or never), handed on; then
         `on_clock`."""

@@ -188,6 +188,10 @@ class _FileFollower:
         self._backlog_end: int | None = None
         self._first_open = True
         self.read_backlog = False
+        #: Whether its last `poll` read all it held (a read stopped at its end, not at the most
+        #: a pass reads, `_MAX_READ_PER_POLL`): a reader behind its file has lines written
+        #: before the pass still to read (`Tailer.caught_up_mono_ns`).
+        self.read_whole = True
 
     def close(self) -> None:
         if self._fd is not None:
@@ -281,6 +285,8 @@ class _FileFollower:
                 self._tail = tail
             lines.extend(self.splitter.feed(data))
         self.status.bytes += total
+        if total >= limit:
+            self.read_whole = False
         if end is not None and self._pos >= end:
             self._backlog_end = None  # read past the lines written before following began
         return lines
@@ -296,6 +302,7 @@ class _FileFollower:
     def poll(self, notice: NoticeCallback) -> list[str]:
         """Read what is new; handle appearance, rotation, truncation, deletion. The first NUL
         bytes dropped are said (once: counted after that, `nul_bytes`)."""
+        self.read_whole = True
         lines = self._poll(notice)
         if self.splitter.nul_bytes and not self._said_nuls:
             self._said_nuls = True
@@ -472,6 +479,11 @@ class Tailer:
         #: stdin redirected from a file (`--log - < cuzk.log`): every line of it was written
         #: before it was read, at once; a pipe cannot be told from a live writer.
         self._stdin_is_file = self._stdin is not None and _is_regular(stdin_fd)
+        #: When the latest pass over the files, and the latest wait on stdin, began, on the
+        #: monotonic clock, where it read all there was (None: not yet, or a read stopped at
+        #: the most it takes): `caught_up_mono_ns`.
+        self._files_caught_up_ns: int | None = None
+        self._stdin_caught_up_ns: int | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         #: Hears a thread of ours die (and restarts it: the files' state lives in the objects).
@@ -521,6 +533,7 @@ class Tailer:
     def poll_once(self) -> int:
         """One pass over every file (the thread's loop body; tests call it directly)."""
         count = 0
+        began_ns = self.clock.monotonic_ns()
         before_in_backlog = False  # a file before this one has backlog still to read
         for f in self._files:
             held = before_in_backlog and f.path in self._backlogs_after
@@ -541,6 +554,8 @@ class Tailer:
                 backlog = f.read_backlog and self.on_backlog is not None
                 self._deliver(f.path, f.status, lines, backlog)
                 count += len(lines)
+        self._files_caught_up_ns = (began_ns if all(f.read_whole for f in self._files)
+                                    else None)
         if self.on_pass is not None:
             self.on_pass()
         return count
@@ -555,6 +570,23 @@ class Tailer:
         stdin = self._stdin
         return not self.backlogs_read() or (
             self._stdin_is_file and stdin is not None and stdin.state == "following")
+
+    def caught_up_mono_ns(self) -> int | None:
+        """A time on the monotonic clock (the lines' arrival clock) such that every line
+        written before it has been read, as far as the reader can tell: when its latest pass
+        over the files (and its latest wait on stdin) began, where that pass read each to its
+        end. None while lines written before following began are read (`reading_backlog`),
+        or where the latest read stopped at the most a pass takes (8 MiB of a file, 64 KiB of
+        stdin: the reader is behind its writer). Not the time the pass ended: parsing a read
+        takes time, in which lines are written that the pass did not read (what waits for a
+        line by this clock would be told it did not come while it was being written)."""
+        if self.reading_backlog():
+            return None
+        times = ([self._files_caught_up_ns] if self._files else []) + (
+            [self._stdin_caught_up_ns] if self._stdin is not None else [])
+        if not times or any(t is None for t in times):
+            return None
+        return min(t for t in times if t is not None)
 
     def _deliver(self, source: str, status: SourceStatus, lines: list[str],
                  backlog: bool = False) -> None:
@@ -585,12 +617,14 @@ class Tailer:
     def read_stdin_once(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for stdin data and deliver its lines; False at EOF."""
         assert self._stdin is not None
+        began_ns = self.clock.monotonic_ns()
         try:
             ready, _, _ = select.select([self._stdin_fd], [], [], timeout_s)
         except (OSError, ValueError) as exc:
             self._stdin.state = f"error: {exc}"
             return False
         if not ready:
+            self._stdin_caught_up_ns = began_ns  # nothing came in the whole wait
             return True
         try:
             data = os.read(self._stdin_fd, _READ_CHUNK)
@@ -605,6 +639,9 @@ class Tailer:
             self.on_notice("info", "log stdin: end of input")
             return False
         self._stdin.bytes += len(data)
+        # Less than a whole chunk: the pipe held no more, so all written before the wait began
+        # is read; a whole chunk may leave more behind it.
+        self._stdin_caught_up_ns = began_ns if len(data) < _READ_CHUNK else None
         said = self._stdin_splitter.nul_bytes
         lines = self._stdin_splitter.feed(data)
         if not said and self._stdin_splitter.nul_bytes:

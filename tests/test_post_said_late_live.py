@@ -9,11 +9,13 @@ thresholds."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from faults import until
 from session_fakes import KeptRecords
 
 from gapwatch.base.clock import FakeClock
@@ -192,3 +194,28 @@ def test_a_reader_behind_its_writer_moves_no_clock_until_it_has_caught_up(
     live.session.finish()  # its completion line was not written: said at the end
     [done] = _proofs(live.kept)
     assert done.proof is not None and done.proof.verdict == "ok", done.message
+
+
+def test_piped_to_stdin_a_winningpost_whose_lines_stop_is_said_late_by_the_readers_waits(
+) -> None:
+    """`journalctl -f -u cuzk | gapwatch record --log -`: each wait on stdin that read all the
+    pipe held is the clock there (it has no pass over files to tick it)."""
+    read_fd, write_fd = os.pipe()
+    clock = FakeClock(start_wall_s=T0_S)
+    kept = KeptRecords()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[kept],
+                      watch=CuzkWatch(Deadlines(winning_post_s=DEADLINE_S)))
+    follower = LogFollower(["-"], LogsConfig(poll_ms=5), session.on_log_event, clock=clock,
+                           stdin_fd=read_fd, on_clock=session.on_reader_clock)
+    follower.start()
+    try:
+        clock.advance_ns(int(1.5e9))
+        os.write(write_fd, "".join(line + "\n" for line in _begun(T0_S)).encode())
+        assert until(lambda: follower.status().lines == len(_begun(T0_S)))
+        clock.advance_ns(int(DEADLINE_S * 1e9))  # T0 + 31.5: past its deadline
+        assert until(lambda: len(_late(kept)) == 1)
+    finally:
+        os.close(write_fd)
+        follower.stop()
+        os.close(read_fd)
+    assert len(_late(kept)) == 1 and _late(kept)[0].job_id == JOB

@@ -219,3 +219,33 @@ def test_piped_to_stdin_a_winningpost_whose_lines_stop_is_said_late_by_the_reade
         follower.stop()
         os.close(read_fd)
     assert len(_late(kept)) == 1 and _late(kept)[0].job_id == JOB
+
+
+def test_a_backlog_read_in_pieces_is_no_silence_its_post_ends_by_its_own_line(
+        tmp_path: Path) -> None:
+    """`--from-start` reads 8 MiB of a file a pass: a PoSt begun in one read whose GPU_END is
+    in the next is not said late by the clock, however long parsing that read took (its lines
+    were written long before they were read): said by its own lines, on time."""
+    log = tmp_path / "cuzk.log"
+    filler = (f"{_stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
+    log.write_bytes("".join(line + "\n" for line in _begun(T0_S)).encode()
+                   + filler * ((8 << 20) // len(filler) + 1)
+                   + f"TIMELINE,10000,GPU_END,{JOB},worker=0,gpu_ms=8500\n".encode())
+    clock = FakeClock(start_wall_s=T0_S)
+    kept = KeptRecords()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[kept],
+                      watch=CuzkWatch(Deadlines(winning_post_s=DEADLINE_S)))
+
+    def slow_consumer(ev: LogEvent) -> None:  # parsing a read of 8 MiB takes seconds
+        session.on_log_event(ev)
+        clock.advance_ns(int(10 * DEADLINE_S * 1e9 / 1024))
+
+    follower = LogFollower([str(log)], LogsConfig(from_start=True), slow_consumer, clock=clock,
+                           on_clock=session.on_reader_clock)
+    follower.tailer.poll_once()
+    assert follower.tailer.reading_backlog()
+    assert not _late(kept)
+    follower.tailer.poll_once()
+    session.finish()  # its completion line was not written: said at the end
+    [done] = _proofs(kept)
+    assert done.proof is not None and done.proof.verdict == "ok", done.message

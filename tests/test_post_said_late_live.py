@@ -134,9 +134,17 @@ def test_a_winningpost_whose_lines_stop_mid_proof_is_said_late_at_its_deadline_o
         [late] = _late(live.kept)
         assert late.job_id == JOB and late.level == "error" and "still running" in late.message
         assert abs(late.t_wall_s - (T0_S + BEGIN_S + DEADLINE_S + 0.1)) < 1e-3
-        for dt_s in (40.0, 60.0, 600.0):
+        for dt_s in (40.0, 60.0):
             live.at(dt_s)
         assert len(_late(live.kept)) == 1 and _counted_late(metrics) == 1
+        # It ends at last (cuzk was alive): said late again as it ends, as a PoSt said late
+        # by a later line is, but not late twice: the hook and /metrics count it once.
+        _write(log, [f"TIMELINE,69000,GPU_END,{JOB},worker=0,gpu_ms=67500",
+                     f"{_stamp(T0_S + 69.0)}  INFO cuzk_core::engine: proof completed "
+                     "successfully (pipeline) total_ms=68000"])
+        live.at(70.0)
+        assert [p.proof.verdict for p in _proofs(live.kept) if p.proof] == ["late", "late"]
+        assert _counted_late(metrics) == 1
     finally:
         hook.stop()
     runs = [json.loads(x) for x in hooked.read_text().splitlines()]

@@ -130,6 +130,10 @@ def test_a_winningpost_whose_lines_stop_mid_proof_is_said_late_at_its_deadline_o
         for dt_s in (5.0, 15.0, BEGIN_S + DEADLINE_S - 0.1):
             live.at(dt_s)
             assert not _late(live.kept), dt_s  # in flight, not past its deadline yet
+            # The dashboard's running proof counts up by the same "now" (it stood at 0.5 s).
+            [running] = live.session.watch.running()  # type: ignore[union-attr]
+            assert running.timing.total_s is not None
+            assert abs(running.timing.total_s - (dt_s - BEGIN_S)) < 1e-3
         live.at(BEGIN_S + DEADLINE_S + 0.1)
         [late] = _late(live.kept)
         assert late.job_id == JOB and late.level == "error" and "still running" in late.message

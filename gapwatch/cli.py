@@ -74,12 +74,24 @@ LOG_HELP: dict[str, str] = {
     "replay": LOG_HELP_READ, "report": LOG_HELP_READ, "export": LOG_HELP_READ,
     "parse": "prover log to read whole (repeatable; '-' = stdin)",
 }
+#: What `--speed` takes, each command's in one place: its help, and the fastest speed the
+#: refusal of a simulator speed past `MAX_SCALED_SPEED` advises (`check_flags_fit_source`).
+#: `demo` takes no `--speed 0` (over before its first redraw: `commands.demo`); its refusal
+#: of `--speed 1001` advised `--speed 0` all the same.
 SPEED_HELP: dict[str, str] = {
-    "demo": "simulator speed: 1 = real time (default), 4 = four times as fast (at most 1000)",
-    "watch": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most 1000)",
-    "record": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most 1000)",
+    "demo": "simulator speed: 1 = real time (default), 4 = four times as fast (at most "
+            f"{MAX_SCALED_SPEED:g})",
+    "watch": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most "
+             f"{MAX_SCALED_SPEED:g})",
+    "record": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most "
+              f"{MAX_SCALED_SPEED:g})",
     "replay": "1 = the recorded pace (default), 0 = as fast as possible (default with "
               "--headless)",
+}
+SPEED_FASTEST: dict[str, str] = {
+    "demo": f"--speed {MAX_SCALED_SPEED:g} is its fastest",
+    "watch": "--speed 0 runs it as fast as it can",
+    "record": "--speed 0 runs it as fast as it can",
 }
 
 
@@ -253,7 +265,7 @@ def check_flags_fit_source(args: argparse.Namespace) -> str | None:
         # The simulator's clock is real time times the speed (a replay paces with the
         # recording's own times, any speed).
         return (f"--speed {speed:g}: the simulator runs at most {MAX_SCALED_SPEED:g} times real "
-                "time (its times must fit a recording); --speed 0 runs it as fast as it can")
+                f"time (its times must fit a recording); {SPEED_FASTEST[args.command]}")
     if _flag(args, "gpus") and kind != "nvml":
         hint = ("set `[sim] gpus = N` in the config for more simulated GPUs" if kind == "sim"
                 else "a replay plays every GPU of the recording")

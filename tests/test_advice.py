@@ -5,6 +5,7 @@ cases, with their evidence, none for chained."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -233,13 +234,15 @@ def test_transfer_bound_gaps_with_status_inside_workers_are_still_the_copies() -
 
 def test_the_payoff_is_the_reports_for_those_gaps() -> None:
     assert if_closed(50.0, 100.0, 50.0) == IfClosed(idle_s=50.0, busy_fraction=1.0,
-                                                    throughput_gain=2.0)
+                                                    throughput_gain=2.0, span_s=100.0)
     gaps = [_gap(cause="waits_on_budget", duration_s=2.0)]
     (a,) = advise(gaps, PipelineView(), lambda gs: if_closed(8.0, 10.0, 2.0)).advice
-    assert a.payoff == IfClosed(idle_s=2.0, busy_fraction=1.0, throughput_gain=1.25)
+    assert a.payoff == IfClosed(idle_s=2.0, busy_fraction=1.0, throughput_gain=1.25,
+                                span_s=10.0)
     text = "\n".join(advice_lines(advise(gaps, PipelineView(),
                                          lambda gs: if_closed(8.0, 10.0, 2.0))))
-    assert "payoff if closed: busy → 100 %, about 1.25× throughput" in text
+    assert "payoff if closed: busy → 100 %, throughput ~1.25x over 10 s of GPU time (1 gap)" \
+        in text
     doc = advice_json(advise(gaps, PipelineView()))
     assert doc["advice"][0]["setting"] == "[memory] total_budget" and doc["no_setting"] == []
 
@@ -318,7 +321,8 @@ def test_summary_md_and_the_help_screen_say_what_to_change(tmp_path: Path) -> No
     # As Markdown text (`fmt.markdown`: the brackets escaped).
     assert markdown('[memory] safety_margin: raise it if total_budget is "auto"') in section
     assert "a guess: upstream does not say why cudaHostAlloc fails" in section
-    assert "payoff if closed: about" in section
+    assert re.search(r"payoff if closed: throughput \\~\d\.\d\dx over \d+ s of GPU time "
+                     r"\(\d+ gaps\)", section), section
     closed = [g for g in snap.gaps if g.end_s is not None]
     lines = advice_lines(advise(closed, view_of(snap.pipeline)))
     text = HelpScreen(advice=lines).text()

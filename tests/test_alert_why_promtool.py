@@ -64,7 +64,7 @@ def test_the_alerts_why_pinned_by_promtool_is_the_verdicts_own_line() -> None:
 
     words = "a/b/c copied from pageable memory: the pinned pool could not pin"
     why = WhyNow(0, "BREAKDOWN", "pinned_pool", words, "[memory] safety_margin", "", 1.8,
-                 step=RAISE)
+                 step=RAISE, payoff_span_s=30.0, payoff_gaps=12)
     test = (DEPLOY / "gapwatch.rules.test.yml").read_text()
     assert f'setting="{why.setting}",step="{why.change_words()}"' in test
     assert f'why: "{why.line()}"' in test

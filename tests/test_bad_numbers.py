@@ -15,8 +15,10 @@ from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import build_config
 from gapwatch.core.bounds import MAX_WALL_S
+from gapwatch.core.models import SessionHeader
 from gapwatch.logs.parse import LogParser
 from gapwatch.sources.files import read_any
+from gapwatch.sources.recording import HEADER_WALL_TIMES
 
 DATA = Path(__file__).parent / "data"
 BIG = "99999999999999999999"  # 20 digits: beyond 64 bits
@@ -278,6 +280,31 @@ def test_a_header_period_that_is_not_a_period_is_replaced_and_said(
     assert all(g["active_s"] > 0 for g in doc["gpus"])
     assert main(["replay", "--headless", "--speed", "0", str(path)]) == 0
     assert "pcie_starved" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("key", HEADER_WALL_TIMES)
+@pytest.mark.parametrize("t_wall_s", [-1.0, 1e300])
+def test_a_header_wall_time_that_is_no_time_is_said_and_ignored(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, t_wall_s: float,
+) -> None:
+    """A snapshot's `snapshot_wall_s` of 1e300 was an `OverflowError` traceback in `report`
+    (its "taken at" line); -1 was reported as "taken at 23:59:59.000". Every wall time of the
+    header is checked alike: said (`bad_header`), ignored, the records all used."""
+    path = _recording(tmp_path, header={key: t_wall_s})
+    rec = read_any(path)
+    assert rec.counters["bad_header"] == 1
+    assert f"header {key} {t_wall_s:g} is not a usable time; ignored" in rec.problems[0]
+    assert getattr(rec.header, key) in (0.0, None)
+    assert main(["report", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "taken at" not in out and f"header {key}" in out
+
+
+def test_every_wall_time_of_a_header_is_checked() -> None:
+    """A header field that is a Unix time (`*_wall_s`) and not in `HEADER_WALL_TIMES` would be
+    read unchecked, as `snapshot_wall_s` was."""
+    assert set(HEADER_WALL_TIMES) == {f for f in SessionHeader.__struct_fields__
+                                      if f.endswith("_wall_s")}
 
 
 def test_a_header_gpu_entry_with_an_absurd_index_is_dropped_and_said(tmp_path: Path) -> None:

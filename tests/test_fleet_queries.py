@@ -727,6 +727,21 @@ def test_an_empty_table_names_the_selector_and_the_job_that_has_gapwatchs_rows(
         "--selector 'job=\"gpu-boxes\"')"]
 
 
+def test_an_empty_table_names_five_jobs_and_how_many_more_whatever_prometheus_answers(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The query asks for the top 5 jobs (`topk`); an answer of 20,000 series (a hostile
+    Prometheus, a proxy that drops the `topk`) printed one 5.4 MB line naming every one. The
+    jobs with the most boxes are named, the rest counted."""
+    with fake_prometheus() as fake:
+        fake.replies[JOBS_WITH_ROWS.format(lb="1h")] = vector(
+            *(({"job": f"j{i:02d}"}, float(i % 7)) for i in range(20)))
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    assert capsys.readouterr().out.splitlines()[2] == (
+        "(gapwatch's metrics are scraped under another job name: give "
+        "--selector 'job=\"j06\"' or --selector 'job=\"j13\"' or --selector 'job=\"j05\"' or "
+        "--selector 'job=\"j12\"' or --selector 'job=\"j19\"', and 15 more)")
+
+
 def test_an_empty_table_with_no_job_of_gapwatchs_rows_asks_whether_it_is_scraped(
         capsys: pytest.CaptureFixture[str]) -> None:
     with fake_prometheus() as fake:

@@ -88,6 +88,36 @@ def test_idle_high_runs_the_command_with_the_share_as_its_detail_not_in_breakdow
     assert idle["GAPWATCH_TIME"] == "630.000"
 
 
+def test_a_gpu_that_leaves_breakdown_still_idling_is_said_again() -> None:
+    """The rule's `unless gapwatch_gpu_breakdown` ends its alert during a BREAKDOWN, and
+    Prometheus fires it anew once the GPU leaves it still idling; the hook said it at 360 s and
+    then nothing more, the share never having fallen under the threshold."""
+    watch = IdleShareWatch(0.25, 600.0)
+    said = [h.t_wall_s for g in _every_30_s(0, 1800, 13.0)
+            if (h := watch.closed(g, held=900 <= (g.end_s or 0) < 1200)) is not None]
+    assert said == [360.0, 1200.0]
+
+
+def test_a_breakdown_in_which_no_gap_closed_ends_the_idle_page_too(tmp_path: Path) -> None:
+    """BREAKDOWN entered and left between two closings: the rule's alert ended while it held,
+    so the next gap still over the share runs the command again."""
+    argv, out = _recorder(tmp_path)
+    hook = EventHook(argv, min_interval_s=0, idle=IdleShareWatch(0.25, 600.0))
+    hook.start()
+    gaps = _every_30_s(0, 1200, 13.0)
+    for g in gaps[:20]:  # said at 360 s
+        hook.listen(g)
+    hook.listen(_state("BREAKDOWN", 601.0))
+    hook.listen(_state("GAPS", 602.0))
+    for g in gaps[20:]:
+        hook.listen(g)
+    hook.stop()
+    events = _lines(out)
+    assert [(e["GAPWATCH_EVENT"], e["GAPWATCH_TIME"]) for e in events] == [
+        ("idle_high", "360.000"), ("breakdown_entered", "601.000"),
+        ("breakdown_left", "602.000"), ("idle_high", "630.000")]
+
+
 def test_record_says_a_gpu_idle_in_batch_wait_or_transfer_bound_gaps_with_its_verdict(
         tmp_path: Path) -> None:
     """sim:batch-wait (host_stall gaps: cuzk's batch collector holds each request) and
@@ -100,7 +130,7 @@ def test_record_says_a_gpu_idle_in_batch_wait_or_transfer_bound_gaps_with_its_ve
         err = _record("--source", f"sim:{scenario}", "--speed", "0", "--seed", "5",
                       "--duration", "700", "--quiet", "--out", str(tmp_path / f"{scenario}.jsonl"),
                       "--on-event", " ".join(argv))
-        assert "--on-event ran 1 times: 1 ok" in err, err
+        assert "--on-event ran once: 1 ok" in err, err
         (event,) = _lines(out)
         assert event["GAPWATCH_EVENT"] == "idle_high"
         assert str(event["GAPWATCH_DETAIL"]).startswith("GPU0 idle ")
@@ -158,7 +188,7 @@ def test_the_idle_alerts_why_pinned_by_promtool_is_the_verdicts_own_line() -> No
     group = test.split("alertname: GapwatchGpuIdleHigh", 1)[0].rsplit("  - interval:", 1)[1]
     for why in (WhyNow(0, "GAPS", "batch_wait", "cuzk held requests in its batch collector, "
                        "waiting for a batch to fill", "[scheduler] max_batch_size", "", 1.8,
-                       step=set_to("1")),
+                       step=set_to("1"), payoff_span_s=30.0, payoff_gaps=1),
                 WhyNow(1, "GAPS", "copies_not_overlapped", "copies at line rate, not "
                        "overlapped with compute", NO_CAUSE, "", 1.7)):
         step = why.change_words() or NO_CAUSE

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import signal
 import sys
 import threading
@@ -75,9 +76,12 @@ def _record(*argv: str) -> str:
 
 def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command also exits 3: record says so, and monitoring goes on to the end."""
+    """The command also exits 3: record says so, and monitoring goes on to the end. The
+    snapshot folder is configured relative: the command gets it absolute (it got
+    `gapwatch-snapshot-...`, of no use to a hook that hands it on)."""
     argv, out = _recorder(tmp_path)
-    (tmp_path / "c.toml").write_text(f'[snapshot]\ndir = "{tmp_path / "snaps"}"\n')
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.toml").write_text('[snapshot]\ndir = "snaps"\n')
     monkeypatch.setenv("EXIT_WITH", "3")  # the command's environment is record's
     err = _record("--config", str(tmp_path / "c.toml"),
                   "--source", "sim:pageable", "--speed", "0", "--duration", "90", "--quiet",
@@ -97,7 +101,16 @@ def test_record_runs_the_command_on_breakdown_with_the_facts_in_its_environment(
     assert str(event["GAPWATCH_SETTING"]).startswith("[memory] safety_margin")
     assert float(str(event["GAPWATCH_PAYOFF"])) >= 1.0
     assert str(event["GAPWATCH_LINE"]).startswith("GPU0 BREAKDOWN: a/b/c copied")
+    # The payoff with what it rests on, in the line and in variables of their own: at entry
+    # the window holds a few gaps, and "payoff ~1.0x" alone read "nothing to gain".
+    gaps = int(str(event["GAPWATCH_PAYOFF_GAPS"]))
+    assert 2 <= gaps and 0 < float(str(event["GAPWATCH_PAYOFF_SPAN_S"])) <= 30
+    assert str(event["GAPWATCH_LINE"]).endswith(
+        f"; payoff ~{event['GAPWATCH_PAYOFF']}x over the last {event['GAPWATCH_PAYOFF_SPAN_S']} "
+        f"s ({gaps} gaps)")
     assert (Path(str(event["GAPWATCH_SNAPSHOT_DIR"])) / "summary.md").exists()
+    assert Path(str(event["GAPWATCH_SNAPSHOT_DIR"])).parent == tmp_path / "snaps"
+    _holds_the_contract(event)
     # Words, not a shell: the quotes grouped, the ';' and 'touch' were arguments.
     assert event["argv"] == ["two words", ";", "touch", str(tmp_path / "pwned")]
     assert not (tmp_path / "pwned").exists()
@@ -392,9 +405,88 @@ def test_record_runs_the_command_on_a_late_post_a_restart_and_a_prover_error(
     assert sum(e["GAPWATCH_EVENT"] == "post_late" for e in lines) == 1
     late = events["post_late"]
     assert late["GAPWATCH_STATE"] == "late" and late["GAPWATCH_CAUSE"] == "winning-post"
-    assert "eviction_min_idle" in str(late["GAPWATCH_SETTING"])  # its synthesis loaded its SRS
-    assert "restart" in str(events["restart"]["GAPWATCH_DETAIL"]).lower()
-    assert events["gpu_error"]["GAPWATCH_CAUSE"] in ("error", "lost_job")
+    assert late["GAPWATCH_CAUSE_WORDS"] == "WinningPoSt"
+    # Its synthesis loaded its evicted SRS: the setting alone (it held a paragraph); its words,
+    # with the proof's figures, in the line.
+    assert late["GAPWATCH_SETTING"] == "[memory] eviction_min_idle"
+    assert "; setting: [memory] eviction_min_idle: " in str(late["GAPWATCH_LINE"])
+    restart = events["restart"]
+    assert "restart" in str(restart["GAPWATCH_DETAIL"]).lower()
+    # Killed (sim:post's script): how the run before ended, as a token and in words; no
+    # setting closes a restart ("none", as the docs say: it was empty).
+    assert (restart["GAPWATCH_CAUSE"], restart["GAPWATCH_SETTING"]) == ("killed", "none")
+    assert restart["GAPWATCH_CAUSE_WORDS"] == "killed or crashed: no shutdown line before it"
+    error = events["gpu_error"]
+    assert error["GAPWATCH_CAUSE"] in ("error", "lost_job")
+    # The error in words (it was empty beside CAUSE=error).
+    assert error["GAPWATCH_CAUSE_WORDS"] == error["GAPWATCH_LINE"] != ""
+    assert error["GAPWATCH_SETTING"] == "none"
+    for e in lines:
+        _holds_the_contract(e)
+
+
+def _documented_variables() -> list[str]:
+    """The GAPWATCH_* variables docs/fleet.md's table lists."""
+    doc = (Path(__file__).parents[1] / "docs" / "fleet.md").read_text()
+    table = doc.split("## `--on-event CMD`", 1)[1].split("\n\n| variable |", 1)[1]
+    rows = table.split("\n\n", 1)[0].splitlines()
+    return [name for row in rows for name in re.findall(r"`(GAPWATCH_\w+)`", row.split("|")[1])]
+
+
+def _holds_the_contract(e: dict[str, object]) -> None:
+    """docs/fleet.md's contract: every documented variable set for every event, none other;
+    `none` where it is known there is none, empty where not applicable or not known: SETTING
+    never empty, CAUSE_WORDS empty only beside CAUSE `none` (or a cause not known), the
+    payoff's three together, a snapshot folder absolute."""
+    names = {k for k in e if k.startswith("GAPWATCH_")}
+    assert names == set(_documented_variables()), names ^ set(_documented_variables())
+    assert e["GAPWATCH_SETTING"] != "", e
+    assert (e["GAPWATCH_CAUSE_WORDS"] == "") == (e["GAPWATCH_CAUSE"] in ("none", "")), e
+    payoff = [e["GAPWATCH_PAYOFF"], e["GAPWATCH_PAYOFF_SPAN_S"], e["GAPWATCH_PAYOFF_GAPS"]]
+    assert all(payoff) or not any(payoff), e
+    assert e["GAPWATCH_SNAPSHOT_DIR"] == "" or Path(str(e["GAPWATCH_SNAPSHOT_DIR"])).is_absolute()
+
+
+def test_a_prover_event_on_a_gpu_in_breakdown_keeps_its_own_facts_not_the_verdicts() -> None:
+    """A panic on a GPU in BREAKDOWN was handed the breakdown's setting and payoff (the verdict
+    was read for every event with a GPU): the verdict is a BREAKDOWN event's facts only."""
+    from gapwatch.core.models import Gap, GpuInfo
+    from gapwatch.core.store_snapshot import StoreSnapshot
+    from gapwatch.core.verdict import WindowNow
+    from gapwatch.engine.events import event_of, with_facts
+
+    gap = Gap(2, 0, "host_stall", 75_000_000_000, 75.0, 81_000_000_000, 81.0, 6.0, 1e9, None,
+              63e9, prover_cause="batch_wait")
+    snap = StoreSnapshot(1, (GpuInfo(index=0),), {}, (), (), (gap,),
+                         {0: StateChange(0, 100, 100.0, "BREAKDOWN", 0.5)}, (),
+                         windows={0: WindowNow(gpu=0, t_mono_ns=100, end_wall_s=100.0,
+                                               window_s=30.0)})
+    panic = ProverEvent(100.0, "error", "error", "GPU prove start task panicked: task 41 "
+                        "panicked with message out of memory", gpu=0)
+    event = event_of(panic)
+    assert event is not None
+    env = with_facts(event, snap).env()
+    assert (env["GAPWATCH_SETTING"], env["GAPWATCH_PAYOFF"]) == ("none", "")
+    entered = with_facts(Event("breakdown_entered", 0, "BREAKDOWN", 100.0), snap).env()
+    assert entered["GAPWATCH_SETTING"] != "none" and entered["GAPWATCH_PAYOFF"] != ""
+
+
+def test_an_event_of_one_of_several_daemons_names_it() -> None:
+    """Two daemons' logs: a restart named neither (GAPWATCH_GPU empty, its line "cuzk
+    restarted ..."); the daemon it is of is in GAPWATCH_DAEMON (its listen address) and
+    GAPWATCH_DAEMON_GPUS, as its line says it (`cuzk.daemons.Daemons.named`)."""
+    from gapwatch.engine.events import event_of
+
+    restart = ProverEvent(100.0, "restart", "warning", "daemon 127.0.0.1:9830 (GPU 1): cuzk "
+                          "restarted with no shutdown line before it", daemon="127.0.0.1:9830",
+                          daemon_gpus=[1], cause="killed")
+    event = event_of(restart)
+    assert event is not None
+    env = event.env()
+    assert (env["GAPWATCH_DAEMON"], env["GAPWATCH_DAEMON_GPUS"], env["GAPWATCH_GPU"]) == (
+        "127.0.0.1:9830", "1", "")
+    assert env["GAPWATCH_LINE"].startswith("daemon 127.0.0.1:9830 (GPU 1): ")
+    _holds_the_contract(dict(env))
 
 
 @pytest.mark.parametrize("command", ["record", "watch"])

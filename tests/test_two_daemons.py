@@ -172,6 +172,27 @@ def test_a_restart_of_the_post_daemon_is_its_own_and_loses_only_its_own_post() -
                              "winpost-1002-bb": "lost in restart"}
 
 
+def test_with_two_daemons_each_event_names_its_daemon_in_its_fields_and_its_words() -> None:
+    """The PoSt daemon's restart and the PoSt it lost in it were said "cuzk restarted ..."
+    on stderr, in the report and in --on-event's line, naming neither daemon: each names its
+    own (its listen address and GPUs), in `ProverEvent.daemon` and in its words."""
+    said = _watched(_events({"porep.log": POREP, "post.log": POST_RESTARTED}))
+    of_post = [e for e in said if e.kind.startswith("restart") or e.job_id == "winpost-1002-bb"]
+    assert {e.kind for e in of_post} == {"restart", "proof"}
+    for e in of_post:
+        assert (e.daemon, e.daemon_gpus) == ("127.0.0.1:9830", [1]), e
+        assert e.message.startswith("daemon 127.0.0.1:9830 (GPU 1): "), e.message
+    [restart] = [e for e in said if e.kind == "restart"]
+    assert restart.cause == "killed"
+    # The PoRep daemon's PoSt, said after the second daemon showed, names its own.
+    [porep_post] = [e for e in said if e.job_id == "winpost-1000-9f8e7d6c" and e.proof
+                    and e.proof.done]
+    assert porep_post.daemon == "127.0.0.1:9820"
+    # With one daemon nothing is named: its words are as they were.
+    alone = _watched(_events({"post.log": POST_RESTARTED}))
+    assert all(e.daemon is None and not e.message.startswith("daemon ") for e in alone)
+
+
 def test_one_daemons_runs_in_files_of_their_own_are_one_daemon_restarted() -> None:
     """The same listen address in both files (cuzk writes each run to a file of its own): the
     second file's start line is a restart, as in one file."""

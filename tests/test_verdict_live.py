@@ -63,6 +63,24 @@ def test_the_window_keeps_counting_after_the_state_was_entered() -> None:
     assert now.busy_fraction is not None and 0 < now.busy_fraction < 1
 
 
+def test_the_window_says_how_much_data_it_holds_in_a_sessions_first_seconds() -> None:
+    """A figure over the window (the verdict's payoff) is over the data it holds: 21 s into a
+    session it holds 21 s, not the 30 s of its length (the payoff at a BREAKDOWN entered then
+    was worked out over 30 s and understated); once full, the whole window."""
+    sim = simulate("pageable", duration_s=60.0)
+    det = GapDetector(DetectorConfig(), list(sim.header.gpus), period_s=0.1)
+    samples = [r for r in sim.records if isinstance(r, GpuSample)]
+    for r in samples[:101]:  # the first sample and 10 s after it (one every 0.1 s)
+        det.feed(r)
+    early = det.window_now(0)
+    assert early is not None and early.data_s is not None
+    assert abs(early.data_s - 10.0) < 0.2 and early.window_s == 30.0
+    for r in samples[101:]:
+        det.feed(r)
+    full = det.window_now(0)
+    assert full is not None and full.data_s == 30.0
+
+
 async def test_at_200x50_the_verdicts_count_is_the_gap_tables_last_30_s(tmp_path: Path) -> None:
     rt = _pageable_runtime(tmp_path, 75.0)
     app = GapwatchApp(rt)

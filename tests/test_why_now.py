@@ -40,14 +40,38 @@ def test_the_longest_stall_in_the_window_is_the_cause_with_its_setting_and_payof
     assert (why.state, why.cause, why.setting) == ("BREAKDOWN", "pageable_copies", NO_CAUSE)
     assert why.idle_s == 10.0
     assert why.payoff_gain == 30.0 / 20.0
-    assert why.line() == "GPU0 BREAKDOWN: a/b/c copied from pageable memory; payoff ~1.5x"
+    assert why.line() == ("GPU0 BREAKDOWN: a/b/c copied from pageable memory; payoff ~1.50x over "
+                          "the last 30 s (2 gaps)")
+
+
+def test_the_payoff_at_a_breakdowns_entry_says_the_span_and_the_gaps_it_rests_on() -> None:
+    """At a BREAKDOWN entered 21 s into a session on 2 gaps, `--on-event`'s page said "payoff
+    ~1.0x" (the 30 s window's, as if it held 30 s of data) while the same recording's report,
+    over minutes of the breakdown, said 1.58x: the figure is over the seconds of data the
+    window holds, and says them and the gaps it rests on, in every output that reads it."""
+    from gapwatch.sinks.verdict_metrics import verdict_families
+
+    window = WindowNow(gpu=0, t_mono_ns=100, end_wall_s=100.0, window_s=30.0, data_s=21.0)
+    snap = StoreSnapshot(1, (GpuInfo(index=0),), {}, (), (),
+                         (_gap(1, 90.0, 0.6, copies=CopiesEvidence(memory_kind="pageable")),
+                          _gap(2, 95.0, 0.5, copies=CopiesEvidence(memory_kind="pageable"))),
+                         {0: StateChange(0, 100, 100.0, "BREAKDOWN", 0.5)}, (),
+                         windows={0: window})
+    why = why_now(snap, 0)
+    assert why.payoff_gain == 21.0 / (21.0 - 1.1)
+    assert (why.payoff_span_s, why.payoff_gaps) == (21.0, 2)
+    assert why.line().endswith("; payoff ~1.06x over the last 21 s (2 gaps)")
+    families = {f.name: f for f in verdict_families(snap)}
+    assert [s.value for s in families["gapwatch_gpu_verdict_payoff_gaps"].samples] == [2]
+    assert [s.value for s in families["gapwatch_gpu_verdict_payoff_span_seconds"].samples] \
+        == [21.0]
 
 
 def test_a_cause_with_a_setting_names_it_in_the_line_with_its_step() -> None:
     why = WhyNow(0, "BREAKDOWN", "pinned_pool", "a/b/c copied from pageable memory: the pinned "
                  "pool could not pin", "[memory] safety_margin", "raise it", 1.8, 12.0, RAISE)
     assert why.line() == ("GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool "
-                          "could not pin; raise [memory] safety_margin; payoff ~1.8x")
+                          "could not pin; raise [memory] safety_margin; payoff ~1.80x")
 
 
 def test_the_line_and_the_metric_say_the_step_the_headline_says_for_the_same_gap() -> None:

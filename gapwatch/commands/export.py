@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import io
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, BinaryIO, cast
+from typing import IO, BinaryIO, cast
 
 from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.commands import argtypes
@@ -29,9 +29,6 @@ from gapwatch.engine.console import STDERR, StdoutBytes, say
 from gapwatch.offline.progress import Progress
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 from gapwatch.sources.time_window import TimeWindow, WindowError
-
-if TYPE_CHECKING:
-    from gapwatch.offline.report import ReportData
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +57,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     import copy
 
     from gapwatch.logs.files import merge_by_time
+    from gapwatch.offline.detect import data_end_s
     from gapwatch.offline.perfetto import TraceBuilder
     from gapwatch.offline.progress import DataTime, progress_of, tell
     from gapwatch.offline.prover_events import MAX_KEPT
@@ -87,7 +85,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
             # The `--log` events the report used, by its one rule (`LogSpan.used`): a log of
             # another day, which the report says is "not this recording's log", drew its
             # lines into the trace and moved its origin 207 days back.
-            used = copy.deepcopy(parsed.span).used(parsed.spool, _data_end_s(report))
+            used = copy.deepcopy(parsed.span).used(parsed.spool, data_end_s(report.totals))
             # A window's trace shows the log lines of the window (not the daemon's start
             # read for its settings). Merged in by time, as the report's detector reads them:
             # a line the recording holds too (`record --log` of the same file) is drawn once,
@@ -109,13 +107,6 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     said = [*report.warnings, *recording.problems_said()]
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
             "https://ui.perfetto.dev or chrome://tracing"), said
-
-
-def _data_end_s(report: ReportData) -> float | None:
-    """The wall time of the last sample the report read (None: none): where the `--log`
-    lines it uses end (`LogSpan.after_end`), as the detector took it."""
-    return max((t.last_sample_wall_s for t in report.totals
-                if t.last_sample_wall_s is not None), default=None)
 
 
 def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> tuple[str, list[str]]:

@@ -1203,6 +1203,8 @@ class GapDetector:
             gpu=gpu, t_mono_ns=t, end_wall_s=tr.last_wall, window_s=self.config.window_s,
             gaps=kinds, starved_idle_s=starved_ns / _NS, open_kind=open_kind,
             busy_fraction=busy / cover if cover > 0 else None,
+            # The window as far as the session has data (its first seconds hold less).
+            data_s=min(self.config.window_s, tr.data_ns / _NS),
             pageable_gaps=self._pageable_witnesses(tr, t, lo) if kinds.get("pcie_starved")
             else 0,
         )

@@ -7,8 +7,10 @@ idle seconds when it closes, over the window that ends then (`[alerts] idle_shar
 `idle_window_s`). Pure: no clock but the gaps' own data time.
 
 A BREAKDOWN is a page of its own (`breakdown_entered`, `GapwatchBreakdownSustained`): while a
-GPU is in it the share is still kept, nothing is said and nothing is spent, so that a GPU that
-leaves BREAKDOWN still idling is said then (the rule's `unless ... gapwatch_gpu_breakdown`).
+GPU is in it the share is still kept and nothing is said, and what was said before it is over,
+as the rule's `unless ... gapwatch_gpu_breakdown` ends its alert then; so a GPU that leaves
+BREAKDOWN still idling is said again (the rule fires anew then). It stayed silent: what was
+said before the BREAKDOWN held until the share fell under the threshold, which it never did.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class _GpuShare:
     #: (end t_mono_ns, idle seconds) of the gaps that closed in the window, oldest first.
     closed: deque[tuple[int, float]] = field(default_factory=deque)
     idle_s: float = 0.0
-    #: Said, and not yet back under the share since: nothing more to say.
+    #: Said, and not yet back under the share nor in BREAKDOWN since: nothing more to say.
     said: bool = False
 
 
@@ -57,12 +59,21 @@ class IdleShareWatch:
         self._window_ns = int(window_s * _NS)
         self._gpus: dict[int, _GpuShare] = {}
 
+    def held(self, gpu: int) -> None:
+        """`gpu` is in BREAKDOWN: what was said of it is over (the rule's `unless` ends the
+        alert), so a share still over the threshold once it is not held is said again."""
+        g = self._gpus.get(gpu)
+        if g is not None:
+            g.said = False
+
     def closed(self, gap: Gap, *, held: bool = False) -> IdleHigh | None:
         """Count a gap that just closed (each once; a retracted or open one is not a gap
         closed); an `IdleHigh` when the share went over the threshold with it. `held` (the
-        GPU in BREAKDOWN): counted, not said, and still to say once it is not held."""
+        GPU in BREAKDOWN, `held`): counted, not said, and to say once it is not held."""
         if gap.retracted or gap.end_mono_ns is None or gap.end_s is None:
             return None
+        if held:
+            self.held(gap.gpu)
         g = self._gpus.setdefault(gap.gpu, _GpuShare())
         end = gap.end_mono_ns
         while g.closed and g.closed[0][0] <= end - self._window_ns:

@@ -795,6 +795,15 @@ class ProverEvent(Struct, frozen=True, gc=False, tag_field="type", tag="prover_e
     #: run waiting for its first job): in the stretch, not its cost (`cost_s`). None: no such
     #: wait was read. Recordings written before it read as they did (a field with a default).
     waited_s: float | None = None
+    #: The prover daemon it is of, where the logs read are of several (a PoRep cuzk and a
+    #: PoSt-only one beside it): its listen address, else its log file (`--log FILE`); and
+    #: the GPUs its lines named. None and empty with one daemon (and in recordings from
+    #: before): its words then name none either.
+    daemon: str | None = None
+    daemon_gpus: list[GpuIndex] = field(default_factory=list)
+    #: What caused it, as a fixed token where its watcher knows one: a restart's
+    #: `how the run before ended` (cuzk: `sigint`, `killed`, `unknown`). None: none said.
+    cause: str | None = None
     type: ClassVar[Literal["prover_event"]] = "prover_event"
 
     @property

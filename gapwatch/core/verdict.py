@@ -44,6 +44,12 @@ class WindowNow:
     #: memory (the BREAKDOWN witness, `detector.breakdown_pageable_witness`).
     pageable_gaps: int = 0
     busy_fraction: float | None = None
+    #: Seconds of data the window holds: less than `window_s` in a session's first seconds
+    #: (the GPU's sampled time so far); None: not known (the window's span is taken whole).
+    #: What a figure "over the window" is over (`cuzk.why_now`'s payoff): at a BREAKDOWN
+    #: entered 21 s into a session the window held 21 s, and the payoff worked out over 30 s
+    #: understated it.
+    data_s: float | None = None
 
     @property
     def start_wall_s(self) -> float:

@@ -51,7 +51,7 @@ from typing import Any
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import ProverGapFacts, ProverState, known
 from gapwatch.core.models import Gap, ProverEvent
-from gapwatch.core.payoff import IfClosed
+from gapwatch.core.payoff import IfClosed, gain_words, span_words
 from gapwatch.core.prover_watch import ProofTroubles, Trouble
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.units import GIB
@@ -1264,8 +1264,11 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
         if pay is not None and pay.throughput_gain:
             busy = pay.busy_fraction
             to = f"busy → {busy * 100:.0f} %, " if busy is not None else ""
-            out.append(f"{indent}    payoff if closed: {to}about "
-                       f"{pay.throughput_gain:.2f}× throughput")
+            # Said with the span it is over and the gaps it closes (`gain_words`), as the
+            # headline, the alert and --on-event say theirs over the live window.
+            over = f"{span_words(pay.span_s)} of GPU time"
+            out.append(f"{indent}    payoff if closed: {to}throughput "
+                       f"{gain_words(pay.throughput_gain, over, first.gaps)}")
     for n in report.no_setting:
         out.append(f"{indent}{_count_words(n.gaps, n.idle_s, n.open_gaps)}: "
                    f"{STALL_WORDS.get(n.stall, n.stall)}: no setting: {n.why}")

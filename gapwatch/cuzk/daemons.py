@@ -45,6 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Generic, TypeVar
 
+import msgspec
+
 from gapwatch.core import fmt
 from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import LogEvent, ProcessMemory, ProverEvent, ProverStatus
@@ -293,6 +295,26 @@ class Daemons:
                 self.daemons[d].listen = listen
         elif ev.name == STATUS_LISTENING_MESSAGE and d < len(self.daemons):
             self.daemons[d].status_addr = _text(ev.fields.get("addr"))
+
+    def label(self, d: int) -> str:
+        """Daemon `d` as a person finds it on the box: its listen address (no two daemons of a
+        box share one), else its log file (`--log FILE`)."""
+        daemon = self.daemons[d]
+        return daemon.listen or f"--log {daemon.stream or '-'}"
+
+    def named(self, d: int | None, events: list[ProverEvent]) -> list[ProverEvent]:
+        """`events` of daemon `d`, each naming it where the logs are of several (`ProverEvent.
+        daemon`, and its words: `daemon 127.0.0.1:9820 (GPU 0): cuzk restarted ...`): a
+        restart, a panic or a late PoSt said without it left the operator to guess which
+        daemon. With one daemon (or `d` not known) they are as they came."""
+        if not events or d is None or not self.several or d >= len(self.daemons):
+            return events
+        label = self.label(d)
+        gpus = sorted(self.daemons[d].gpus)
+        on = f" (GPU {','.join(map(str, gpus))})" if gpus else ""
+        return [e if e.daemon is not None else msgspec.structs.replace(
+            e, daemon=label, daemon_gpus=gpus,
+            message=fmt.visible(f"daemon {label}{on}: ") + e.message) for e in events]
 
     def note(self) -> ProverEvent:
         """The one line that says the logs are of several daemons (at the newest one's start

@@ -162,6 +162,23 @@ NO_INFO = ("(how the previous run ended is not known: its log kept no INFO lines
            "of cuzk's shutdown line, main.rs:237)")
 
 
+#: A restart's cause (`ProverEvent.cause`: how the run before it ended), token -> words: what
+#: `--on-event`'s GAPWATCH_CAUSE and GAPWATCH_CAUSE_WORDS say of a restart (docs/fleet.md).
+RESTART_CAUSES: dict[str, str] = {
+    "sigint": "stopped after SIGINT ('received SIGINT, shutting down')",
+    "killed": "killed or crashed: no shutdown line before it",
+    "unknown": "how the run before it ended is not known from the log read",
+}
+
+
+def restart_cause(sigint: bool, last_line_s: float | None, info_seen: bool) -> str:
+    """How the run before a restart ended, as a `RESTART_CAUSES` token (`how_it_ended`'s
+    reading)."""
+    if sigint:
+        return "sigint"
+    return "killed" if last_line_s is not None and info_seen else "unknown"
+
+
 def how_it_ended(sigint: bool, last_line_s: float | None, info_seen: bool) -> tuple[str, str]:
     """How the previous run ended, in the restart's words and in a gap hint's few: after
     SIGINT's line, killed (its INFO lines read, the shutdown line not among them), or not
@@ -834,7 +851,8 @@ class RestartWatch:
         kept = Restart(t_s, message, ended, [sign], self.restarts, streak)
         self.kept.append(kept)
         self._run = _Run(t_s, kept, self._last_gpu_end_s, self._last_line_s, sigint, info_seen)
-        return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message)]
+        return [ProverEvent(t_wall_s=t_s, kind="restart", level="warning", message=message,
+                            cause=restart_cause(sigint, self._last_line_s, info_seen))]
 
     def _failed(self, step: int, unpicked: bool = False) -> None:
         """A failure line in place of the end line of a step of `_FLIGHT` (`_FAILED`): one of

@@ -108,18 +108,23 @@ class CuzkWatch:
             return []
         # A reading no daemon is known to be of (several, its address or GPU named by none)
         # is no restart sign; it still moves every daemon's "now" (the live clock).
-        out = self.daemons.get(d).feed(record) if d is not None else []
+        router = self.daemons.router
+        out = router.named(d, self.daemons.get(d).feed(record)) if d is not None else []
         assert isinstance(record, (ProverStatus, ProcessMemory))
         for i, each in enumerate(self.daemons.each):
             if i != d:
-                out += each.now(record)
+                out += router.named(i, each.now(record))
         return out
 
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
-        """`ev` to its daemon's watcher; the daemons said once the second shows."""
+        """`ev` to its daemon's watcher, its events naming the daemon where there are several
+        (`Daemons.named`); the daemons said once the second shows."""
         out, new = self.daemons.feed_log(ev, _DaemonWatch.feed_log)
+        router = self.daemons.router
+        if out and router.several:
+            out = router.named(router.of_stream(ev.stream), out)
         if new:
-            out.insert(0, self.daemons.router.note())
+            out.insert(0, router.note())
         return out
 
     def at(self, t_mono_ns: int) -> list[ProverEvent]:
@@ -134,8 +139,10 @@ class CuzkWatch:
         # A file that ended on its start line (its daemon died on it): its restart is said
         # before the rest of the end, as one file says it at the line.
         first = self.daemons.first
-        out = [e for held in self.daemons.router.let_go() for e in first.feed_log(held)]
-        return out + [e for each in self.daemons.each for e in each.finish()]
+        router = self.daemons.router
+        out = router.named(0, [e for held in router.let_go() for e in first.feed_log(held)])
+        return out + [e for i, each in enumerate(self.daemons.each)
+                      for e in router.named(i, each.finish())]
 
     def running(self) -> list[RunningProof]:
         """The PoSt in flight at the data's latest time (`PostTracker.running`), of every

@@ -10,7 +10,10 @@ last `window_s` of data, `core.verdict.WindowNow`) and the GPU's gap still open 
 detector last published it: its idle time so far; the window counts it too, and a BREAKDOWN
 is often entered on it), given to `cuzk.advice.advise`; the stall that idled the GPU longest
 there is the cause, its first setting the one to change, and the payoff is closing those gaps
-over the window (`gapwatch.core.payoff.if_closed`: the throughput gain, work taken as fixed).
+over the window (`gapwatch.core.payoff.if_closed`: the throughput gain, work taken as fixed),
+the window as far as it holds data (`WindowNow.data_s`: 21 s at a BREAKDOWN entered 21 s into
+a session), said with that span and the gaps it rests on (`WhyNow.payoff_words`, the rule of
+`core.payoff.gain_words`): entered on 2 gaps, the figure is small and says so.
 Every value is one of a fixed set (stall names, cuzk's setting names), so it is safe as a
 Prometheus label; a stall no setting closes has setting "none". The gaps' advice alone, without
 the PoSt lines every "What to change" says first (`gapwatch.cuzk.advice.with_proofs`): the
@@ -23,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gapwatch.core.models import Gap
-from gapwatch.core.payoff import if_closed
+from gapwatch.core.payoff import gain_words, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import STALL_WORDS, advise
 from gapwatch.cuzk.knobs import CHANGE, Step
@@ -49,6 +52,21 @@ class WhyNow:
     idle_s: float = 0.0
     #: Which way the advice moves the setting (`Advice.step`); None: not said.
     step: Step | None = None
+    #: What the payoff rests on: the seconds of data it is over (the window's, `WindowNow.
+    #: data_s`; None: not said) and the cause's gaps in them.
+    payoff_span_s: float | None = None
+    payoff_gaps: int | None = None
+
+    def payoff_words(self) -> str:
+        """`payoff ~1.58x over the last 30 s (20 gaps)`, "" when there is no figure: the
+        headline's, the alert's and the event's (`core.payoff.gain_words`)."""
+        if self.payoff_gain is None:
+            return ""
+        if self.payoff_span_s is None:
+            return f"payoff ~{self.payoff_gain:.2f}x"
+        # Whole seconds, as the alert's `why` (a Prometheus template) can say them too.
+        over = f"the last {self.payoff_span_s:.0f} s"
+        return f"payoff {gain_words(self.payoff_gain, over, self.payoff_gaps)}"
 
     def change_words(self) -> str:
         """`set [scheduler] max_batch_size = 1`, `raise [memory] safety_margin (or lower
@@ -64,9 +82,9 @@ class WhyNow:
     def line(self) -> str:
         """`GPU0 BREAKDOWN: a/b/c copied from pageable memory: the pinned pool could not pin;
         raise [memory] safety_margin (or lower total_budget if not auto); payoff
-        ~1.8x`: the alert's and the event's one line (the alert's is made by Prometheus from
-        the `gapwatch_gpu_verdict_info` labels, the step's words among them:
-        `gapwatch.sinks.verdict_metrics`)."""
+        ~1.80x over the last 30 s (12 gaps)`: the alert's and the event's one line (the
+        alert's is made by Prometheus from the `gapwatch_gpu_verdict_info` labels, the step's
+        words among them, and the payoff's gaps and span: `gapwatch.sinks.verdict_metrics`)."""
         out = f"GPU{self.gpu} {self.state}"
         if self.cause == NO_CAUSE:
             return out
@@ -74,21 +92,21 @@ class WhyNow:
         if self.setting != NO_CAUSE:
             out += f"; {self.change_words()}"
         if self.payoff_gain is not None:
-            out += f"; payoff ~{self.payoff_gain:.1f}x"
+            out += f"; {self.payoff_words()}"
         return out
 
 
 def window_gaps(snap: StoreSnapshot, gpu: int) -> tuple[list[Gap], float]:
     """The gaps of `gpu` in its chaining window: those that ended inside it and the one still
-    open (retracted ones never); and the window's span in seconds of data (0 before the
-    detector's first window)."""
+    open (retracted ones never); and the window's span in seconds of data (`WindowNow.data_s`,
+    the whole window where that is not known; 0 before the detector's first window)."""
     window = snap.windows.get(gpu)
     if window is None:
         return [], 0.0
     start = window.start_wall_s
     gaps = [g for g in snap.gaps
             if g.gpu == gpu and not g.retracted and (g.end_s is None or g.end_s >= start)]
-    return gaps, window.window_s
+    return gaps, window.window_s if window.data_s is None else window.data_s
 
 
 def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
@@ -98,10 +116,10 @@ def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
     if not gaps:
         return WhyNow(gpu, state)
     report = advise(gaps, view_of(snap.pipeline))
-    by_idle: list[tuple[float, str, str, str, Step | None]] = [
-        (a.idle_s, a.stall, a.setting, a.change, a.step) for a in report.advice[:1]]
-    by_idle += [(n.idle_s, n.stall, NO_CAUSE, "", None) for n in report.no_setting[:1]]
-    idle_s, stall, setting, change, step = max(by_idle, key=lambda t: t[0])
+    by_idle: list[tuple[float, int, str, str, str, Step | None]] = [
+        (a.idle_s, a.gaps, a.stall, a.setting, a.change, a.step) for a in report.advice[:1]]
+    by_idle += [(n.idle_s, n.gaps, n.stall, NO_CAUSE, "", None) for n in report.no_setting[:1]]
+    idle_s, n_gaps, stall, setting, change, step = max(by_idle, key=lambda t: t[0])
     gain = if_closed(None, span_s, idle_s).throughput_gain
     return WhyNow(gpu, state, stall, STALL_WORDS.get(stall, stall), setting, change, gain,
-                  idle_s, step)
+                  idle_s, step, span_s, n_gaps)

@@ -17,9 +17,21 @@ their own through `EventHook.offer` with the same `Event` (their detail in `deta
 
 The command is split with `shlex` and executed directly, never through a shell: facts travel
 in environment variables (`Event.env`: GAPWATCH_EVENT, GAPWATCH_GPU, GAPWATCH_STATE,
-GAPWATCH_CAUSE, GAPWATCH_CAUSE_WORDS, GAPWATCH_SETTING, GAPWATCH_PAYOFF, GAPWATCH_SNAPSHOT_DIR,
-GAPWATCH_LINE, GAPWATCH_DETAIL, GAPWATCH_TIME), never in its arguments, so no fact from outside
-can become a command. Bounds, so the command can never stop or slow monitoring:
+GAPWATCH_CAUSE, GAPWATCH_CAUSE_WORDS, GAPWATCH_SETTING, GAPWATCH_PAYOFF,
+GAPWATCH_PAYOFF_SPAN_S, GAPWATCH_PAYOFF_GAPS, GAPWATCH_SNAPSHOT_DIR, GAPWATCH_DAEMON,
+GAPWATCH_DAEMON_GPUS, GAPWATCH_LINE, GAPWATCH_DETAIL, GAPWATCH_TIME), never in its arguments,
+so no fact from outside can become a command.
+
+The contract (docs/fleet.md's table, every variable for every event): a variable is empty
+where it does not apply to the event or its fact is not known; `none` says it is known that
+there is none (CAUSE: no cause; SETTING: no setting closes it). So SETTING is never empty, and
+CAUSE empty only where the event's cause is not known; CAUSE_WORDS says CAUSE in words (empty
+with `none`). The verdict's facts (the stall, its setting, the payoff) are a BREAKDOWN's and
+an `idle_high`'s only (`with_facts`): a prover error on a GPU in BREAKDOWN was handed the
+breakdown's setting and payoff. Each event's own facts are set where it is made (`event_of`,
+`hardware_event_of`).
+
+Bounds, so the command can never stop or slow monitoring:
 - rate limit: one run per event kind and GPU per `min_interval_s` (the others are counted);
 - queue: at most `MAX_QUEUED` events wait; more are dropped and counted;
 - timeout: a command still running after `timeout_s` is killed with its process group;
@@ -59,6 +71,9 @@ from gapwatch.core.models import (
 from gapwatch.core.prover_watch import LateOnce, failed, went_late
 from gapwatch.core.sizes import cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.post import POST_NAMES
+from gapwatch.cuzk.post_advice import CAUSE_SETTINGS
+from gapwatch.cuzk.restarts import RESTART_CAUSES
 from gapwatch.cuzk.why_now import why_now
 from gapwatch.engine.runtime import Runtime
 from gapwatch.sinks.snapshot import SnapshotError, write_snapshot
@@ -81,7 +96,14 @@ class Event:
     cause_words: str = ""
     setting: str = ""
     payoff_gain: float | None = None
+    #: What the payoff rests on (`WhyNow.payoff_span_s`, `payoff_gaps`).
+    payoff_span_s: float | None = None
+    payoff_gaps: int | None = None
     snapshot_dir: str = ""
+    #: The prover daemon it is of, where the logs are of several (`ProverEvent.daemon`), and
+    #: the GPUs its lines named.
+    daemon: str = ""
+    daemon_gpus: tuple[int, ...] = ()
     line: str = ""
     detail: str = ""
 
@@ -99,7 +121,12 @@ class Event:
             "GAPWATCH_CAUSE_WORDS": self.cause_words,
             "GAPWATCH_SETTING": self.setting,
             "GAPWATCH_PAYOFF": "" if self.payoff_gain is None else f"{self.payoff_gain:.2f}",
+            "GAPWATCH_PAYOFF_SPAN_S": "" if self.payoff_span_s is None
+            else f"{self.payoff_span_s:.0f}",
+            "GAPWATCH_PAYOFF_GAPS": "" if self.payoff_gaps is None else str(self.payoff_gaps),
             "GAPWATCH_SNAPSHOT_DIR": self.snapshot_dir,
+            "GAPWATCH_DAEMON": self.daemon,
+            "GAPWATCH_DAEMON_GPUS": ",".join(map(str, self.daemon_gpus)),
             "GAPWATCH_LINE": self.line,
             "GAPWATCH_DETAIL": self.detail,
             "GAPWATCH_TIME": f"{self.t_wall_s:.3f}",
@@ -155,16 +182,25 @@ class HookCounts:
                 f"{self.dropped} dropped (queue full){last}")
 
 
+#: The events the GPU's verdict (`cuzk.why_now`) is the facts of: its chaining state's, and
+#: its idle share's (said in the verdict's words).
+_VERDICT_EVENTS = frozenset(("breakdown_entered", "breakdown_left", "idle_high"))
+
+
 def with_facts(event: Event, snap: StoreSnapshot) -> Event:
-    """The event with the GPU's verdict now (`cuzk.why_now`: cause, setting, payoff). A GPU's
-    hardware error keeps its own facts: no setting of the prover's closes an XID."""
-    if event.gpu is None or event.kind == "gpu_hardware_error":
+    """A BREAKDOWN or `idle_high` event with the GPU's verdict now (`cuzk.why_now`: cause,
+    setting, payoff). Every other event keeps its own facts (`event_of`,
+    `hardware_event_of`): no setting of the prover's closes an XID, and a panic or a late PoSt
+    on a GPU in BREAKDOWN is not the breakdown's stall (it was handed its setting and
+    payoff)."""
+    if event.gpu is None or event.kind not in _VERDICT_EVENTS:
         return event
     why = why_now(snap, event.gpu)
     # An event that brings its own facts (a late proof's setting) keeps them.
     return replace(event, cause=event.cause or why.cause,
                    cause_words=event.cause_words or why.cause_words,
                    setting=event.setting or why.setting, payoff_gain=why.payoff_gain,
+                   payoff_span_s=why.payoff_span_s, payoff_gaps=why.payoff_gaps,
                    line=event.line or why.line())
 
 
@@ -181,6 +217,15 @@ def hardware_event_of(ev: HardwareEvent) -> Event | None:
                  cause_words=words, setting="none", line=words, detail=words)
 
 
+def _prover_event(kind: EventKind, ev: ProverEvent, state: str, cause: str,
+                  cause_words: str, setting: str) -> Event:
+    """An event of the prover's, with the facts every such event carries: its GPU, the
+    daemon it is of (where there are several), its words as the line and the detail."""
+    return Event(kind, ev.gpu, state, ev.t_wall_s, cause=cause, cause_words=cause_words,
+                 setting=setting, line=ev.message, detail=ev.message, daemon=ev.daemon or "",
+                 daemon_gpus=tuple(ev.daemon_gpus))
+
+
 def event_of(ev: ProverEvent) -> Event | None:
     """The prover watcher's event as an `--on-event` event, or None when a person need not hear
     of it: a late proof (`post_late`), a failed one (`post_failed`: its block is lost as a late
@@ -191,23 +236,30 @@ def event_of(ev: ProverEvent) -> Event | None:
     stay in the recording, the report, /metrics and the dashboard's alert line."""
     proof = ev.proof
     if proof is not None and failed(ev):
-        return Event("post_failed", ev.gpu, "failed", ev.t_wall_s, cause=proof.proof_kind,
-                     cause_words=proof.error or "", setting="none", line=ev.message,
-                     detail=ev.message)
+        return _prover_event("post_failed", ev, "failed", proof.proof_kind,
+                             proof.error or _post_name(proof.proof_kind), "none")
     # A PoSt lost in a restart will never complete: as late as a proof gets (the alert rule
     # GapwatchPoStLate counts it too), whatever its figures said so far; its state says "lost".
     lost = proof is not None and proof.given_up == "restart"
     if proof is not None and went_late(ev):
-        return Event("post_late", ev.gpu, "lost" if lost else proof.verdict, ev.t_wall_s,
-                     cause=proof.proof_kind,
-                     setting=proof.setting or "", line=ev.message, detail=ev.message)
+        # The setting alone (`post_advice.CAUSE_SETTINGS`, as /metrics' PoSt advice names
+        # it); its words, with the proof's own figures, are in the line (`; setting: ...`).
+        setting = CAUSE_SETTINGS.get(proof.cause or "", "none")
+        return _prover_event("post_late", ev, "lost" if lost else proof.verdict,
+                             proof.proof_kind, _post_name(proof.proof_kind), setting)
     if ev.kind == "restart":
-        return Event("restart", ev.gpu, "restart", ev.t_wall_s, line=ev.message,
-                     detail=ev.message)
+        cause = ev.cause or ""
+        return _prover_event("restart", ev, "restart", cause, RESTART_CAUSES.get(cause, ""),
+                             "none")
     if ev.kind in ("error", "lost_job"):
-        return Event("gpu_error", ev.gpu, ev.kind, ev.t_wall_s, cause=ev.kind, line=ev.message,
-                     detail=ev.message)
+        # The error in words: its message (cuzk's line and error, its panic).
+        return _prover_event("gpu_error", ev, ev.kind, ev.kind, ev.message, "none")
     return None
+
+
+def _post_name(kind: str) -> str:
+    """`WinningPoSt` for `winning-post`: a proof kind in words."""
+    return POST_NAMES.get(kind, kind)
 
 
 class EventHook:
@@ -261,6 +313,8 @@ class EventHook:
         before = self._states.get(ev.gpu)
         self._states[ev.gpu] = ev.state
         if ev.state == "BREAKDOWN" and before != "BREAKDOWN":
+            if self._idle is not None:  # its idle page ends, as the rule's `unless` ends it
+                self._idle.held(ev.gpu)
             self.offer(Event("breakdown_entered", ev.gpu, ev.state, ev.t_wall_s,
                              detail=ev.reason))
         elif before == "BREAKDOWN" and ev.state != "BREAKDOWN":
@@ -527,7 +581,9 @@ def start_event_hook(argv: list[str], rt: Runtime, config: Config,
         except SnapshotError as exc:
             notify("warning", f"--on-event: snapshot not written: {exc}")
             return event
-        return replace(event, snapshot_dir=str(path))
+        # Absolute: the command runs in gapwatch's directory, but a hook that hands the path
+        # on (a ticket, a copy to another box) had "gapwatch-snapshot-..." and no directory.
+        return replace(event, snapshot_dir=os.path.abspath(path))
 
     idle = IdleShareWatch(config.alerts.idle_share, config.alerts.idle_window_s)
     hook = EventHook(argv, timeout_s=timeout_s, enrich=enrich, notify=notify, idle=idle)

@@ -36,7 +36,7 @@ from gapwatch.core.models import STATE_SEVERITY
 from gapwatch.cuzk.post_advice import MISSED_VERDICTS
 from gapwatch.cuzk.why_now import NO_CAUSE  # the setting a box exports when none closes its cause
 from gapwatch.fleet.client import PromClient, PromError, Series
-from gapwatch.fleet.queries import JOBS_WITH_ROWS, QUERIES, Query, render
+from gapwatch.fleet.queries import JOBS_SHOWN, JOBS_WITH_ROWS, QUERIES, Query, render
 from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
@@ -200,7 +200,8 @@ class Refresh:
     took_s: float
     prometheus_s: float
     #: The `--selector` asked with, and, when it picked no box, the scrape jobs that have
-    #: gapwatch's rows (`queries.JOBS_WITH_ROWS`; None: not asked, or not answered).
+    #: gapwatch's rows, most boxes first (`queries.JOBS_WITH_ROWS`; None: not asked, or not
+    #: answered). All the answer named: the empty table shows `JOBS_SHOWN` of them.
     selector: str = ""
     jobs_with_rows: list[str] | None = None
 
@@ -211,8 +212,8 @@ class Refresh:
         out = [f"(no gapwatch target in Prometheus matches --selector "
                f"{fmt.visible(shlex.quote(self.selector))})"]
         if self.jobs_with_rows:
-            picks = " or ".join(_selector_of(job) for job in self.jobs_with_rows)
-            out.append(f"(gapwatch's metrics are scraped under another job name: give {picks})")
+            out.append(f"(gapwatch's metrics are scraped under another job name: give "
+                       f"{_picks(self.jobs_with_rows)})")
         elif self.jobs_with_rows is not None:
             out.append("(no scrape job has gapwatch's metrics: is gapwatch's /metrics "
                        "scraped? docs/fleet.md)")
@@ -235,6 +236,15 @@ class Refresh:
         return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
                 "prometheus_s": self.prometheus_s, "errors": self.errors,
                 "rows": [r.as_json() for r in self.rows]}
+
+
+def _picks(jobs: list[str]) -> str:
+    """The `--selector` of each of the first `JOBS_SHOWN` jobs, and how many more there are.
+    The query asks Prometheus for its top `JOBS_SHOWN` (`topk`), but gapwatch does not trust
+    it to: an answer of 20,000 series was one 5.4 MB line naming every one."""
+    picks = " or ".join(_selector_of(job) for job in jobs[:JOBS_SHOWN])
+    more = len(jobs) - JOBS_SHOWN
+    return f"{picks}, and {more:,} more" if more > 0 else picks
 
 
 def _selector_of(job: str) -> str:
@@ -324,7 +334,16 @@ def _jobs_with_rows(client: PromClient, opts: FleetOptions, started: float
         found = client.instant(JOBS_WITH_ROWS.format(lb=opts.lookback), left)
     except PromError:
         return None, client.last_wait_s
-    return sorted({s.labels.get("job", "") for s in found}), client.last_wait_s
+    return _ranked_jobs(found), client.last_wait_s
+
+
+def _ranked_jobs(found: list[Series]) -> list[str]:
+    """The jobs of `found` (each once), most boxes first as `topk` ranks them, then by name."""
+    boxes: dict[str, float] = {}
+    for s in found:
+        job = s.labels.get("job", "")
+        boxes[job] = max(boxes.get(job, 0.0), s.value or 0.0)
+    return sorted(boxes, key=lambda job: (-boxes[job], job))
 
 
 def _budget_left_s(opts: FleetOptions, started: float) -> float:

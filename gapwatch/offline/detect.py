@@ -301,6 +301,15 @@ class _Side:
             self.listener.feed_status(st)
 
 
+def data_end_s(totals: Iterable[GpuTotals]) -> float | None:
+    """Where the data ends: the wall time of the latest sample of any GPU, with a reading or
+    without (None: no sample). The one rule for the `--log` lines after it (`detect_records`,
+    `LogSpan.after_end`), the report's span (`report.report_span`) and the lines export draws
+    (`commands.export`), which restated it."""
+    return max((t.last_sample_wall_s for t in totals if t.last_sample_wall_s is not None),
+               default=None)
+
+
 def detect_records(
     header: SessionHeader,
     records: Iterable[Record | PassedOver],
@@ -454,8 +463,7 @@ def detect_records(
             take(out)
     take(det.feed_copies(held_copies))
     # The `--log` lines left after the last sample, as far as they are inside the span.
-    end_s = max((t.last_sample_wall_s for t in det.totals()
-                 if t.last_sample_wall_s is not None), default=None)
+    end_s = data_end_s(det.totals())
     if end_of_data is not None:
         end_s = end_of_data(end_s)
     side.data_ended(end_s)  # the words said past it are past the span

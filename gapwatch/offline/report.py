@@ -79,7 +79,13 @@ from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
 from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
-from gapwatch.offline.detect import Detected, LogInput, RunListener, detect_records
+from gapwatch.offline.detect import (
+    Detected,
+    LogInput,
+    RunListener,
+    data_end_s,
+    detect_records,
+)
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_around import LogAround
 from gapwatch.offline.log_span import LogSpan, Repeats
@@ -696,8 +702,7 @@ def report_span(found: Detected, window: TimeWindow | None) -> tuple[float | Non
     begins before its samples (`record --log --from-start`, or a `--log` from a minute before
     `record`) listed its first PoSt and restarts, its table not their partitions (203 of 304,
     3 PoSt jobs of 5)."""
-    end_s = max((t.last_sample_wall_s for t in found.totals
-                 if t.last_sample_wall_s is not None), default=None)
+    end_s = data_end_s(found.totals)
     return log_span.report_span(
         found.header.started_wall_s, window.since_s if window is not None else None,
         window.until_s if window is not None else None, window is not None, end_s,

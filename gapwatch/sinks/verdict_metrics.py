@@ -19,6 +19,10 @@ Families:
 - `gapwatch_gpu_verdict_payoff_ratio{gpu}`: the throughput gain of closing the cause's gaps
   over the window (absent when there is no cause).
 - `gapwatch_gpu_verdict_idle_seconds{gpu}`: the cause's idle seconds in the window.
+- `gapwatch_gpu_verdict_payoff_gaps{gpu}` and `gapwatch_gpu_verdict_payoff_span_seconds{gpu}`:
+  what the payoff rests on, the cause's gaps and the seconds of data it is over (both absent
+  with the ratio): the alert's `why` says the figure with them, as the headline and
+  `--on-event` do (`WhyNow.payoff_words`).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from gapwatch.cuzk.why_now import why_now
 
 
 def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
-    """The three verdict families for every GPU of the session."""
+    """The verdict families for every GPU of the session."""
     info = InfoMetricFamily("gapwatch_gpu_verdict", "The GPU's chaining state now, the stall "
                             "that idled it longest in the detector's window (cause), in words, "
                             "the setting that closes it ('none' when no setting does), and "
@@ -44,6 +48,11 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
                                "fixed; 1.8 = 1.8x).", labels=["gpu"])
     idle = GaugeMetricFamily("gapwatch_gpu_verdict_idle_seconds", "Idle seconds of the "
                              "cause's gaps in the detector's window.", labels=["gpu"])
+    gaps = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_gaps", "The cause's gaps in the "
+                             "window the payoff ratio rests on.", labels=["gpu"])
+    span = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_span_seconds", "Seconds of data the "
+                             "payoff ratio is over (the detector's window, as far as it holds "
+                             "data).", labels=["gpu"])
     for g in snap.gpus:
         why = why_now(snap, g.index)
         label = [str(g.index)]
@@ -53,5 +62,9 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
                                 "step": why.change_words() or "none"})
         if why.payoff_gain is not None:
             payoff.add_metric(label, why.payoff_gain)
+            if why.payoff_gaps is not None:
+                gaps.add_metric(label, why.payoff_gaps)
+            if why.payoff_span_s is not None:
+                span.add_metric(label, why.payoff_span_s)
         idle.add_metric(label, why.idle_s)
-    yield from (info, payoff, idle)
+    yield from (info, payoff, idle, gaps, span)

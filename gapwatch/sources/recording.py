@@ -528,10 +528,18 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+#: Every Unix time a recording's header carries: each is checked by `bounds.wall_s_ok` as the
+#: header is read, one that is no usable time replaced by its fallback (`_HEADER_FALLBACKS`)
+#: and said. A `snapshot_wall_s` of 1e300 was an `OverflowError` traceback in `report` (its
+#: "taken at" line) and -1 was printed as taken at 23:59:59 before 1970.
+HEADER_WALL_TIMES: Final = ("started_wall_s", "snapshot_wall_s")
+
+
 def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
     """Replace header values gapwatch cannot use (in place) and say what was replaced: a
     period of 0 or -100 ms (replay divides by it, the detector learns holes from it), an
-    absurd start time, a GPU entry whose index is not a GPU. The records are still read."""
+    absurd wall time (`HEADER_WALL_TIMES`), a GPU entry whose index is not a GPU. The records
+    are still read."""
     problems: list[str] = []
     period = _number(data.get("period_ms"))
     if period is not None and usable_period_ms(period) is None:
@@ -540,10 +548,11 @@ def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
             f"{p}: header period_ms {period:g} is not a sampling period; using "
             f"{DEFAULT_PERIOD_MS:g} ms (the detector learns the spacing from the data)"
         )
-    started = _number(data.get("started_wall_s"))
-    if started is not None and not wall_s_ok(started):
-        data["started_wall_s"] = 0.0
-        problems.append(f"{p}: header started_wall_s {started:g} is not a usable time; ignored")
+    for key in HEADER_WALL_TIMES:
+        t_wall_s = _number(data.get(key))
+        if t_wall_s is not None and not wall_s_ok(t_wall_s):
+            data[key] = _HEADER_FALLBACKS[key]
+            problems.append(f"{p}: header {key} {t_wall_s:g} is not a usable time; ignored")
     mono = data.get("started_mono_ns")
     if isinstance(mono, int) and not isinstance(mono, bool) and not (0 <= mono <= INT64_MAX):
         data["started_mono_ns"] = 0

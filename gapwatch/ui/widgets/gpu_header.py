@@ -428,7 +428,8 @@ class GpuHeader(TextLines):
         return [line]
 
     def _change_words(self, view: View, gpu: int) -> str:
-        """`; set [scheduler] max_batch_size = 1 (payoff ~1.8x)` for the GPU's gaps in the window
+        """`; set [scheduler] max_batch_size = 1; payoff ~1.80x over the last 30 s (12 gaps)` for
+        the GPU's gaps in the window
         (`cuzk.why_now`, the alerts' and --on-event's facts: the setting with the way its
         advice moves it), "" when no setting closes them; worked out once per store version."""
         key = (view.snap.version, gpu)
@@ -437,7 +438,9 @@ class GpuHeader(TextLines):
         why = self._why[1]
         if why.setting == NO_CAUSE:
             return ""
-        pay = f" (payoff ~{why.payoff_gain:.1f}x)" if why.payoff_gain is not None else ""
+        # The payoff with what it rests on, as the alert and the event say it: entered on 2
+        # gaps, "(payoff ~1.0x)" read as nothing to gain.
+        pay = f"; {why.payoff_words()}" if why.payoff_gain is not None else ""
         return f"; {why.change_words()}{pay}"
 
     def _verdict(self, view: View, width: int, budget: int, span: bool = True,

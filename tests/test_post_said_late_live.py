@@ -84,14 +84,16 @@ def _counted_late(metrics: MetricsSink) -> float:
 class _Live:
     """A cuzk log followed by the session's real follower on a fake clock (`record --log`)."""
 
-    def __init__(self, log: Path, clock: FakeClock, sinks: tuple[object, ...] = ()) -> None:
+    def __init__(self, log: Path | list[Path], clock: FakeClock,
+                 sinks: tuple[object, ...] = ()) -> None:
         self.clock = clock
         self.kept = KeptRecords()
         self.session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1),
                                sinks=[self.kept, *sinks],  # type: ignore[list-item]
                                watch=CuzkWatch(Deadlines(winning_post_s=DEADLINE_S)))
-        self.follower = LogFollower([str(log)], LogsConfig(), self.on_line, None, clock,
-                                    on_clock=self.session.on_reader_clock)
+        logs = log if isinstance(log, list) else [log]
+        self.follower = LogFollower([str(x) for x in logs], LogsConfig(), self.on_line, None,
+                                    clock, on_clock=self.session.on_reader_clock)
         self.on_parsed: Callable[[LogEvent], None] = lambda ev: None
         self.follower.tailer.poll_once()  # opens the log at its end
 
@@ -261,3 +263,24 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_post_ends_by_its_own_line(
     session.finish()  # its completion line was not written: said at the end
     [done] = _proofs(kept)
     assert done.proof is not None and done.proof.verdict == "ok", done.message
+
+
+def test_with_two_daemons_the_late_proof_said_by_the_clock_names_its_daemon(
+        tmp_path: Path) -> None:
+    """A PoRep cuzk and a PoSt-only one beside it: the late WinningPoSt the clock says names
+    its daemon, as the same words said at a line do (`Daemons.named`), not the other's, nor
+    none."""
+    porep, post = tmp_path / "porep.log", tmp_path / "post.log"
+    porep.write_text("")
+    post.write_text("")
+    live = _Live([porep, post], FakeClock(start_wall_s=T0_S))
+    _write(porep, [f"{_stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
+                   f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+                   "listen=127.0.0.1:9820"])
+    begun = _begun(T0_S)
+    _write(post, [*begun[:1], f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+                  "listen=127.0.0.1:9830", *begun[1:]])
+    live.at(1.5)
+    live.at(BEGIN_S + DEADLINE_S + 1.0)
+    [late] = _late(live.kept)
+    assert late.daemon == "127.0.0.1:9830" and "daemon 127.0.0.1:9830" in late.message

@@ -131,9 +131,13 @@ class CuzkWatch:
         """The live reader's clock (`ProverWatch.at`): each daemon's panic halves whose other
         half did not come within `PANIC_PAIR_S` of their arrival, said alone
         (`Incidents.heard_by`); then its data's "now" moved on by that clock
-        (`_DaemonWatch.at`: a PoSt in flight past its deadline said late)."""
-        out = [e for each in self.daemons.each for e in each.incidents.heard_by(t_mono_ns)]
-        return out + [e for each in self.daemons.each for e in each.at(t_mono_ns)]
+        (`_DaemonWatch.at`: a PoSt in flight past its deadline said late); each naming its
+        daemon where there are several (`Daemons.named`), as the same words said at a line
+        do."""
+        router, each = self.daemons.router, self.daemons.each
+        out = [e for i, d in enumerate(each)
+               for e in router.named(i, d.incidents.heard_by(t_mono_ns))]
+        return out + [e for i, d in enumerate(each) for e in router.named(i, d.at(t_mono_ns))]
 
     def finish(self) -> list[ProverEvent]:
         # A file that ended on its start line (its daemon died on it): its restart is said

@@ -14,16 +14,18 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 from faults import until
 from session_fakes import KeptRecords
 
 from gapwatch.base.clock import FakeClock
-from gapwatch.config import LogsConfig
+from gapwatch.config import Config, LogsConfig
 from gapwatch.core.models import GpuInfo, LogEvent, ProverEvent, SessionHeader
 from gapwatch.cuzk.post import Deadlines
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.engine.events import EventHook
+from gapwatch.engine.runtime import _add_followers
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.follow import LogFollower
@@ -284,3 +286,42 @@ def test_with_two_daemons_the_late_proof_said_by_the_clock_names_its_daemon(
     live.at(BEGIN_S + DEADLINE_S + 1.0)
     [late] = _late(live.kept)
     assert late.daemon == "127.0.0.1:9830" and "daemon 127.0.0.1:9830" in late.message
+
+
+def test_the_simulators_own_log_tells_no_time_while_a_log_file_is_behind(
+        tmp_path: Path) -> None:
+    """`record --source sim --log FILE` follows two logs, each with a follower of its own
+    (the runtime's `_add_followers`): the simulator's log, read to its end at each pass, told
+    the session its time while FILE's reader was still behind its writer (8 MiB a pass), and
+    the WinningPoSt whose GPU_END was written on time in FILE, unread, was said late first.
+    The session is told the earliest of both readers' times."""
+    post, sim_log = tmp_path / "post.log", tmp_path / "sim.log"
+    post.write_text("")
+    sim_log.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    kept = KeptRecords()
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), sinks=[kept],
+                      watch=CuzkWatch(Deadlines(winning_post_s=DEADLINE_S)))
+    rt = SimpleNamespace(config=Config(), session=session, followers=[], sim_log_path=None)
+    src = SimpleNamespace(clock=clock, sim=SimpleNamespace(log_path=sim_log))
+    _add_followers(rt, src, [str(post)], 0)  # type: ignore[arg-type]
+    mine, sims = rt.followers
+
+    def at(dt_s: float) -> None:  # both tailers' passes, the simulator's last
+        clock.advance_ns(round((T0_S + dt_s - clock.wall_s()) * 1e9))
+        mine.tailer.poll_once()
+        sims.tailer.poll_once()
+
+    at(0.0)  # opens both (the simulator's from its start)
+    _write(post, _begun(T0_S))
+    at(1.5)
+    filler = (f"{_stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
+    with open(post, "ab") as f:
+        f.write(filler * ((8 << 20) // len(filler) + 1))
+    _write(post, [f"TIMELINE,10000,GPU_END,{JOB},worker=0,gpu_ms=8500"])
+    at(BEGIN_S + DEADLINE_S + 10.0)  # FILE's reader: 8 MiB of it; the simulator's: all
+    assert not _late(kept)
+    at(BEGIN_S + DEADLINE_S + 11.0)  # the rest of FILE, its GPU_END among it
+    session.finish()
+    [done] = _proofs(kept)
+    assert done.proof is not None and done.proof.verdict == "ok", done.message

@@ -79,6 +79,39 @@ class LogFollowerStatus:
     attributed: int = 0
 
 
+class AllReadBy:
+    """The one clock several followers tell (the `--log` files' and the simulator's own log's,
+    each a `LogFollower` of its own thread): the earliest of each one's latest time by which
+    every line written was read (`on_clock`), once each has told one, to `tell`. One follower's
+    pass says nothing of another's files: the simulator's log, read every 50 ms, told the
+    session its time while a `--log` file was still behind, and a PoSt whose GPU_END was
+    written on time in it could be said late first. Its readers' `on_clock` (`reader`) may be
+    called from their threads at once."""
+
+    def __init__(self, tell: Callable[[int], None]) -> None:
+        self._tell = tell
+        self._lock = threading.Lock()
+        #: Each reader's latest time (None: none told yet).
+        self._latest: list[int | None] = []
+
+    def reader(self) -> Callable[[int], None]:
+        """The `on_clock` of one more follower."""
+        with self._lock:
+            i = len(self._latest)
+            self._latest.append(None)
+
+        def told(t_mono_ns: int) -> None:
+            with self._lock:
+                before = self._latest[i]
+                self._latest[i] = t_mono_ns if before is None else max(before, t_mono_ns)
+                if any(t is None for t in self._latest):
+                    return
+                earliest = min(t for t in self._latest if t is not None)
+            self._tell(earliest)
+
+        return told
+
+
 class LogFollower:
     """Follow `paths` like `tail -F`, parse each line, call `on_event` for each event."""
 

@@ -4,7 +4,7 @@ more lines) or dead writes no line to move the data's time, so the log reader's 
 was read). Said once, on stderr's words, to `--on-event` and on /metrics; never for a PoSt
 whose end was written before its deadline and not read yet. Driven by a fake clock and the
 tailer's passes called by hand, through the real follower and session: no sleeps, no timing
-thresholds."""
+thresholds (stdin's reader is a thread: its test waits for what it says, `until`)."""
 
 from __future__ import annotations
 

@@ -20,13 +20,14 @@ from gapwatch.base.clock import FakeClock
 from gapwatch.config import LogsConfig
 from gapwatch.core.models import GpuInfo, LogEvent, ProverEvent, SessionHeader
 from gapwatch.cuzk.errors import PANIC_PAIR_S
-from gapwatch.cuzk.panics import QUIET_S
+from gapwatch.cuzk.panics import CONTINUE_S, QUIET_S
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.engine.events import EventHook
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.follow import LogFollower
 from gapwatch.logs.parse import LogParser
+from gapwatch.logs.tail import Tailer
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prover_event_metrics import families
 
@@ -237,3 +238,178 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_l
     assert [e.message.split(":")[0] for e in errors] == [
         "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
     assert "its panic: panic in" in errors[0].message
+
+
+def _frames(count: int) -> list[str]:
+    """A short backtrace's frames as Rust's hook writes them (one line each here)."""
+    return [f"  {i}: cuzk_core::engine::frame_{i}" for i in range(count)]
+
+
+#: The last line of a short (`RUST_BACKTRACE=1`) backtrace (std's `sys/backtrace.rs`).
+BACKTRACE_END = ("note: Some details are omitted, run with `RUST_BACKTRACE=full` for a verbose "
+                 "backtrace.")
+
+
+def test_a_backtrace_whose_frames_come_late_is_read_whole_not_cut_by_the_readers_clock(
+        tmp_path: Path) -> None:
+    """review5 panic-slow-backtrace: `RUST_BACKTRACE=1`, the frames written 1.5 s after
+    `stack backtrace:` (the first frame's symbols load the binary's debug info). The clock
+    closed the block after `QUIET_S` with no line: a panic of 3 lines and 13 `unparsed` ones.
+    A pending backtrace waits `CONTINUE_S` (the bound its own lines always had to join it);
+    its end line ends it, said at the reader's next look."""
+    log = tmp_path / "cuzk.log"
+    log.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    events: list[LogEvent] = []
+    follower = LogFollower([str(log)], LogsConfig(), events.append, clock=clock,
+                           on_clock=lambda _t, _panic_s: None)
+
+    def at(dt_s: float) -> None:
+        clock.advance_ns(round((T0_S + dt_s - clock.wall_s()) * 1e9))
+        follower.tailer.poll_once()
+
+    follower.tailer.poll_once()
+    _lines_at(log, _started(T0_S))
+    at(0.0)
+    _lines_at(log, [*PANIC, "stack backtrace:"])
+    for dt_s in (0.1, 0.6, 1.2, 1.5):  # idle passes while the symbols load
+        at(dt_s)
+    assert [e.kind for e in events] == ["tracing", "tracing"]  # the block still open
+    _lines_at(log, [*_frames(12), BACKTRACE_END])
+    at(1.6)
+    assert [e.kind for e in events] == ["tracing", "tracing", "panic"]
+    assert events[-1].fields["lines"] == 2 + 1 + 12 + 1
+    at(5.0)
+    assert follower.parser.flush() == [] and len(events) == 3
+
+
+def test_a_full_backtrace_has_no_end_line_its_block_ends_by_the_continuation_bound() -> None:
+    """`RUST_BACKTRACE=full` writes no line after its frames: the block ends `CONTINUE_S`
+    after its latest line, by the clock or by another stream's line alike (one rule,
+    `PanicBlock.ended`); before that a line of its own stream joins it."""
+    parser = LogParser()
+    _second_panic(parser, T0_S)
+    parser.parse_line("stack backtrace:", "cuzk.log", 3, T0_S)
+    assert parser.due(T0_S + CONTINUE_S / 2) == []
+    assert parser.parse_line(_started(T0_S + 10.0)[0], "other.log", 4, T0_S + 10.0)[0].kind \
+        == "tracing"  # another stream's line, a backtrace pending: not its end
+    assert parser.parse_line(_frames(1)[0], "cuzk.log", 5, T0_S + 20.0) == []
+    assert parser.due(T0_S + 20.0 + CONTINUE_S / 2) == []
+    [panic] = parser.due(T0_S + 20.0 + CONTINUE_S)
+    assert panic.fields["lines"] == 2 + 1 + 1
+
+
+def _task_panicked(t_s: float) -> str:
+    """cuzk's line for the panic (engine.rs:3302), in its GPU worker's span."""
+    return (f"{_stamp(t_s)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+            "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
+            'GPU prove start task panicked error=task 41 panicked with message "x"')
+
+
+def test_a_log_followed_live_that_got_8_mib_ahead_is_no_silence_one_incident_is_one_error(
+        tmp_path: Path) -> None:
+    """review5 panic-lag: followed live (not `--from-start`), the log got more than 8 MiB
+    ahead of the reader (a burst, or gapwatch stalled); the panic and its `note:` line end one
+    read, cuzk's `task panicked` line starts the next. Parsing the first read took seconds:
+    the clock after that pass said the panic alone, the next pass cuzk's line alone (two
+    errors). The lines not read yet are no silence: the reader's clock is when its latest
+    pass whose reads were not cut began (`Tailer.read_to`)."""
+    log = tmp_path / "cuzk.log"
+    log.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+    kept = KeptRecords()
+    session.add_sink(kept)
+
+    def slow_consumer(e: LogEvent) -> None:  # parsing a read of 8 MiB takes seconds
+        session.on_log_event(e)
+        clock.advance_ns(int(10 * PANIC_PAIR_S * 1e9 / 1024))
+
+    follower = LogFollower([str(log)], LogsConfig(), slow_consumer, clock=clock,
+                           on_clock=session.on_reader_clock)
+    follower.tailer.poll_once()  # opened at its (empty) end: followed live
+    opened_at = follower.tailer.read_to()
+    panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
+    filler = b"x" * 8191 + b"\n"
+    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
+    room = (8 << 20) - len(head) - len(panic)
+    pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
+    with open(log, "ab") as f:  # written while the reader was busy
+        f.write(head + filler * (room // len(filler)) + pad + panic
+                + (_task_panicked(T0_S) + "\n").encode())
+    follower.tailer.poll_once()  # 8 MiB: the panic and its note, not cuzk's line
+    assert clock.wall_s() - T0_S > PANIC_PAIR_S and follower.tailer.read_to() == opened_at
+    follower.tailer.poll_once()
+    session.finish()
+    errors = [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+    assert [e.message.split(":")[0] for e in errors] == [
+        "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
+    assert "its panic: panic in" in errors[0].message
+
+
+def test_cuzks_line_waits_while_its_panics_backtrace_is_still_being_read(
+        tmp_path: Path) -> None:
+    """review5 panic-backtrace-pair: `RUST_BACKTRACE=1`, the panic on stderr, cuzk's line on
+    stdout at once, the frames every 0.5 s for 4 s (symbols resolved as written). cuzk's line
+    was said alone `PANIC_PAIR_S` after it arrived, the panic's block still open, then the
+    panic alone: two errors (the report: one); and so by data time, as cuzk's other lines go on
+    on stdout. Neither wait says a half alone while the panic the reader is still reading may
+    be its other half (`Incidents`): one error, said once the backtrace ended."""
+    out, err = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    out.write_text("")
+    err.write_text("")
+    clock = FakeClock(start_wall_s=T0_S)
+    session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+    kept = KeptRecords()
+    session.add_sink(kept)
+    follower = LogFollower([str(out), str(err)], LogsConfig(), session.on_log_event,
+                           session.on_notice, clock, on_clock=session.on_reader_clock)
+
+    def at(dt_s: float) -> None:
+        clock.advance_ns(round((T0_S + dt_s - clock.wall_s()) * 1e9))
+        follower.tailer.poll_once()
+
+    def errors() -> list[ProverEvent]:
+        return [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+
+    follower.tailer.poll_once()
+    _lines_at(out, _started(T0_S - 10))
+    at(0.0)
+    _lines_at(err, [*PANIC, "stack backtrace:"])
+    _lines_at(out, [_task_panicked(T0_S)])
+    at(0.05)
+    frames = _frames(8)
+    for i, frame in enumerate(frames):  # a frame every 0.5 s while symbols resolve
+        _lines_at(err, [frame])
+        _lines_at(out, [f"{_stamp(T0_S + 0.5 * (i + 1))}  INFO cuzk_core::engine: "
+                        "synthesis done"])  # the daemon's other work goes on
+        at(0.5 * (i + 1))
+    assert clock.wall_s() - T0_S > PANIC_PAIR_S and errors() == []  # the panic still read
+    _lines_at(err, [BACKTRACE_END])
+    at(4.5)
+    at(4.5 + 2 * PANIC_PAIR_S)
+    [error] = errors()
+    assert error.message.startswith("GPU prove start task panicked job porep-1000-90")
+    assert "its panic: panic in" in error.message
+
+
+def test_stdin_read_in_full_chunks_is_no_silence_until_a_read_takes_all_it_held() -> None:
+    """`journalctl -f | gapwatch record --log -` that got ahead: a read that filled its chunk
+    may have left lines in the pipe, so the reader's clock (`Tailer.read_to`) stays where it
+    was until a read takes all the pipe held."""
+    read_fd, write_fd = os.pipe()
+    clock = FakeClock(start_wall_s=T0_S)
+    tailer = Tailer(["-"], lambda *_: None, clock=clock, stdin_fd=read_fd)
+    try:
+        assert tailer.read_stdin_once(0.0)  # nothing yet: read to now
+        first = tailer.read_to()
+        assert first == (clock.monotonic_ns(), T0_S)
+        os.write(write_fd, b"x" * ((1 << 16) - 1) + b"\n")  # a full chunk (and a full pipe)
+        clock.advance_ns(int(PANIC_PAIR_S * 1e9))
+        assert tailer.read_stdin_once(0.0) and tailer.read_to() == first
+        clock.advance_ns(int(PANIC_PAIR_S * 1e9))
+        assert tailer.read_stdin_once(0.0)  # nothing more: all it held was read
+        assert tailer.read_to() == (clock.monotonic_ns(), clock.wall_s())
+    finally:
+        os.close(write_fd)
+        os.close(read_fd)

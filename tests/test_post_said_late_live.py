@@ -204,9 +204,11 @@ def test_a_reader_behind_its_writer_moves_no_clock_until_it_has_caught_up(
     _write(log, [f"TIMELINE,10000,GPU_END,{JOB},worker=0,gpu_ms=8500"])
     live.at(BEGIN_S + DEADLINE_S + 10.0)  # 8 MiB of it read, long after it was written
     assert not _late(live.kept)
-    assert live.follower.tailer.caught_up_mono_ns() is None
+    read_to = live.follower.tailer.read_to()  # still the pass before: it read all there was
+    assert read_to is not None and read_to[1] == T0_S + 1.5
     live.at(BEGIN_S + DEADLINE_S + 11.0)  # the rest, its GPU_END among it
-    assert live.follower.tailer.caught_up_mono_ns() is not None
+    read_to = live.follower.tailer.read_to()
+    assert read_to is not None and read_to[1] == T0_S + BEGIN_S + DEADLINE_S + 11.0
     live.session.finish()  # its completion line was not written: said at the end
     [done] = _proofs(live.kept)
     assert done.proof is not None and done.proof.verdict == "ok", done.message

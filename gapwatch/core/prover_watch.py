@@ -49,14 +49,16 @@ class ProverWatch(Protocol):
         """Take any record (in data order); return the events it completed."""
         ...
 
-    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+    def at(self, t_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
         """The live log reader's clock reads `t_mono_ns` (the clock its lines' arrival,
         `LogEvent.t_arrival_mono_ns`, is on) and no record came (its idle pass): what waits
         on data time for a line that may never come, past its wait by then on that clock (a
-        panic's other half: the process the panic killed writes none), and the data's time
-        moved on by that clock from when its latest time was read (a PoSt whose lines stopped
-        mid-proof goes late by it). Called only where every line written by then was read,
-        and never in a replay or a report."""
+        panic's other half: the process the panic killed writes none). `panic_read_s`: the
+        time of a panic the reader is still reading (its event not handed on yet), which
+        what waits for it must wait for, by either clock, until the next call. The data's
+        time moves on by that clock too, from when its latest time was read (a PoSt whose
+        lines stopped mid-proof goes late by it). Called only where every line written by
+        then was read, and never in a replay or a report."""
         ...
 
     def finish(self) -> list[ProverEvent]:

@@ -25,9 +25,12 @@ has none), so they are paired by time: a panic and a `... task panicked` line wi
 texts, the job and GPU of cuzk's line, at its time (its own stamp). Each waits for the other at
 most `PANIC_PAIR_S` of data time (or to the end of the data), then is said alone: a panic that
 killed the process has no such line. Followed live, also at most `PANIC_PAIR_S` after it arrived
-by the reader's clock (`heard_by`): that process writes no line after the panic to move the
-data's time, and the panic was said only when the restarted daemon's first line came, or never.
-Counted twice, two panics read "4 error(s)" in the report and fired `increase()` alerts double.
+by the reader's clock (`heard_by`: the time up to which every line written was read): that
+process writes no line after the panic to move the data's time, and the panic was said only when the
+restarted daemon's first line came, or never. Neither wait says cuzk's line
+alone while the reader is still reading a panic (its backtrace's frames still coming) that may
+be its other half: it said two errors for one incident. Counted twice, two panics read "4
+error(s)" in the report and fired `increase()` alerts double.
 """
 
 from __future__ import annotations
@@ -87,6 +90,8 @@ class Incidents:
         #: Halves waiting for their other half: (which, its event, when its line arrived on the
         #: live reader's clock: `LogEvent.t_arrival_mono_ns`), oldest first.
         self._waiting: deque[tuple[str, ProverEvent, int | None]] = deque()
+        #: The time of the panic the live reader is still reading (`heard_by`), or None.
+        self._panic_read_s: float | None = None
 
     def feed(self, ev: LogEvent, err: ProverEvent) -> list[ProverEvent]:
         """`err`, the error event of `ev`: the events said now (none while a half waits)."""
@@ -106,27 +111,39 @@ class Incidents:
         """The halves whose other half did not come within `PANIC_PAIR_S` of data time `now_s`:
         said alone."""
         out = []
-        while self._waiting and now_s - self._waiting[0][1].t_wall_s > PANIC_PAIR_S:
+        while (self._waiting and now_s - self._waiting[0][1].t_wall_s > PANIC_PAIR_S
+               and not self._may_pair(*self._waiting[0][:2])):
             out.append(self._waiting.popleft()[1])
         return out
 
-    def heard_by(self, now_mono_ns: int) -> list[ProverEvent]:
+    def heard_by(self, now_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
         """The live reader's clock reads `now_mono_ns` (the clock of the lines' arrival, not
-        of their stamps: cuzk's clock and the reader's are never compared): the halves that
-        arrived more than `PANIC_PAIR_S` before it, their other half not come, said alone.
+        of their stamps: cuzk's clock and the reader's are never compared), a panic of time
+        `panic_read_s` still being read (None: none): the halves that arrived more than
+        `PANIC_PAIR_S` before it, their other half not come and not that panic, said alone.
         A half with no arrival (a recording's, a file's) waits for data time only."""
+        self._panic_read_s = panic_read_s
         wait_ns = PANIC_PAIR_S * 1e9
         out: list[ProverEvent] = []
         kept: deque[tuple[str, ProverEvent, int | None]] = deque()
         for waiting in self._waiting:
             arrived = waiting[2]
-            if arrived is not None and now_mono_ns - arrived > wait_ns:
+            if (arrived is not None and now_mono_ns - arrived > wait_ns
+                    and not self._may_pair(*waiting[:2])):
                 out.append(waiting[1])
             else:
                 kept.append(waiting)
         if out:
             self._waiting = kept
         return out
+
+    def _may_pair(self, half: str, err: ProverEvent) -> bool:
+        """Whether the panic the live reader is still reading may be `err`'s other half (as
+        `feed` would pair them): the one rule that keeps a half from being said alone, by
+        either wait, while its other half is still being read."""
+        reading_s = self._panic_read_s
+        return (half == "line" and reading_s is not None
+                and abs(err.t_wall_s - reading_s) <= PANIC_PAIR_S)
 
     def finish(self) -> list[ProverEvent]:
         """End of data: every half still waiting, said alone."""

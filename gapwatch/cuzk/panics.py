@@ -14,7 +14,11 @@ stderr (Rust >= 1.73: the location line, then the message; older: the message qu
     cudaGetLastError()@/.../ntt/kernels/gs_mixed_radix_wide.cu:220 failed: "out of memory"
     note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace
 
-(format from filecoin-project/lotus#13634). The panic runs in `spawn_blocking`, so the daemon
+(format from filecoin-project/lotus#13634). With `RUST_BACKTRACE=1` (or `full`) the hook writes
+no `note: run with` line but `stack backtrace:` and a frame or two per line, each resolved as it
+is written (the first loads the binary's debug info: seconds for cuzk); the `1` (short) form
+ends with `note: Some details are omitted, ...`, the full form with no line of its own (std's
+`sys/backtrace.rs`, `_print_fmt`). The panic runs in `spawn_blocking`, so the daemon
 lives on and logs `... task panicked error=...` (engine.rs:679, 998) as its own ERROR line.
 """
 
@@ -44,11 +48,19 @@ _NOTE = "note: run with `RUST_BACKTRACE"
 MAX_LINES = 80
 MAX_CHARS = 8192
 KIND = PANIC_KIND
-#: A line of any stream arriving this long after a block's latest line closes it, and so does
-#: the live reader's clock reading this long after it with no line come (`PanicBlock.ended`):
-#: Rust's hook writes a panic's lines at once, and a panic that killed the process is followed
-#: by no line at all (it was said only when the restarted daemon's first line came, or never).
+_BACKTRACE = "stack backtrace:"
+_BACKTRACE_END = "note: Some details are omitted"
+#: A block has ended once this long passed since its latest line with no backtrace pending
+#: (`PanicBlock.ended`; a line of another stream then closes it, and so does the live reader's
+#: clock with no line come): Rust's hook writes a panic's lines at once, and a panic that killed
+#: the process is followed by no line at all (it was said only when the restarted daemon's
+#: first line came, or never).
 QUIET_S = 1.0
+#: The same, a backtrace pending (its header came, its end did not): its frames are written as
+#: their symbols are resolved, the first seconds after the header (a 1 s bound cut the panic
+#: there and read its 12 frames and its note as 13 `unparsed` lines). The bound a block's own
+#: stream's unknown lines always had to join it.
+CONTINUE_S = QUIET_S * 60
 
 
 @dataclass(slots=True)
@@ -70,6 +82,8 @@ class PanicBlock:
     chars: int = 0
     #: The note line (or the limits) ended it: the next unknown line is not its own.
     closed: bool = False
+    #: Its `stack backtrace:` line came and the backtrace's end did not: frames may still come.
+    backtrace: bool = False
     #: What its first line's arrival says of it: "arrival" (followed live) or "backlog" (in
     #: its file when following began from its start): its time comes from its own lines, not
     #: from the line that closes it (a live line after a crash closed a backlog panic).
@@ -81,16 +95,31 @@ class PanicBlock:
         if len(self.lines) < MAX_LINES and self.chars < MAX_CHARS:
             self.lines.append(text[:MAX_CHARS - self.chars])
             self.chars += len(self.lines[-1])
-        if text.startswith(_NOTE) or len(self.lines) >= MAX_LINES or self.chars >= MAX_CHARS:
+        if text.startswith(_BACKTRACE):
+            self.backtrace = True
+        if (text.startswith((_NOTE, _BACKTRACE_END)) or len(self.lines) >= MAX_LINES
+                or self.chars >= MAX_CHARS):
             self.closed = True
+            self.backtrace = False
 
     def ended(self, now_s: float) -> bool:
-        """Whether the block has ended by the reader's clock `now_s` (on its lines' arrival
-        clock), no line having come to close it: the `note:` line (or the bounds) ended it, or
-        `QUIET_S` passed since its latest line. Rust writes no `note:` line after a process's
-        first panic (std's `panicking.rs`: `FIRST_PANIC`), so a second panic that kills it
-        ends only so."""
-        return self.closed or now_s - self.last_arrival_wall_s >= QUIET_S
+        """Whether the block has ended by `now_s` (on its lines' arrival clock): the one rule
+        of `LogParser` for a line of another stream closing it and for the live reader's clock
+        closing it with no line come (`due`). Ended:
+        its `note:` line (or a short backtrace's end, or the bounds) came, or no line of its
+        own for `QUIET_S`, for `CONTINUE_S` while a backtrace is pending. Rust writes no
+        `note:` line after a process's first panic (std's `panicking.rs`: `FIRST_PANIC`), so
+        a second panic that kills it ends only by the clock."""
+        if self.closed:
+            return True
+        quiet_s = CONTINUE_S if self.backtrace else QUIET_S
+        return now_s - self.last_arrival_wall_s >= quiet_s
+
+    def joins(self, now_s: float) -> bool:
+        """Whether a line no rule understands, of its own stream, arriving at `now_s`, is its
+        own: not after its end line (or the bounds), nor `CONTINUE_S` after its latest line.
+        Followed live, the clock has closed it by then where `ended` says so."""
+        return not self.closed and now_s - self.last_arrival_wall_s < CONTINUE_S
 
     def fields(self) -> dict[str, FieldValue]:
         message = "\n".join(line for line in self.lines if not line.startswith(_NOTE))

@@ -127,16 +127,17 @@ class CuzkWatch:
             out.insert(0, router.note())
         return out
 
-    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+    def at(self, t_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
         """The live reader's clock (`ProverWatch.at`): each daemon's panic halves whose other
-        half did not come within `PANIC_PAIR_S` of their arrival, said alone
-        (`Incidents.heard_by`); then its data's "now" moved on by that clock
+        half did not come within `PANIC_PAIR_S` of their arrival and is not the panic still
+        being read, said alone (`Incidents.heard_by`; the reader does not say whose daemon
+        that panic is: each waits for it); then its data's "now" moved on by that clock
         (`_DaemonWatch.at`: a PoSt in flight past its deadline said late); each naming its
         daemon where there are several (`Daemons.named`), as the same words said at a line
         do."""
         router, each = self.daemons.router, self.daemons.each
         out = [e for i, d in enumerate(each)
-               for e in router.named(i, d.incidents.heard_by(t_mono_ns))]
+               for e in router.named(i, d.incidents.heard_by(t_mono_ns, panic_read_s))]
         return out + [e for i, d in enumerate(each) for e in router.named(i, d.at(t_mono_ns))]
 
     def finish(self) -> list[ProverEvent]:

@@ -323,7 +323,8 @@ def _blind_words(spots: tuple[BlindSpot, ...], total: tuple[int, float], byes: l
 
 
 def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
-              clock: Clock, on_clock: Callable[[int], None], stdin_fd: int = 0) -> LogFollower:
+              clock: Clock, on_clock: Callable[[int, float | None], None],
+              stdin_fd: int = 0) -> LogFollower:
     """The log follower, on the session's clock: a line without a time of its own is stamped
     when it arrives, and that stamp must be on the same time line as the samples (a demo at
     `--speed 2` runs its samples, and its log's own timestamps, twice as fast as the wall).

@@ -295,19 +295,20 @@ class Session:
     def on_notice(self, notice: Notice) -> None:
         self.on_record(notice)
 
-    def on_reader_clock(self, t_mono_ns: int) -> None:
+    def on_reader_clock(self, t_mono_ns: int, panic_read_s: float | None = None) -> None:
         """The live log reader's clock reads `t_mono_ns`, every line written before it read
-        (`gapwatch.logs.follow`, after each pass): the watcher's words that waited for a line
-        that may never come (`ProverWatch.at`: a panic that killed the process has no cuzk
-        line after it; a PoSt whose lines stopped mid-proof, past its deadline) go where its
-        other words go. Nothing is recorded of the tick itself: a replay says the panics at
-        its data's next record, or its end, and a PoSt late by the clock alone not at all
-        (its data's time never passed the deadline)."""
+        (`gapwatch.logs.follow`, after each pass), a panic of time `panic_read_s` still being
+        read (None: none): the watcher's words that waited for a line that may never come
+        (`ProverWatch.at`: a panic that killed the process has no cuzk line after it; a PoSt
+        whose lines stopped mid-proof, past its deadline) go where its other words go.
+        Nothing is recorded of the tick itself: a replay says the panics at its data's next
+        record, or its end, and a PoSt late by the clock alone not at all (its data's time
+        never passed the deadline)."""
         with self._lock:
             if self._closed or self.watch is None:
                 return
             try:
-                events = self.watch.at(t_mono_ns)
+                events = self.watch.at(t_mono_ns, panic_read_s)
             except Exception as exc:  # noqa: BLE001 - said and counted; the reader goes on
                 self._failed("the prover watch", Notice(*self._last_times, "info",
                                                         "the log reader's clock"), exc)

@@ -36,14 +36,15 @@ stderr's lines that ended it came.
 
 A panic's block (`gapwatch.cuzk.panics`) is closed by the line after it, and, read live, by the
 clock where none comes: after each pass (the tailer's idle pass comes every `idle_poll_ms` when
-nothing is written), the parser is asked what has ended by then (`LogParser.due`), and
-`on_clock` is told the time, for what waits beside the log (a panic's other half; the data's
-"now" of the watcher, by which a PoSt in flight goes late). A second panic kills the process
-with no `note:` line and no cuzk line after it: it was said only when the restarted daemon's
-first line came (20 s later under systemd), or never; a PoSt whose lines stop mid-proof (cuzk
-hung or dead) was said late only at the next line or `/status` reading, or never. "The time"
-is when the pass began, where it read every file to its end (`Tailer.caught_up_mono_ns`):
-every line written before it has been read by then.
+nothing is written), the parser is asked what has ended by the time up to which all written was
+read (`Tailer.read_to`: not now, as a log 8 MiB ahead is read in pieces that take seconds to
+parse), and `on_clock` is told that time and that of a panic still being read, for what waits
+beside the log (a panic's other half; the watcher's data "now", by which a PoSt in flight goes
+late). A second panic kills the process with no `note:` line and no cuzk line after it: it was
+said only when the restarted daemon's first line came (20 s later under systemd), or never; a
+PoSt whose lines stop mid-proof (cuzk hung or dead) was said late only at the next line or
+`/status` reading, or never. Several followers of one session (the simulator's own log beside
+`--log FILE`) tell it one clock, the earliest of theirs (`AllReadBy`).
 """
 
 from __future__ import annotations
@@ -81,33 +82,37 @@ class LogFollowerStatus:
 
 class AllReadBy:
     """The one clock several followers tell (the `--log` files' and the simulator's own log's,
-    each a `LogFollower` of its own thread): the earliest of each one's latest time by which
-    every line written was read (`on_clock`), once each has told one, to `tell`. One follower's
-    pass says nothing of another's files: the simulator's log, read every 50 ms, told the
-    session its time while a `--log` file was still behind, and a PoSt whose GPU_END was
-    written on time in it could be said late first. Its readers' `on_clock` (`reader`) may be
-    called from their threads at once."""
+    each a `LogFollower` of its own thread): the earliest of each one's latest time up to which
+    all written was read (`on_clock`), once each has told one, to `tell`, with the earliest
+    time of a panic any of them is still reading. One follower's pass says nothing of another's
+    files: the simulator's log, read every 50 ms, told the session its time while a `--log`
+    file was still behind, and a PoSt whose GPU_END was written on time in it could be said
+    late first. Its readers' `on_clock` (`reader`) may be called from their threads at once."""
 
-    def __init__(self, tell: Callable[[int], None]) -> None:
+    def __init__(self, tell: Callable[[int, float | None], None]) -> None:
         self._tell = tell
         self._lock = threading.Lock()
-        #: Each reader's latest time (None: none told yet).
-        self._latest: list[int | None] = []
+        #: Each reader's latest time and the panic it was reading then (None: none told yet).
+        self._latest: list[tuple[int, float | None] | None] = []
 
-    def reader(self) -> Callable[[int], None]:
+    def reader(self) -> Callable[[int, float | None], None]:
         """The `on_clock` of one more follower."""
         with self._lock:
             i = len(self._latest)
             self._latest.append(None)
 
-        def told(t_mono_ns: int) -> None:
+        def told(t_mono_ns: int, panic_read_s: float | None) -> None:
             with self._lock:
                 before = self._latest[i]
-                self._latest[i] = t_mono_ns if before is None else max(before, t_mono_ns)
-                if any(t is None for t in self._latest):
+                if before is not None and before[0] > t_mono_ns:
+                    t_mono_ns = before[0]
+                self._latest[i] = (t_mono_ns, panic_read_s)
+                told_all = [t for t in self._latest if t is not None]
+                if len(told_all) < len(self._latest):
                     return
-                earliest = min(t for t in self._latest if t is not None)
-            self._tell(earliest)
+                earliest = min(t for t, _ in told_all)
+                reading = [r for _, r in told_all if r is not None]
+            self._tell(earliest, min(reading) if reading else None)
 
         return told
 
@@ -119,13 +124,14 @@ class LogFollower:
                  on_event: Callable[[LogEvent], None],
                  on_notice: Callable[[Notice], None] | None = None,
                  clock: Clock | None = None, *, stdin_fd: int = 0,
-                 on_clock: Callable[[int], None] | None = None) -> None:
+                 on_clock: Callable[[int, float | None], None] | None = None) -> None:
         """`on_clock`: told the clock's monotonic time (the lines' arrival clock,
-        `LogEvent.t_arrival_mono_ns`) by which every line written was read, after each pass
-        read live (`_tick`), once the events the clock closed were handed on: what waits on
-        data time beside the log (a panic's other half, `gapwatch.cuzk.errors.Incidents`; a
-        PoSt's deadline, `gapwatch.cuzk.watch`) is closed by it too, as no line may come to
-        move that data time (`Session.on_reader_clock`)."""
+        `LogEvent.t_arrival_mono_ns`) after each pass read live (`_tick`), once
+        the events the clock closed were handed on, and the time of the panic still being
+        read (`LogParser.panic_being_read_s`; None: none): what waits on data time beside the
+        log (a panic's other half, `gapwatch.cuzk.errors.Incidents`; a PoSt's deadline,
+        `gapwatch.cuzk.watch`) is closed by it too, as no line may come to move that data
+        time (`Session.on_reader_clock`; several followers' through `AllReadBy`)."""
         self.clock: Clock = clock or SystemClock()
         self.parser = LogParser(logs_config)
         self._on_event = on_event
@@ -190,30 +196,30 @@ class LogFollower:
         if self._in_order is not None and self.tailer.backlogs_read():
             with self._emit:
                 self._release()
-        # When every line written before it was read: not while a backlog is read (its lines
-        # are read, not written, now: the end of a read is no silence, a panic's other half
-        # may be in the next 8 MiB), nor while the reader is behind its writer; and not the
-        # pass's end (lines written while it parsed are not read yet: a PoSt's GPU_END
-        # written before its deadline, unread, is no PoSt past it).
-        caught_ns = self.tailer.caught_up_mono_ns()
-        if caught_ns is not None:
-            now_mono_ns, now_wall_s = self.clock.monotonic_ns(), self.clock.wall_s()
-            self._tick(caught_ns, now_wall_s - (now_mono_ns - caught_ns) / 1e9)
+        read_to = self.tailer.read_to()
+        if read_to is not None:
+            # The time up to which all that was written has been read, not now: a backlog, or
+            # a log that got 8 MiB ahead, is read in pieces, each taking seconds to parse, and
+            # the end of a piece is no silence (a panic's other half may be in the next).
+            self._tick(*read_to)
 
     def _tick(self, now_mono_ns: int, now_wall_s: float) -> None:
-        """Every line written before the clock read `now_mono_ns` / `now_wall_s` has been read
-        (`Tailer.caught_up_mono_ns`): the panic being read, once it has
+        """The clock reads `now_mono_ns` / `now_wall_s`: the panic being read, once it has
         ended by it (`LogParser.due`: a panic that killed the process is followed by no line;
         it was said when the restarted daemon's first line came, or never), handed on; then
-        `on_clock`."""
+        `on_clock`, told it and the time of a panic still being read (its backtrace's frames
+        still coming): its event is not handed on yet, and what waits for it must wait (cuzk's
+        `task panicked` line, said alone once its wait ran out while the panic that is its
+        other half was still being read, made one incident two errors)."""
         with self._lock:
             events = self.parser.due(now_wall_s)
+            reading_s = self.parser.panic_being_read_s()
         if events:
             with self._emit:
                 self._give(events)
         if self._on_clock is not None:
             try:
-                self._on_clock(now_mono_ns)
+                self._on_clock(now_mono_ns, reading_s)
             except Exception as exc:  # noqa: BLE001 - a failing consumer must not kill tailing
                 self._notice("error", f"log clock consumer failed: {exc!r}")
 

@@ -188,10 +188,8 @@ class _FileFollower:
         self._backlog_end: int | None = None
         self._first_open = True
         self.read_backlog = False
-        #: Whether its last `poll` read all it held (a read stopped at its end, not at the most
-        #: a pass reads, `_MAX_READ_PER_POLL`): a reader behind its file has lines written
-        #: before the pass still to read (`Tailer.caught_up_mono_ns`).
-        self.read_whole = True
+        #: Its last read stopped at `_MAX_READ_PER_POLL`: more may be written than was read.
+        self.cut = False
 
     def close(self) -> None:
         if self._fd is not None:
@@ -285,8 +283,7 @@ class _FileFollower:
                 self._tail = tail
             lines.extend(self.splitter.feed(data))
         self.status.bytes += total
-        if total >= limit:
-            self.read_whole = False
+        self.cut = total >= _MAX_READ_PER_POLL
         if end is not None and self._pos >= end:
             self._backlog_end = None  # read past the lines written before following began
         return lines
@@ -302,7 +299,7 @@ class _FileFollower:
     def poll(self, notice: NoticeCallback) -> list[str]:
         """Read what is new; handle appearance, rotation, truncation, deletion. The first NUL
         bytes dropped are said (once: counted after that, `nul_bytes`)."""
-        self.read_whole = True
+        self.cut = False
         lines = self._poll(notice)
         if self.splitter.nul_bytes and not self._said_nuls:
             self._said_nuls = True
@@ -479,15 +476,14 @@ class Tailer:
         #: stdin redirected from a file (`--log - < cuzk.log`): every line of it was written
         #: before it was read, at once; a pipe cannot be told from a live writer.
         self._stdin_is_file = self._stdin is not None and _is_regular(stdin_fd)
-        #: When the latest pass over the files, and the latest wait on stdin, began, on the
-        #: monotonic clock, where it read all there was (None: not yet, or a read stopped at
-        #: the most it takes): `caught_up_mono_ns`.
-        self._files_caught_up_ns: int | None = None
-        self._stdin_caught_up_ns: int | None = None
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         #: Hears a thread of ours die (and restarts it: the files' state lives in the objects).
         self.watch: ThreadWatch = UNWATCHED
+        #: The clock (monotonic ns, wall s) when the files' last pass uncut began, and stdin's
+        #: last read that took all it held: each line written before it was read (`read_to`).
+        self._files_read_to: tuple[int, float] | None = None
+        self._stdin_read_to: tuple[int, float] | None = None
 
     # ---------------------------------------------------------------- lifecycle
     def start(self) -> None:
@@ -532,8 +528,8 @@ class Tailer:
     # ---------------------------------------------------------------- files
     def poll_once(self) -> int:
         """One pass over every file (the thread's loop body; tests call it directly)."""
+        began = self._now()
         count = 0
-        began_ns = self.clock.monotonic_ns()
         before_in_backlog = False  # a file before this one has backlog still to read
         for f in self._files:
             held = before_in_backlog and f.path in self._backlogs_after
@@ -554,8 +550,8 @@ class Tailer:
                 backlog = f.read_backlog and self.on_backlog is not None
                 self._deliver(f.path, f.status, lines, backlog)
                 count += len(lines)
-        self._files_caught_up_ns = (began_ns if all(f.read_whole for f in self._files)
-                                    else None)
+        if not any(f.cut for f in self._files):
+            self._files_read_to = began
         if self.on_pass is not None:
             self.on_pass()
         return count
@@ -571,22 +567,23 @@ class Tailer:
         return not self.backlogs_read() or (
             self._stdin_is_file and stdin is not None and stdin.state == "following")
 
-    def caught_up_mono_ns(self) -> int | None:
-        """A time on the monotonic clock (the lines' arrival clock) such that every line
-        written before it has been read, as far as the reader can tell: when its latest pass
-        over the files (and its latest wait on stdin) began, where that pass read each to its
-        end. None while lines written before following began are read (`reading_backlog`),
-        or where the latest read stopped at the most a pass takes (8 MiB of a file, 64 KiB of
-        stdin: the reader is behind its writer). Not the time the pass ended: parsing a read
-        takes time, in which lines are written that the pass did not read (what waits for a
-        line by this clock would be told it did not come while it was being written)."""
+    def read_to(self) -> tuple[int, float] | None:
+        """The clock (monotonic ns, wall s) up to which every line written to what it follows
+        has been read and handed on (`on_line`): when the latest pass over the files began
+        whose reads were not cut at `_MAX_READ_PER_POLL`, and stdin's latest read that took
+        all it held (the earlier of the two). None while lines written before following began
+        are read (`reading_backlog`), or before any such pass. Not the time a pass ends: a
+        log 8 MiB ahead is read in several passes, each taking seconds to parse, and the lines
+        not read yet are no silence (`gapwatch.logs.follow`: the reader's clock)."""
         if self.reading_backlog():
             return None
-        times = ([self._files_caught_up_ns] if self._files else []) + (
-            [self._stdin_caught_up_ns] if self._stdin is not None else [])
-        if not times or any(t is None for t in times):
-            return None
-        return min(t for t in times if t is not None)
+        times = ([self._files_read_to] if self._files else []) + (
+            [self._stdin_read_to] if self._stdin is not None else [])
+        known = [t for t in times if t is not None]
+        return min(known) if known and len(known) == len(times) else None
+
+    def _now(self) -> tuple[int, float]:
+        return self.clock.monotonic_ns(), self.clock.wall_s()
 
     def _deliver(self, source: str, status: SourceStatus, lines: list[str],
                  backlog: bool = False) -> None:
@@ -617,20 +614,22 @@ class Tailer:
     def read_stdin_once(self, timeout_s: float) -> bool:
         """Wait up to `timeout_s` for stdin data and deliver its lines; False at EOF."""
         assert self._stdin is not None
-        began_ns = self.clock.monotonic_ns()
         try:
             ready, _, _ = select.select([self._stdin_fd], [], [], timeout_s)
         except (OSError, ValueError) as exc:
             self._stdin.state = f"error: {exc}"
             return False
+        looked = self._now()
         if not ready:
-            self._stdin_caught_up_ns = began_ns  # nothing came in the whole wait
+            self._stdin_read_to = looked
             return True
         try:
             data = os.read(self._stdin_fd, _READ_CHUNK)
         except OSError as exc:
             self._stdin.state = f"error: {exc.strerror}"
             return False
+        if len(data) < _READ_CHUNK:
+            self._stdin_read_to = looked  # all it held (a full chunk: more may be waiting)
         if not data:
             lines = self._stdin_splitter.flush()
             if lines:
@@ -639,9 +638,6 @@ class Tailer:
             self.on_notice("info", "log stdin: end of input")
             return False
         self._stdin.bytes += len(data)
-        # Less than a whole chunk: the pipe held no more, so all written before the wait began
-        # is read; a whole chunk may leave more behind it.
-        self._stdin_caught_up_ns = began_ns if len(data) < _READ_CHUNK else None
         said = self._stdin_splitter.nul_bytes
         lines = self._stdin_splitter.feed(data)
         if not said and self._stdin_splitter.nul_bytes:

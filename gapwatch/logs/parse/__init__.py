@@ -272,8 +272,7 @@ class LogParser:
         if events:
             timed = [e.t_wall_s for e in events if e.time_source not in READ_TIMES]
             if block is not None and block is self._panic and (
-                    block.stream == stream or block.closed
-                    or arrival_wall_s - block.last_arrival_wall_s >= panics.QUIET_S):
+                    block.stream == stream or block.ended(arrival_wall_s)):
                 self._panic = None
                 events.insert(0, self._panic_event(block, timed[0] if timed else None))
             if timed:
@@ -289,12 +288,12 @@ class LogParser:
     def due(self, now_wall_s: float) -> list[LogEvent]:
         """The live reader's clock reads `now_wall_s` (the arrival clock of `parse_line`) and
         no line came: the panic being read, as its event, once it has ended by that clock
-        (`PanicBlock.ended`: its `note:` line, or `panics.QUIET_S` with no line of its own),
-        else nothing. The event is the one `flush` or the next line would give (its time does
-        not come from the line after it, except where nothing else places it: then it waits
-        for `QUIET_S`). Without it a panic that killed the process was said only when the
-        restarted daemon's first line came, or never (`gapwatch.logs.follow` calls it after
-        each pass of the tailer)."""
+        (`PanicBlock.ended`: its `note:` line, or `panics.QUIET_S` with no line of its own,
+        `panics.CONTINUE_S` while a backtrace is pending), else nothing. The event is the one
+        `flush` or the next line would give (its time does not come from the line after it,
+        except where nothing else places it: then it waits for `QUIET_S`). Without it a panic
+        that killed the process was said only when the restarted daemon's first line came, or
+        never (`gapwatch.logs.follow` calls it after each pass of the tailer)."""
         block = self._panic
         if block is None or not block.ended(now_wall_s):
             return []
@@ -303,6 +302,16 @@ class LogParser:
             return []
         self._panic = None
         return [self._panic_event(block, None)]
+
+    def panic_being_read_s(self) -> float | None:
+        """The time its event will have (read live: a prefix's, else its first line's
+        arrival, `_panic_event`) of the panic still being read, or None: none is. Its event
+        is not handed on yet: what waits for it beside the log must wait
+        (`gapwatch.logs.follow`)."""
+        block = self._panic
+        if block is None:
+            return None
+        return block.prefix_s if block.prefix_s is not None else block.arrival_wall_s
 
     def _placed_by_next_line(self, block: panics.PanicBlock) -> bool:
         """Whether `block`'s time is the line after it's (`_panic_event`: read from a file, or
@@ -451,8 +460,7 @@ class LogParser:
                 self._panic = start
                 self.counters["panic_lines"] += 1
                 return out
-            if block is not None and block.stream == stream and not block.closed \
-                    and wall - block.last_arrival_wall_s < panics.QUIET_S * 60:
+            if block is not None and block.stream == stream and block.joins(wall):
                 block.add(text)
                 block.last_arrival_wall_s = wall
                 self.counters["panic_lines"] += 1

@@ -55,8 +55,10 @@ class ProverWatch(Protocol):
         on data time for a line that may never come, past its wait by then on that clock (a
         panic's other half: the process the panic killed writes none). `panic_read_s`: the
         time of a panic the reader is still reading (its event not handed on yet), which
-        what waits for it must wait for, by either clock, until the next call. The data's own
-        time does not move: only records move it."""
+        what waits for it must wait for, by either clock, until the next call. The data's
+        time moves on by that clock too, from when its latest time was read (a PoSt whose
+        lines stopped mid-proof goes late by it). Called only where every line written by
+        then was read, and never in a replay or a report."""
         ...
 
     def finish(self) -> list[ProverEvent]:

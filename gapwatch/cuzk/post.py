@@ -1,7 +1,8 @@
 """PoSt latency in cuzk: each WinningPoSt and WindowPoSt, phase by phase, against its deadline.
 
 Who calls it: `gapwatch.cuzk.watch.CuzkWatch` (fed every log event, live and offline). Pure: no
-clocks; "now" is the data's own time (`check`).
+clocks; "now" is the data's own time (`check`), which, followed live, the log reader's clock
+moves too where no line comes (`CuzkWatch.at`, `heard_at`).
 
 What cuzk writes for one PoSt (curio e0294b0f; ../shared/reference/cuzk-upstream-paths.md 4.5):
 `job enqueued job_id proof_kind priority` (scheduler.rs:67, the arrival; priority only orders
@@ -638,6 +639,14 @@ class PostTracker:
         if self._said:  # PoSt given up to make room for this one: said before it
             out, self._said = self._said + out, []
         return out
+
+    def heard_at(self, mono_s: float) -> None:
+        """Followed live, every line written before the reader's monotonic clock read `mono_s`
+        has been read (`CuzkWatch.at`): a time later than any arrival, by which a proof timed
+        on its engine's offsets is at least as far on (`_EngineClock.now`) as by an arrival
+        then. Not where arrivals mean nothing (`arrival_timed` False)."""
+        if self.arrival_timed and self._mono_now_s is not None and mono_s > self._mono_now_s:
+            self._mono_now_s = mono_s
 
     def _feed(self, ev: LogEvent) -> list[ProverEvent]:
         # Most events name no worker: that test first, as `PipelineFacts.feed` makes it.

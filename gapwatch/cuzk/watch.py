@@ -5,7 +5,11 @@ cost, errors, lost GPU jobs, the pinned pool churning: a warning before it fails
 Who calls it: the live session (`gapwatch.engine.runtime` builds it) and the offline detection
 loop (`gapwatch.offline.detect`), so that live, replayed and reported sessions say the same.
 Pure: "now" is the data's own time (the latest record's wall time), so a PoSt still running
-past its deadline is said late as soon as the data passes it, live or offline.
+past its deadline is said late as soon as the data passes it, live or offline. Followed live,
+the log reader's clock moves it too (`at`): the data's latest time, read at some moment on the
+reader's monotonic clock, is at least that time plus what that clock counted since (the line
+was written before it was read). A PoSt whose lines stop mid-proof (cuzk hung, or dead with
+its `/status`) was said late only at the next line or reading, or never.
 
 A restart resets what the other parts follow (the PoSt jobs in flight are said lost, the GPU
 queue is empty again, the pinned pool is empty again), as it resets cuzk's own state.
@@ -127,9 +131,14 @@ class CuzkWatch:
         """The live reader's clock (`ProverWatch.at`): each daemon's panic halves whose other
         half did not come within `PANIC_PAIR_S` of their arrival and is not the panic still
         being read, said alone (`Incidents.heard_by`; the reader does not say whose daemon
-        that panic is: each waits for it)."""
-        return [e for each in self.daemons.each
-                for e in each.incidents.heard_by(t_mono_ns, panic_read_s)]
+        that panic is: each waits for it); then its data's "now" moved on by that clock
+        (`_DaemonWatch.at`: a PoSt in flight past its deadline said late); each naming its
+        daemon where there are several (`Daemons.named`), as the same words said at a line
+        do."""
+        router, each = self.daemons.router, self.daemons.each
+        out = [e for i, d in enumerate(each)
+               for e in router.named(i, d.incidents.heard_by(t_mono_ns, panic_read_s))]
+        return out + [e for i, d in enumerate(each) for e in router.named(i, d.at(t_mono_ns))]
 
     def finish(self) -> list[ProverEvent]:
         # A file that ended on its start line (its daemon died on it): its restart is said
@@ -160,6 +169,10 @@ class _DaemonWatch:
         #: Error events, a panic and cuzk's line for it one (`gapwatch.cuzk.errors`).
         self.incidents = Incidents()
         self._now_s: float | None = None
+        #: When the record that moved `_now_s` last was read, on the live reader's monotonic
+        #: clock (a line's arrival, a reading's `t_mono_ns`; None: none read live, or moved by
+        #: a record without one): `at` moves `_now_s` on by that clock from it.
+        self._now_read_mono_ns: int | None = None
         self._checked_s = float("-inf")
 
     def feed_log(self, ev: LogEvent) -> list[ProverEvent]:
@@ -173,10 +186,8 @@ class _DaemonWatch:
             out += self._log(ev)
         # `now`, inline: every log event passes here.
         if later:
-            self._now_s = t
-            if t - self._checked_s >= CHECK_EVERY_S:
-                self._checked_s = t
-                out += self.post.check(t)
+            self._now_read_mono_ns = ev.t_arrival_mono_ns
+            out += self._moved_to(t, incidents=False)
         return out
 
     def feed(self, record: Record) -> list[ProverEvent]:
@@ -202,13 +213,41 @@ class _DaemonWatch:
         if not says_when_written(record, self.post.arrival_timed):
             return []  # read, not written, then: no "now" (it made May's PoSt 206 days late)
         if self._now_s is None or t > self._now_s:
-            self._now_s = t
-            out = self.incidents.due(t)
-            if t - self._checked_s >= CHECK_EVERY_S:
-                self._checked_s = t
-                out += self.post.check(t)
-            return out
+            self._now_read_mono_ns = (record.t_arrival_mono_ns if isinstance(record, LogEvent)
+                                      else record.t_mono_ns)
+            return self._moved_to(t)
         return []
+
+    def at(self, t_mono_ns: int) -> list[ProverEvent]:
+        """Followed live, every line written before the reader's monotonic clock read
+        `t_mono_ns` has been read (`LogFollower`'s `on_clock`): the data's "now" is at least
+        its latest time plus what that clock counted since that time was read (a line is
+        written before it is read; a reading's time is the reader's own), and moves there
+        (`_moved_to`: a PoSt in flight past its deadline is said late, once, as a later line
+        would say it). Only a time read on that clock moves it: nothing is compared between
+        cuzk's clock and gapwatch's, and a line read late (a slow reader, a backlog) only
+        makes it later. None moves it in a replay or a report (they are not told the
+        clock)."""
+        read_ns, now_s = self._now_read_mono_ns, self._now_s
+        if read_ns is None or now_s is None or t_mono_ns <= read_ns:
+            return []
+        self.post.heard_at(t_mono_ns / 1e9)
+        self._now_read_mono_ns = t_mono_ns
+        # Every pass, not every `CHECK_EVERY_S`: a pass is one call (a record may be one of
+        # thousands a second), and the late PoSt is said at the first past its deadline.
+        return self._moved_to(now_s + (t_mono_ns - read_ns) / 1e9, every=True)
+
+    def _moved_to(self, t: float, incidents: bool = True,
+                  every: bool = False) -> list[ProverEvent]:
+        """The data's time moved on to `t` (later than it was): the panic halves whose wait
+        is over said (`incidents`; a log line says them before its own events), and the
+        deadlines checked (at most every `CHECK_EVERY_S`, unless `every`)."""
+        self._now_s = t
+        out = self.incidents.due(t) if incidents else []
+        if every or t - self._checked_s >= CHECK_EVERY_S:
+            self._checked_s = t
+            out += self.post.check(t)
+        return out
 
     def finish(self) -> list[ProverEvent]:
         return self.incidents.finish() + self.post.finish(self._now_s)

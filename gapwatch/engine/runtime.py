@@ -323,17 +323,19 @@ def _blind_words(spots: tuple[BlindSpot, ...], total: tuple[int, float], byes: l
 
 
 def _follower(paths: list[str], config: Config, session: Session, from_start: bool,
-              clock: Clock, stdin_fd: int = 0) -> LogFollower:
+              clock: Clock, on_clock: Callable[[int, float | None], None],
+              stdin_fd: int = 0) -> LogFollower:
     """The log follower, on the session's clock: a line without a time of its own is stamped
     when it arrives, and that stamp must be on the same time line as the samples (a demo at
     `--speed 2` runs its samples, and its log's own timestamps, twice as fast as the wall).
-    Its clock ticks the session's watcher (`Session.on_reader_clock`): a panic that killed
-    the process waits for no line to be said."""
+    Its clock ticks the session's watcher (`on_clock`, a reader of the runtime's `AllReadBy`
+    over `Session.on_reader_clock`): a panic that killed the process waits for no line to be
+    said, nor a PoSt whose lines stopped to be said late."""
     from gapwatch.logs.follow import LogFollower
 
     return LogFollower(paths, config.logs.model_copy(update={"from_start": from_start}),
                        on_event=session.on_log_event, on_notice=session.on_notice,
-                       clock=clock, stdin_fd=stdin_fd, on_clock=session.on_reader_clock)
+                       clock=clock, stdin_fd=stdin_fd, on_clock=on_clock)
 
 
 #: What `build_runtime` raises when a command cannot start; the CLI prints the message on one
@@ -714,16 +716,21 @@ def _refuse_gzip_logs(paths: list[str]) -> None:
 
 def _add_followers(rt: Runtime, src: _OpenSource, paths: list[str], stdin_fd: int) -> None:
     """Follow the `--log` files (live sources only), and the simulator's own log."""
+    from gapwatch.logs.follow import AllReadBy
+
     config, session = rt.config, rt.session
+    # One clock for the session, every follower's lines read by its time (one follower's
+    # pass says nothing of another's files).
+    clocks = AllReadBy(session.on_reader_clock)
     if paths:
         rt.followers.append(_follower(paths, config, session, config.logs.from_start,
-                                      src.clock, stdin_fd))
+                                      src.clock, clocks.reader(), stdin_fd))
     if src.sim is not None and src.sim.log_path is not None:
         # The sim's log is new and empty: read it from its start, so that no line written
         # before the tailer's first look is lost.
         rt.sim_log_path = src.sim.log_path
         rt.followers.append(_follower([str(src.sim.log_path)], config, session, True,
-                                      src.clock))
+                                      src.clock, clocks.reader()))
 
 
 def _close_once_unread(rt: Runtime, logs: ReplayLogs) -> None:

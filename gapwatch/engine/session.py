@@ -296,12 +296,14 @@ class Session:
         self.on_record(notice)
 
     def on_reader_clock(self, t_mono_ns: int, panic_read_s: float | None = None) -> None:
-        """The live log reader's clock reads `t_mono_ns` with no line come (`gapwatch.logs.
-        follow`, after each pass), a panic of time `panic_read_s` still being read (None:
-        none): the watcher's words that waited for a line that may never come
-        (`ProverWatch.at`: a panic that killed the process has no cuzk line after it) go
-        where its other words go. Nothing is recorded of the tick itself: a replay says them
-        at its data's next record, or its end."""
+        """The live log reader's clock reads `t_mono_ns`, every line written before it read
+        (`gapwatch.logs.follow`, after each pass), a panic of time `panic_read_s` still being
+        read (None: none): the watcher's words that waited for a line that may never come
+        (`ProverWatch.at`: a panic that killed the process has no cuzk line after it; a PoSt
+        whose lines stopped mid-proof, past its deadline) go where its other words go.
+        Nothing is recorded of the tick itself: a replay says the panics at its data's next
+        record, or its end, and a PoSt late by the clock alone not at all (its data's time
+        never passed the deadline)."""
         with self._lock:
             if self._closed or self.watch is None:
                 return

@@ -39,9 +39,12 @@ clock where none comes: after each pass (the tailer's idle pass comes every `idl
 nothing is written), the parser is asked what has ended by the time up to which all written was
 read (`Tailer.read_to`: not now, as a log 8 MiB ahead is read in pieces that take seconds to
 parse), and `on_clock` is told that time and that of a panic still being read, for what waits
-beside the log (a panic's other half). A second panic kills the process with no `note:` line
-and no cuzk line after it: it was said only when the restarted daemon's first line came (20 s
-later under systemd), or never.
+beside the log (a panic's other half; the watcher's data "now", by which a PoSt in flight goes
+late). A second panic kills the process with no `note:` line and no cuzk line after it: it was
+said only when the restarted daemon's first line came (20 s later under systemd), or never; a
+PoSt whose lines stop mid-proof (cuzk hung or dead) was said late only at the next line or
+`/status` reading, or never. Several followers of one session (the simulator's own log beside
+`--log FILE`) tell it one clock, the earliest of theirs (`AllReadBy`).
 """
 
 from __future__ import annotations
@@ -77,6 +80,43 @@ class LogFollowerStatus:
     attributed: int = 0
 
 
+class AllReadBy:
+    """The one clock several followers tell (the `--log` files' and the simulator's own log's,
+    each a `LogFollower` of its own thread): the earliest of each one's latest time up to which
+    all written was read (`on_clock`), once each has told one, to `tell`, with the earliest
+    time of a panic any of them is still reading. One follower's pass says nothing of another's
+    files: the simulator's log, read every 50 ms, told the session its time while a `--log`
+    file was still behind, and a PoSt whose GPU_END was written on time in it could be said
+    late first. Its readers' `on_clock` (`reader`) may be called from their threads at once."""
+
+    def __init__(self, tell: Callable[[int, float | None], None]) -> None:
+        self._tell = tell
+        self._lock = threading.Lock()
+        #: Each reader's latest time and the panic it was reading then (None: none told yet).
+        self._latest: list[tuple[int, float | None] | None] = []
+
+    def reader(self) -> Callable[[int, float | None], None]:
+        """The `on_clock` of one more follower."""
+        with self._lock:
+            i = len(self._latest)
+            self._latest.append(None)
+
+        def told(t_mono_ns: int, panic_read_s: float | None) -> None:
+            with self._lock:
+                before = self._latest[i]
+                if before is not None and before[0] > t_mono_ns:
+                    t_mono_ns = before[0]
+                self._latest[i] = (t_mono_ns, panic_read_s)
+                told_all = [t for t in self._latest if t is not None]
+                if len(told_all) < len(self._latest):
+                    return
+                earliest = min(t for t, _ in told_all)
+                reading = [r for _, r in told_all if r is not None]
+            self._tell(earliest, min(reading) if reading else None)
+
+        return told
+
+
 class LogFollower:
     """Follow `paths` like `tail -F`, parse each line, call `on_event` for each event."""
 
@@ -88,9 +128,10 @@ class LogFollower:
         """`on_clock`: told the clock's monotonic time (the lines' arrival clock,
         `LogEvent.t_arrival_mono_ns`) after each pass read live (`_tick`), once
         the events the clock closed were handed on, and the time of the panic still being
-        read (`LogParser.panic_being_read_s`; None: none): what waits on data time beside the log
-        (a panic's other half, `gapwatch.cuzk.errors.Incidents`) is closed by it too, as no
-        line may come to move that data time (`Session.on_reader_clock`)."""
+        read (`LogParser.panic_being_read_s`; None: none): what waits on data time beside the
+        log (a panic's other half, `gapwatch.cuzk.errors.Incidents`; a PoSt's deadline,
+        `gapwatch.cuzk.watch`) is closed by it too, as no line may come to move that data
+        time (`Session.on_reader_clock`; several followers' through `AllReadBy`)."""
         self.clock: Clock = clock or SystemClock()
         self.parser = LogParser(logs_config)
         self._on_event = on_event

@@ -551,7 +551,7 @@ def demo_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeRuntime
                              "is_pinned=false")
     window = rt.store.snapshot().windows[0]
     rt.store.set_window(replace(window, pageable_gaps=5))
-    monkeypatch.setattr(GpuHeader, "_change_words", lambda self, view, gpu: DEMO_SETTING)
+    monkeypatch.setattr(GpuHeader, "_change_words", lambda self, view, gpu, gaps=True: DEMO_SETTING)
     return rt
 
 
@@ -604,3 +604,37 @@ async def test_three_gpus_with_the_copy_trace_at_80x24_keep_the_gap_table_and_th
     assert under_chart_rows(4, [2, 2, 1]) == [1, 2, 1]
     assert under_chart_rows(2, [2, 2, 1]) == [1, 1, 0]
     assert under_chart_rows(9, [2, 2, 1]) == [2, 2, 1]
+
+
+def demo_why(snap: object, gpu: int) -> object:
+    """`cuzk.why_now` as the demo had it at 80x24 (review6 #1): the setting with its step, and
+    a payoff over the verdict's own 30 s window resting on 15 gaps (the verdict counts 5)."""
+    from gapwatch.cuzk.knobs import RAISE_MARGIN
+    from gapwatch.cuzk.why_now import WhyNow
+
+    return WhyNow(gpu, "BREAKDOWN", "pinned_pool_exhausted", "slow copies",
+                  "[memory] safety_margin", "raise", 1.62, 11.5, RAISE_MARGIN, 30.0, 15)
+
+
+async def test_at_80x24_the_payoff_is_said_whole_live_and_paused_its_span_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """review6 #1: the verdict says its window ("5 gaps (slow copies) in the last 30 s"); the
+    payoff over that same window said "over the last 30 s" again, and paused (one line less)
+    it was cut inside (`payoff ~1.62x over …`), the hint's pointer gone. Now the span is said
+    once, the payoff's own gap count kept live (it is not the verdict's count) with the
+    pointer to the hint; paused, whole phrases go (the count, the pointer), never a cut."""
+    from gapwatch.ui.widgets import gpu_header
+
+    rt = demo_verdict(tmp_path, monkeypatch)
+    monkeypatch.undo()  # the real `_change_words`, over the demo's verdict facts
+    monkeypatch.setattr(gpu_header, "why_now", demo_why)
+    live, paused = await screens_after_keys(GapwatchApp(rt, wall_clock=fixed_wall), ["p"])
+    setting = "raise [memory] safety_margin (or lower total_budget if not auto); payoff ~1.62x"
+    head = flat("\n".join(live.splitlines()[2:5]))
+    assert head.endswith(f"{setting} (15 gaps) d: the hint")
+    assert "over the last" not in head
+    verdict = flat("\n".join(paused.splitlines()[3:5]))
+    assert "PAUSED" in paused.splitlines()[2]
+    # Two lines hold the verdict, the setting and the figure, not its count nor the pointer.
+    assert verdict == f"GPU0 BREAKDOWN since 09:07:06: 5 gaps (slow copies) in the last 30 s; {setting}"

@@ -57,14 +57,28 @@ class WhyNow:
     payoff_span_s: float | None = None
     payoff_gaps: int | None = None
 
-    def payoff_words(self) -> str:
+    def payoff_words(self, said_span_s: float | None = None, said_gaps: int | None = None,
+                     gaps: bool = True) -> str:
         """`payoff ~1.58x over the last 30 s (20 gaps)`, "" when there is no figure: the
-        headline's, the alert's and the event's (`core.payoff.gain_words`)."""
+        headline's, the alert's and the event's (`core.payoff.gain_words`).
+
+        `said_span_s`, `said_gaps`: what the line it goes into says already (the dashboard's
+        verdict leads with "14 gaps (slow copies) in the last 30 s"): a span or a gap count
+        it says the same is not said twice (`payoff ~1.60x (15 gaps)`, `payoff ~1.60x`); the
+        line read two windows where there was one, and at 80x24 paused the repeat cut the
+        payoff itself (`payoff ~1.62x over …`). `gaps` False: where the line says the span,
+        the figure alone (`payoff ~1.62x`), for a line too short for the payoff's own count."""
         if self.payoff_gain is None:
             return ""
         # Whole seconds, as the alert's `why` (a Prometheus template) can say them too.
         span = None if self.payoff_span_s is None else span_words(self.payoff_span_s,
                                                                    whole_seconds=True)
+        if (span is not None and said_span_s is not None
+                and round(self.payoff_span_s or 0.0) == round(said_span_s)):
+            # The line says this span already: the figure, and its count where it differs.
+            n = self.payoff_gaps
+            same = n is None or n == said_gaps or not gaps
+            return f"payoff {gain_words(self.payoff_gain, None, None if same else n)}"
         over = None if span is None else f"the last {span}"
         return f"payoff {gain_words(self.payoff_gain, over, self.payoff_gaps)}"
 

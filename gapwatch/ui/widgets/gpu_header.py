@@ -45,7 +45,7 @@ from gapwatch.core.health import (
 )
 from gapwatch.core.hints import HINT_SEP
 from gapwatch.core.models import Gap
-from gapwatch.core.verdict import verdict_words
+from gapwatch.core.verdict import STARVED, verdict_words
 from gapwatch.cuzk.why_now import NO_CAUSE, WhyNow, why_now
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.ui.fit import fit_indices, fit_phrases, index_digits
@@ -427,20 +427,24 @@ class GpuHeader(TextLines):
         line.truncate(width)
         return [line]
 
-    def _change_words(self, view: View, gpu: int) -> str:
+    def _change_words(self, view: View, gpu: int, gaps: bool = True) -> str:
         """`; set [scheduler] max_batch_size = 1; payoff ~1.80x over the last 30 s (12 gaps)` for
         the GPU's gaps in the window
         (`cuzk.why_now`, the alerts' and --on-event's facts: the setting with the way its
-        advice moves it), "" when no setting closes them; worked out once per store version."""
+        advice moves it), "" when no setting closes them; worked out once per store version.
+        `gaps` False: the payoff without its own gap count where the verdict says its span
+        (`WhyNow.payoff_words`), for lines too short for it."""
         key = (view.snap.version, gpu)
         if self._why is None or self._why[0] != key:
             self._why = (key, why_now(view.snap, gpu))
         why = self._why[1]
         if why.setting == NO_CAUSE:
             return ""
-        # The payoff with what it rests on, as the alert and the event say it: entered on 2
-        # gaps, "(payoff ~1.0x)" read as nothing to gain.
-        pay = f"; {why.payoff_words()}" if why.payoff_gain is not None else ""
+        # The payoff with what it rests on, as the alert and the event say it (entered on 2
+        # gaps, "(payoff ~1.0x)" read as nothing to gain), less what the verdict's words say
+        # already: its span ("in the last 30 s") and, where the same, its count.
+        span_s, count = said_window(view, gpu)
+        pay = f"; {why.payoff_words(span_s, count, gaps)}" if why.payoff_gain is not None else ""
         return f"; {why.change_words()}{pay}"
 
     def _verdict(self, view: View, width: int, budget: int, span: bool = True,
@@ -459,7 +463,11 @@ class GpuHeader(TextLines):
         words = operator_words(verdict_words(state, window, view.detector, span=span))
         brief = operator_words(
             verdict_words(state, window, view.detector, span=span, witness=False))
-        change = self._change_words(view, gpu) if name in ("GAPS", "BREAKDOWN") else ""
+        flagged = name in ("GAPS", "BREAKDOWN")
+        change = self._change_words(view, gpu) if flagged else ""
+        # The payoff's figure without its own count (the verdict says the window it is over):
+        # the last shortening, never a payoff cut inside (`payoff ~1.62x over …`).
+        bare = self._change_words(view, gpu, gaps=False) if flagged else ""
         chain = view.snap.chaining.get(gpu)
         # A fall of the chaining figure is said here ("chaining 93%→41%"); the figure itself
         # is on the health line.
@@ -472,10 +480,11 @@ class GpuHeader(TextLines):
         # The flag says what to do about it at once: the setting and its payoff, before the
         # hint. Where the lines are short, whole phrases go, never the setting: first the
         # chaining fall (the health line has the figure), then the copy trace's witness (the
-        # hint says the memory too, `d` shows it).
+        # hint says the memory too, `d` shows it), then the payoff's own gap count.
         bodies = tuple(dict.fromkeys((words + change + fall + lasting,
                                       words + change + lasting,
-                                      brief + change + lasting)))
+                                      brief + change + lasting,
+                                      brief + bare + lasting)))
         gap = latest_gap(view.snap.gaps, gpu) if name in ("GAPS", "BREAKDOWN", "IDLE") else None
         phrases = tuple(gap.hint.split(HINT_SEP)) if gap is not None and gap.hint else ()
         # After the data ended (IDLE) the hint is the last gap's, not a live one.
@@ -490,6 +499,20 @@ class GpuHeader(TextLines):
                 head, bodies, phrases, label, more, width, budget,
                 style("gpu-header--hint"), self.app.console))
         return list(self._verdict_drawn[1])
+
+
+def said_window(view: View, gpu: int) -> tuple[float | None, int | None]:
+    """The span and the gap count the verdict's words lead with (`core.verdict.window_words`:
+    "14 gaps (slow copies) in the last 30 s"): the window's span, and its pcie_starved gaps in
+    BREAKDOWN, its gaps in GAPS where they are of one kind (several kinds are counted each);
+    None where the words do not say it."""
+    window = view.snap.windows.get(gpu)
+    name = view.state_name(gpu)
+    if window is None or name not in ("GAPS", "BREAKDOWN"):
+        return None, None
+    if name == "BREAKDOWN":
+        return window.window_s, window.gaps.get(STARVED, 0)
+    return window.window_s, window.n_gaps if len(window.gaps) == 1 else None
 
 
 def verdict_text(head: tuple[str, Style], body: str, phrases: Sequence[str], keep: int,

@@ -804,6 +804,13 @@ class ProverEvent(Struct, frozen=True, gc=False, tag_field="type", tag="prover_e
     #: What caused it, as a fixed token where its watcher knows one: a restart's
     #: `how the run before ended` (cuzk: `sigint`, `killed`, `unknown`). None: none said.
     cause: str | None = None
+    #: Of an error: the partition its line named (None: none), and what happened without
+    #: where or which daemon (`GPU prove start task panicked: task 41 panicked ...`): the
+    #: footer's alert says the typed where first (`gpu`, `job_id`, `partition`), these words,
+    #: then `daemon` (`core.prover_watch.alert_line`), never parsing `message`. None: the
+    #: message alone says it (other kinds, recordings from before).
+    partition: int | None = None
+    what: str | None = None
     type: ClassVar[Literal["prover_event"]] = "prover_event"
 
     @property

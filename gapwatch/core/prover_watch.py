@@ -375,40 +375,35 @@ _ALERT_VERDICT: dict[str, str] = {"late": "LATE", "at_risk": "AT RISK",
                                   "failed": "FAILED"}
 
 
-def where_first(event: ProverEvent) -> tuple[str, str]:
-    """Where an event happened, out of its words: (`GPU 0 porep-1000-88 partition 1`, `GPU
-    prove start task panicked: task 41 ...`) of an error event whose words name its job and GPU
-    after what happened (`... panicked job porep-1000-88 partition 1 GPU 0: task 41 ...`,
-    `gapwatch.cuzk.pipeline.failure_words`); ("", the words) where they name neither. The
-    footer's one line is cut at the pane's edge: at 80 columns it was cut before the job, the
-    partition and the GPU, the facts an operator acts on (explore9 #6)."""
-    words = event.message
-    lead: list[str] = []
-    if event.gpu is not None and f" GPU {event.gpu}" in words:
-        words = words.replace(f" GPU {event.gpu}", "", 1)
-        lead.append(f"GPU {event.gpu}")
+def where_words(event: ProverEvent) -> str:
+    """`GPU 0 porep-1000-88 partition 1`: where an event happened, from its typed fields
+    (`gpu`, `job_id`, `partition`); "" where none is known. Never read out of its message:
+    a regex over cuzk's words was cuzk's phrasing in the core, and a daemon's log path
+    holding ` GPU 1` lost that text from the path (review6 #4)."""
+    lead = [f"GPU {event.gpu}"] if event.gpu is not None else []
     if event.job_id:
-        found = re.search(rf" job {re.escape(event.job_id)}( partition \d+)?(?![\w-])", words)
-        if found is not None:
-            words = words[:found.start()] + words[found.end():]
-            lead.append(event.job_id + (found[1] or ""))
-    return " ".join(lead), words
+        lead.append(event.job_id + (f" partition {event.partition}"
+                                    if event.partition is not None else ""))
+    return " ".join(lead)
 
 
 def alert_line(event: ProverEvent) -> str:
     """The footer's alert for `event`: `event_line`, a proof's verdict first (`prover proof
-    LATE at HH:MM:SS: ...`), an error's GPU, job and partition first (`where_first`). The
+    LATE at HH:MM:SS: ...`), an error's GPU, job and partition first (`where_words`), then
+    what happened (`ProverEvent.what`), its daemon last (`; daemon 127.0.0.1:9820`). The
     footer is one line cut at the pane's edge, and a proof's words end with its verdict: at 80
     columns a late WinningPoSt timed by its lower bound (`more than 36.0 s o…`) and one not
     timed at all read alike, both in the alert colour, and a WindowPoSt's long job id left
-    nothing past itself."""
+    nothing past itself; an error's daemon said before its words (as its message says it)
+    left `GPU 0 porep-1000-88 partition 1: daemon 127…`, no word of what happened."""
     proof = event.proof
     if proof is None:
-        where, words = where_first(event)
-        if not where:
+        if event.what is None:
             return event_line(event)
+        where = where_words(event)
+        daemon = f"; daemon {event.daemon}" if event.daemon else ""
         return (f"prover {event.kind.replace('_', ' ')} at {fmt.clock(event.t_wall_s)}: "
-                f"{where}: {words}")
+                f"{where + ': ' if where else ''}{event.what}{daemon}")
     if proof.given_up == "restart":
         verdict = "LOST in a restart"
     else:

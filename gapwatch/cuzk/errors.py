@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections import deque
 
 from gapwatch.core.models import LogEvent, ProverEvent
-from gapwatch.cuzk.pipeline import PANIC_KIND, failure_words, is_failure
+from gapwatch.cuzk.pipeline import PANIC_KIND, failure_what, failure_words, is_failure
 
 #: A panic message and a `... task panicked` line this close (s) are one incident: cuzk writes
 #: its line as soon as the task's JoinError comes back (Rust's hook printed the panic just
@@ -57,11 +57,13 @@ _OOM_NOTE = ("; cuzk pins sppark 0.1.14, which filecoin-project/lotus#13634 ties
 def error_event(ev: LogEvent) -> ProverEvent | None:
     if not is_failure(ev):
         return None
-    words = failure_words(ev)
+    words, what = failure_words(ev), failure_what(ev)
     if "out of memory" in words and ev.kind == "panic":
         words += _OOM_NOTE
+        what += _OOM_NOTE
     return ProverEvent(t_wall_s=ev.t_wall_s, kind="error", level="error",
-                       message=words, job_id=ev.job_id, gpu=ev.gpu)
+                       message=words, job_id=ev.job_id, gpu=ev.gpu, partition=ev.partition,
+                       what=what)
 
 
 def _half(ev: LogEvent) -> str | None:
@@ -78,7 +80,9 @@ def _one(panic: ProverEvent, line: ProverEvent) -> ProverEvent:
     """The incident as one event: cuzk's line (its job, GPU and time), then the panic's text."""
     return ProverEvent(t_wall_s=line.t_wall_s, kind="error", level="error",
                        message=f"{line.message}; its panic: {panic.message}",
-                       job_id=line.job_id, gpu=line.gpu)
+                       job_id=line.job_id, gpu=line.gpu, partition=line.partition,
+                       what=f"{line.what or line.message}; its panic: "
+                            f"{panic.what or panic.message}")
 
 
 class Incidents:

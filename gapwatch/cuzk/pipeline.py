@@ -2011,6 +2011,15 @@ def failure_words(ev: LogEvent) -> str:
     return fmt.visible(f"{ev.name}{where}{_error_tail(ev)}")
 
 
+def failure_what(ev: LogEvent) -> str:
+    """`failure_words` without where (job, partition, GPU): what happened and its error, the
+    words an error event's alert says after its typed where (`ProverEvent.what`). A panic's
+    and an over-budget request's words name no where of the line's: they are said whole."""
+    if ev.kind == PANIC_KIND or ev.name == BUDGET_OVER:
+        return failure_words(ev)
+    return error_words(ev)
+
+
 def error_words(ev: LogEvent) -> str:
     """A failure line's message and its error, without where (`proof failed:
     generate_winning_post_with_vanilla failed`): what a failed proof says of its failure

@@ -365,6 +365,42 @@ async def test_at_80x24_a_storm_of_notices_covers_at_most_a_quarter_of_the_pane(
                 assert covered <= 24 // 3
 
 
+#: A restart's notice with two daemons (review6 #7): longer than a toast at 80x24 holds.
+RESTART_NOTICE = (
+    "daemon 127.0.0.1:9820 (GPU 0): cuzk restarted with no shutdown line before it (killed or "
+    "crashed: cuzk handles SIGINT alone, so systemd's default SIGTERM, an OOM kill or a crash "
+    "ends it without a word)")
+
+
+async def test_at_80x24_a_toast_too_long_for_its_rows_is_cut_at_a_word_with_its_mark(
+    tmp_path: Path,
+) -> None:
+    """review6 #7: at 80x24 a toast holds 148 cells, and a restart's notice was cut inside a
+    word (`...systemd's default S…`). It ends at a whole word, ` …` after it."""
+    from textual.widgets._toast import Toast
+
+    from gapwatch.core.models import Notice
+    from gapwatch.ui.app import toast_room
+    from gapwatch.ui.messages import NoticeRaised
+
+    rt = FakeRuntime(make_config(tmp_path))
+    fill_breakdown(rt.store)
+    app = GapwatchApp(rt, wall_clock=fixed_wall)
+    async with app.run_test(size=(80, 24), notifications=True) as pilot:
+        await pilot.pause()
+        app.post_message(NoticeRaised(Notice(t_ns(50), WALL0_S + 50, "warning",
+                                             RESTART_NOTICE)))
+        await pilot.pause(0.3)
+        [toast] = list(app.screen.query(Toast))
+        shown = toast._notification.message
+    room = toast_room(80, 24)[1]
+    assert len(RESTART_NOTICE) > room >= len(shown)
+    assert shown.endswith(" …")
+    kept = shown.removesuffix(" …")
+    assert RESTART_NOTICE.startswith(kept) and RESTART_NOTICE[len(kept)] == " "
+    assert kept.endswith("systemd's default")
+
+
 @pytest.mark.parametrize("keys", [[], ["question_mark"], ["enter"]],
                          ids=["dashboard", "help", "gap detail"])
 async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(

@@ -871,12 +871,21 @@ def toast_text(message: str, max_cells: int = TOAST_MAX_CELLS) -> str:
     and a recording's are anyone's: a toast of a 900 KB notice was wrapped whole on the UI
     thread (4.6 s without a key answered) and stood thousands of rows tall. The whole notice
     is in the store and the recording. Cut by characters first, so nothing here reads the
-    whole of it."""
+    whole of it. Cut at a word, ` …` after it: cut mid-word at 80x24 it read `systemd's
+    default S…`; a word longer than half the room (a path) is cut inside, as it must be."""
     room = max_cells + 1  # a character more than fits, so `fit` says where it cut
     shown = fmt.visible(message[:room])
     if len(message) > room:
         shown += "…"
-    return fmt.fit(shown, max_cells, pad=False)
+    if fmt.cells(shown) <= max_cells:
+        return shown
+    # Room for " …" after the words kept: `fit` leaves a cell for its own mark.
+    body = fmt.fit(shown, max_cells - 1, pad=False)[:-1]
+    if shown[len(body)] != " ":
+        word_end = body.rfind(" ")
+        if word_end >= len(body) // 2:
+            body = body[:word_end]
+    return body.rstrip() + " …"
 
 
 def snapshot_message(path: Path, width: int) -> str:

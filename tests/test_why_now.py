@@ -140,3 +140,19 @@ def test_no_gap_in_the_window_or_no_window_yet_is_no_cause() -> None:
     assert why_now(_snap(), 0) == WhyNow(0, "BREAKDOWN")
     assert why_now(_snap(_gap(2, 75.0, 6.0), window=False), 0).cause == NO_CAUSE
     assert why_now(_snap(), 0).line() == "GPU0 BREAKDOWN"
+
+
+def test_the_payoff_leaves_out_only_what_its_line_says_already() -> None:
+    """review6 #1: the dashboard's verdict says its window ("14 gaps (slow copies) in the last
+    30 s"), and the payoff said "over the last 30 s" again. Over the same span it is not said
+    twice, a count that is the line's neither; a span the line does not say (21 s of data in
+    a 30 s window) and a count of other gaps are kept. Elsewhere (the alert, the hook) whole."""
+    why = WhyNow(0, "BREAKDOWN", "pinned_pool_exhausted", "slow copies",
+                 "[memory] safety_margin", "raise", 1.62, 11.5, RAISE_MARGIN, 30.0, 15)
+    assert why.payoff_words() == "payoff ~1.62x over the last 30 s (15 gaps)"
+    assert why.payoff_words(30.0, 14) == "payoff ~1.62x (15 gaps)"
+    assert why.payoff_words(30.0, 15) == "payoff ~1.62x"
+    assert why.payoff_words(30.0, 14, gaps=False) == "payoff ~1.62x"
+    early = WhyNow(0, "BREAKDOWN", "pinned_pool_exhausted", "slow copies",
+                   "[memory] safety_margin", "raise", 1.04, 0.8, RAISE_MARGIN, 21.0, 2)
+    assert early.payoff_words(30.0, 2) == "payoff ~1.04x over the last 21 s (2 gaps)"

@@ -37,8 +37,9 @@ from gapwatch.offline import (
     startup_lines,
 )
 from gapwatch.offline.report import ReportData, build_report, to_json
+from gapwatch.sinks.recorder import write_recording
 from gapwatch.sources import gzip_lines, recording, recording_set, time_window
-from gapwatch.sources.files import header_of
+from gapwatch.sources.files import data_end, header_of
 from gapwatch.sources.time_window import TimeWindow, WindowError, moment, resolve, seek_plain
 
 #: The split reports and parses below fork their workers as `gapwatch report` does, which they
@@ -496,6 +497,49 @@ def test_a_window_that_ends_in_an_idle_stretch_says_so_under_its_gpu(
     assert gpu[2].endswith(": an idle stretch its end cuts is no gap of it, as at a recording's "
                            "end; --until later reads it")
     assert "no busy reading in the window" not in report_of(path)
+
+
+def _gpu_line_under(report_text: str) -> str:
+    """The line under GPU 0's in a text report (the cut end's, where one is said)."""
+    return report_text.split("GPUs (busy", 1)[1].split("\n\n", 1)[0].splitlines()[2].strip()
+
+
+def _replay_said(path: Path, *window: str) -> list[str]:
+    """What `replay --headless` over `window` closes with of each GPU (`GPU0: ...`)."""
+    rc, _, err = _run("replay", str(path), "--headless", *window)
+    assert rc == 0, err
+    return [line.removeprefix("gapwatch replay: GPU0: ") for line in err.splitlines()
+            if line.startswith("gapwatch replay: GPU0: ")]
+
+
+def test_a_replay_of_a_window_that_ends_in_an_idle_stretch_says_it_as_its_report_does(
+    post_recorded: Path
+) -> None:
+    """`replay --headless --until` before the recording's end said nothing of the idle
+    stretch the window's end cuts (12 s into cuzk's restart), where `report` says it under
+    the GPU: the replay read every cut end as the recording's own."""
+    window = ("--since", "+60s", "--until", "+112s")
+    said = _gpu_line_under(report_of(post_recorded, *window))
+    assert said.endswith("--until later reads it")
+    assert _replay_said(post_recorded, *window) == [said]
+    assert _replay_said(post_recorded) == []
+
+
+def test_a_snapshots_replay_cut_earlier_by_until_says_the_windows_words_not_the_snapshots(
+    post_recorded: Path, tmp_path: Path
+) -> None:
+    """A snapshot's recording replayed with a `--until` before its data ends said of the gap
+    open at the window's end that it was "still open when it was taken": the window, not the
+    snapshot, cut it there, and `report` of the same window says so."""
+    read = recording.read_recording(post_recorded)
+    snapshot = tmp_path / "snapshot.jsonl.gz"
+    write_recording(snapshot, msgspec.structs.replace(
+        read.header, snapshot_wall_s=data_end(post_recorded)), list(read.records))
+    assert "a snapshot's recording" in report_of(snapshot)
+    window = ("--since", "+60s", "--until", "+112s")
+    said = _gpu_line_under(report_of(snapshot, *window))
+    assert said.endswith("--until later reads it")
+    assert _replay_said(snapshot, *window) == [said]
 
 
 def test_a_window_begun_mid_run_marks_no_first_wave_it_cannot_tell(

@@ -24,9 +24,9 @@ from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.stop_signals import POLL_S, StopSignals
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.engine.terminal import require_terminal
-from gapwatch.offline.cut_end import cut_by, idle_at_cut_end
+from gapwatch.offline.cut_end import CutBy, cut_by, data_after, idle_at_cut_end
 from gapwatch.sources.recording import RecordingError
-from gapwatch.sources.time_window import WindowError
+from gapwatch.sources.time_window import TimeWindow, WindowError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
         say(f"gapwatch replay: {exc}")
         return 2
     if args.headless:
-        return _headless(rt)
+        return _headless(rt, _cut_end_of(rt, args.file, window))
     from gapwatch.ui import start_and_show
 
     return start_and_show(rt, "replay")
@@ -70,24 +70,29 @@ def replay_speed(args: argparse.Namespace) -> float | None:
 MAX_WARNINGS_SHOWN = 20
 
 
-def _cut_end_lines(rt: Runtime) -> list[str]:
-    """A snapshot's recording: each GPU idle at its end, the gap still open when it was taken
-    (`offline.cut_end`, as `report` says it; the detector retracted it at the end of the data
-    whatever ended it)."""
+def _cut_end_of(rt: Runtime, path: str, window: TimeWindow | None) -> CutBy | None:
+    """What cut the end of the data replayed, as `report` has it (`offline.cut_end`): a
+    `--until` before the recording's data ends, else a snapshot's end; None where the data
+    ended there (or no recording is replayed)."""
+    if rt.replay is None:
+        return None
+    # The recording's header (the session's own is a new one: a replay may record itself).
+    return cut_by(rt.replay.recording.header, data_after(path, window))
+
+
+def _cut_end_lines(rt: Runtime, cut: CutBy | None) -> list[str]:
+    """Each GPU idle at a cut end (`_cut_end_of`), the gap still open there (`offline.cut_end`,
+    as `report` says it; the detector retracted it at the end of the data whatever ended it)."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
 
     det = rt.session.detector
-    if rt.replay is None or not isinstance(det, GapDetector):
-        return []
-    # The recording's header (the session's own is a new one: a replay may record itself).
-    cut = cut_by(rt.replay.recording.header, window_data_after=False)
-    if cut is None:
+    if cut is None or not isinstance(det, GapDetector):
         return []
     return [f"GPU{t.gpu}: {line}" for t in det.totals()
             if (line := idle_at_cut_end(t, cut)) is not None]
 
 
-def _headless(rt: Runtime) -> int:
+def _headless(rt: Runtime, cut: CutBy | None) -> int:
     states: Counter[str] = Counter()
     warnings: list[str] = []
     n_warnings = 0
@@ -117,7 +122,7 @@ def _headless(rt: Runtime) -> int:
     gaps = gap_counts_text(rt.store.snapshot().gap_tally)
     entered = ", ".join(f"{k} x{n}" for k, n in sorted(states.items())) or "none"
     say(f"gapwatch replay: gaps: {gaps}; states entered: {entered}")
-    for line in _cut_end_lines(rt):
+    for line in _cut_end_lines(rt, cut):
         say(f"gapwatch replay: {line}")
     dead = rt.status().dead_threads_text()
     if dead:

@@ -9,26 +9,40 @@ recording (`SessionHeader.snapshot_wall_s`: the session went on after it was tak
 stretch is the gap its summary.md and gaps.json give as still open then). A recording's own end
 says nothing: nothing came after it.
 
-Who calls it: `gapwatch.offline.report_text` (a line under each GPU of `gapwatch report`) and
+Who calls it: `gapwatch.offline.report` (`data_after`, kept on the report),
+`gapwatch.offline.report_text` (a line under each GPU of `gapwatch report`) and
 `gapwatch.commands.replay` (`replay --headless`'s closing lines).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from gapwatch.core import fmt
 from gapwatch.core.models import SessionHeader
 from gapwatch.core.track import GpuTotals
+from gapwatch.sources.files import data_end
+from gapwatch.sources.time_window import TimeWindow
 
 #: What cut the end of the data read while the data went on: a `--until` window's end, or a
 #: snapshot taken while the session ran.
 CutBy = Literal["window", "snapshot"]
 
 
+def data_after(path: str | Path, window: TimeWindow | None) -> bool:
+    """Whether the recording goes on past `window`'s end: its data's end read from the file's
+    end (`data_end`, a bounded read), True where that is not known; False without a window
+    or `--until`."""
+    if window is None or window.until_s is None:
+        return False
+    end_s = data_end(path)
+    return end_s is None or window.until_s < end_s
+
+
 def cut_by(header: SessionHeader, window_data_after: bool) -> CutBy | None:
     """What cut the end of the data read (`window_data_after`: a window's end lies before the
-    recording's data ends, `report._data_after`); None where the data ended there."""
+    recording's data ends, `data_after`); None where the data ended there."""
     if window_data_after:
         return "window"
     if header.snapshot_wall_s is not None:

@@ -79,6 +79,7 @@ from gapwatch.logs.files import LinesRead, log_file_events
 from gapwatch.logs.not_a_log import not_a_log_notes
 from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums, CopyTable, PageableSweep
+from gapwatch.offline.cut_end import data_after
 from gapwatch.offline.detect import (
     Detected,
     LogInput,
@@ -97,7 +98,7 @@ from gapwatch.offline.prover_events import ProverEvents, prover_events_json
 from gapwatch.offline.report_parallel import detect_parallel, plan_workers
 from gapwatch.offline.startup_lines import window_lead_in
 from gapwatch.offline.throughput import clock_stepped_back_s, no_data_stretches
-from gapwatch.sources.files import data_end, data_span, header_of, read_any, refuse_a_stream
+from gapwatch.sources.files import data_span, header_of, read_any, refuse_a_stream
 from gapwatch.sources.recording import Reading, StillWritten
 from gapwatch.sources.time_window import TimeWindow
 
@@ -187,7 +188,7 @@ class ReportData:
     #: The part of the recording read (`--since`/`--until`), or None: the whole of it.
     window: TimeWindow | None = None
     #: Whether the recording's data goes on past the window's end (or its end is not known):
-    #: a later `--until` reads more of it (`_data_after`).
+    #: a later `--until` reads more of it (`cut_end.data_after`).
     data_after: bool = False
     #: The `TABLE_ROWS` longest closed gaps, in start order (the text's gap table, where there
     #: are more: a day's first rows are its first minute; `_GapSums`).
@@ -255,7 +256,7 @@ def build_report(
             tell(progress, "summing up")
             report = summarise(path, found, logs, config.detector.window_s, paths.result(),
                                window)
-            report.data_after = _data_after(path, window)
+            report.data_after = data_after(path, window)
             return report
 
 
@@ -667,15 +668,6 @@ def _unsampled(named: Iterable[int], totals: list[GpuTotals]) -> list[str]:
             "neither busy nor idle, left out of every figure"
             for i in sorted(set(named) - sampled)]
 
-
-def _data_after(path: str | Path, window: TimeWindow | None) -> bool:
-    """Whether the recording goes on past `window`'s end: its data's end read from the file's
-    end (`data_end`, a bounded read), True where that is not known; False without a window
-    or `--until`."""
-    if window is None or window.until_s is None:
-        return False
-    end_s = data_end(path)
-    return end_s is None or window.until_s < end_s
 
 
 def _rows_left_out(timeline: TimelineBuilder | None) -> int:

@@ -53,7 +53,7 @@ def cut_by(header: SessionHeader, window_data_after: bool) -> CutBy | None:
 def idle_at_cut_end(t: GpuTotals, cut: CutBy | None) -> str | None:
     """For a GPU whose gap was still open at a cut end (`GpuTotals.open_at_end`: the
     detector's, retracted there, no busy reading bounding it in the data read), that gap said
-    as cut there: after the GPU's last busy reading, its kind and idle time so far; None where
+    as cut there, one sentence for both cuts: its kind, start and idle time so far; None where
     the end was not cut or no gap was open at it (an idle stretch shorter than the detector's
     min gap is none). A window that ended 10 s into a restart's idle said "busy 100 %, no
     gaps" and nothing more; a snapshot taken the moment a GPU entered BREAKDOWN on a gap still
@@ -61,14 +61,10 @@ def idle_at_cut_end(t: GpuTotals, cut: CutBy | None) -> str | None:
     gap = t.open_at_end
     if cut is None or gap is None or t.last_busy_s is None:
         return None
-    # "No busy reading", not "idle": a hole in the data may lie in it (not counted as idle).
-    idle_s = t.last_wall_s - t.last_busy_s
-    after = f"(after {fmt.clock(t.last_busy_s, millis=True)})"
-    if cut == "window":
-        return (f"no busy reading in the window's last {idle_s:.1f} s {after}: an idle stretch "
-                "its end cuts is no gap of it, as at a recording's end; --until later reads it")
-    return (f"no busy reading in the snapshot's last {idle_s:.1f} s {after}: the {gap.kind} gap "
-            f"from {fmt.clock(gap.start_s, millis=True)} still open when it was taken, idle "
-            f"{fmt.duration(gap.idle_s)} so far, cut by its end (no gap of it, as at a "
-            "recording's end; the snapshot's summary.md and gaps.json give it as the detector "
-            "had it then)")
+    # One sentence for both cuts: only what the reader can do about it differs (a window's
+    # end moves with --until; a snapshot's is fixed, its own files had the gap open).
+    hint = ("--until later reads it" if cut == "window"
+            else "the snapshot's summary.md and gaps.json give it as the detector had it then")
+    return (f"the {gap.kind} gap from {fmt.clock(gap.start_s, millis=True)} still open at the "
+            f"{cut}'s end, idle {fmt.duration(gap.idle_s)} so far: cut there, no gap of it "
+            f"(as at a recording's end); {hint}")

@@ -53,3 +53,16 @@ def test_a_recording_still_being_written_is_a_warning_of_the_report_said_once(
     assert not any("still being written" in p
                    for p in json.loads(capsys.readouterr().out)["problems"])
 
+
+
+def test_a_recording_still_being_written_is_said_once_by_its_perfetto_export(
+        being_written: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`export --format perfetto` says the report's warnings, then what the reader found: the
+    reader's still-written line came beside the warning that quotes it, twice."""
+    with being_written.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # the writer's lock, as the recorder holds it
+        assert main(["export", str(being_written), "--out", str(tmp_path / "t.json")]) == 0
+    err = capsys.readouterr().err
+    n = sum(1 for _ in being_written.open("rb"))
+    said = [line for line in err.splitlines() if "still being written" in line]
+    assert said == [f"gapwatch export: warning: {being_written} {STILL.format(n=n)}"], err

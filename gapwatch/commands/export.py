@@ -103,8 +103,8 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     unkept_said = (f", {unkept} more prover events counted but not drawn (the first "
                    f"{MAX_KEPT:,} of each kind are)" if unkept else "")
     # What the report says of its input (a log of another run, the data's own problems),
-    # in its words, then what reading the samples found.
-    said = [*report.warnings, *recording.problems_said()]
+    # in its words, then what reading the samples found (less what the warnings say).
+    said = [*report.warnings, *recording.problems_said(beside_report=True)]
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
             "https://ui.perfetto.dev or chrome://tracing"), said
 
@@ -189,7 +189,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     finally:
         STDERR.erase()  # no progress left on the screen
     say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
-    for line in said:  # in the words `report` and `replay` say them
+    for line in said:  # the report's warnings, then the reader's lines as `replay` says them
         say(f"gapwatch export: warning: {line}")
     return 0
 

@@ -458,9 +458,9 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
     counters.update({f"detector_{k}": v for k, v in found.detector_counters.items()})
     found.counters = counters
     _count_logs(found, logs)
+    found.still_written = rec.still_written
     # Said once: the report's warning carries the reader's line and why (`_still_written`).
-    still = found.still_written = rec.still_written
-    found.problems = [p for p in rec.problems if still is None or p != still.said]
+    found.problems = rec.problems_kept(beside_report=True)
     return found
 
 

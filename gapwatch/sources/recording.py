@@ -263,12 +263,23 @@ class Recording:
         if close is not None:
             close()
 
-    def problems_said(self) -> list[str]:
-        """What reading found, in the words every command says it in (once read to its end):
-        each problem kept, then, where more were counted than kept, one line of the counts.
-        `replay` said the lines, `report` listed them, and `export` printed the counters
-        as a Python dict (`(reader counters: {'not_read': 1})`) or, for Perfetto, nothing."""
-        said = list(self.problems)
+    def problems_kept(self, beside_report: bool = False) -> list[str]:
+        """The problems kept; `beside_report`: less the still-written line (`still_written`),
+        which a report's warning says with the line read to and why more may come
+        (`report._still_written`): beside it, the line was said twice."""
+        still = self.still_written
+        if not beside_report or still is None:
+            return list(self.problems)
+        return [p for p in self.problems if p != still.said]
+
+    def problems_said(self, beside_report: bool = False) -> list[str]:
+        """What reading found, as lines, in the words `replay` and `export` say it in (once
+        read to its end): each problem kept (`problems_kept`: `beside_report` where a
+        report's warnings are said too), then, where more were counted than kept, one line of
+        the counts. `export` printed the counters as a Python dict (`(reader counters:
+        {'not_read': 1})`) or, for Perfetto, nothing. `report` lists them its own way: its
+        `Input:` line counts the detector's counters too (`report_text`)."""
+        said = self.problems_kept(beside_report)
         # The reader keeps the first MAX_PROBLEMS messages only: past them the counts are
         # all there is (a folder of 100,000 non-recordings was said as the 20 shown).
         if sum(self.counters.values()) > len(self.problems):

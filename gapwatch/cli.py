@@ -78,24 +78,25 @@ LOG_HELP: dict[str, str] = {
 #: refusal of a simulator speed past `MAX_SCALED_SPEED` advises (`check_flags_fit_source`).
 #: `demo` takes no `--speed 0` (over before its first redraw: `commands.demo`); its refusal
 #: of `--speed 1001` advised `--speed 0` all the same.
+SPEED_HELP_SOURCE = ("sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most "
+                     f"{MAX_SCALED_SPEED:g})")
+SPEED_FASTEST_SOURCE = "--speed 0 runs it as fast as it can"
 SPEED_HELP: dict[str, str] = {
     "demo": "simulator speed: 1 = real time (default), 4 = four times as fast (at most "
             f"{MAX_SCALED_SPEED:g})",
-    "watch": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most "
-             f"{MAX_SCALED_SPEED:g})",
-    "record": "sim/replay speed: 1 = real time, 0 = as fast as possible (sim: at most "
-              f"{MAX_SCALED_SPEED:g})",
+    "watch": SPEED_HELP_SOURCE, "record": SPEED_HELP_SOURCE,
     "replay": "1 = the recorded pace (default), 0 = as fast as possible (default with "
               "--headless)",
 }
 SPEED_FASTEST: dict[str, str] = {
     "demo": f"--speed {MAX_SCALED_SPEED:g} is its fastest",
-    "watch": "--speed 0 runs it as fast as it can",
-    "record": "--speed 0 runs it as fast as it can",
+    "watch": SPEED_FASTEST_SOURCE, "record": SPEED_FASTEST_SOURCE,
 }
 
 
-def _common(p: argparse.ArgumentParser, flags: tuple[str, ...], command: str = "") -> None:
+def _common(p: argparse.ArgumentParser, flags: tuple[str, ...], command: str) -> None:
+    """The shared flags `command` takes (`COMMON_FLAGS`), their help its own where it differs
+    (`LOG_HELP`, `SPEED_HELP`: each command with the flag has an entry)."""
     g = p.add_argument_group("common options")
     g.add_argument("--config", type=argtypes.path, default=None, metavar="FILE",
                    help="TOML config file")
@@ -119,7 +120,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...], command: str = "
             action="append",
             default=[],
             metavar="PATH",
-            help=LOG_HELP.get(command, LOG_HELP_FOLLOWED),
+            help=LOG_HELP[command],
         )
     if "from-start" in flags:
         g.add_argument("--from-start", action="store_true", help="read logs from their start")
@@ -128,7 +129,7 @@ def _common(p: argparse.ArgumentParser, flags: tuple[str, ...], command: str = "
             "--speed",
             type=argtypes.speed,
             default=None,
-            help=SPEED_HELP.get(command, SPEED_HELP["watch"]),
+            help=SPEED_HELP[command],
         )
     if "seed" in flags:
         g.add_argument("--seed", type=int, default=None, help="simulator seed")

@@ -17,7 +17,7 @@ from gapwatch.cli import main
 from gapwatch.commands.fleet import options, table_lines
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import box_detail, post_line
-from gapwatch.fleet.queries import JOBS_WITH_ROWS, QUERIES
+from gapwatch.fleet.queries import JOBS_WITH_ROWS, QUERIES, render
 from gapwatch.fleet.rows import (
     COLUMNS,
     MAX_COUNT,
@@ -713,12 +713,16 @@ def test_a_down_box_ranked_for_its_posts_says_them_and_its_last_known_figures_ar
     assert cells(FleetRow("b", "0", stale=False, busy_ratio=0.5))[3] == "50%"
 
 
+#: The jobs query as a refresh asks it (the default lookback; it names no selector).
+JOBS_ASKED = render(JOBS_WITH_ROWS, "", "1h")
+
+
 def test_an_empty_table_names_the_selector_and_the_job_that_has_gapwatchs_rows(
         capsys: pytest.CaptureFixture[str]) -> None:
     # The scrape job named "gpu-boxes": `fleet --once` printed "(no gapwatch target in
     # Prometheus)", exit 0, naming neither the selector it used nor `--selector`.
     with fake_prometheus() as fake:
-        fake.replies[JOBS_WITH_ROWS.format(lb="1h")] = vector(({"job": "gpu-boxes"}, 1.0))
+        fake.replies[JOBS_ASKED] = vector(({"job": "gpu-boxes"}, 1.0))
         assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1:] == [
@@ -733,7 +737,7 @@ def test_an_empty_table_names_five_jobs_and_how_many_more_whatever_prometheus_an
     Prometheus, a proxy that drops the `topk`) printed one 5.4 MB line naming every one. The
     jobs with the most boxes are named, the rest counted."""
     with fake_prometheus() as fake:
-        fake.replies[JOBS_WITH_ROWS.format(lb="1h")] = vector(
+        fake.replies[JOBS_ASKED] = vector(
             *(({"job": f"j{i:02d}"}, float(i % 7)) for i in range(20)))
         assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
     assert capsys.readouterr().out.splitlines()[2] == (
@@ -747,7 +751,7 @@ def test_an_empty_table_with_no_job_of_gapwatchs_rows_asks_whether_it_is_scraped
     with fake_prometheus() as fake:
         assert main(["fleet", "--prometheus", fake.url, "--once", "--selector",
                      'job="x"']) == 0
-        assert JOBS_WITH_ROWS.format(lb="1h") in fake.asked
+        assert JOBS_ASKED in fake.asked
     assert capsys.readouterr().out.splitlines()[1:] == [
         "(no gapwatch target in Prometheus matches --selector 'job=\"x\"')",
         "(no scrape job has gapwatch's metrics: is gapwatch's /metrics scraped? docs/fleet.md)"]
@@ -757,4 +761,4 @@ def test_a_table_with_rows_never_asks_which_jobs_have_them() -> None:
     with fake_prometheus() as fake:
         box(fake, "a:9400", 1, "GAPS")
         refresh(PromClient(fake.url), FleetOptions())
-        assert JOBS_WITH_ROWS.format(lb="1h") not in fake.asked
+        assert JOBS_ASKED not in fake.asked

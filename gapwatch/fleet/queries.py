@@ -202,8 +202,9 @@ def more_matchers(sel: str) -> str:
 #: gapwatch's rows, whatever the selector. A scrape job named other than `gapwatch` gave an
 #: empty table, exit 0, naming neither the selector used nor `--selector`.
 JOBS_SHOWN = 5
-JOBS_WITH_ROWS = (f"topk({JOBS_SHOWN}, count by (job) "
-                  "(last_over_time(gapwatch_gpu_chain_state[{lb}]) == 1))")
+JOBS_WITH_ROWS = Query("jobs_with_rows",
+                       f"topk({JOBS_SHOWN}, count by (job) "
+                       "(last_over_time(gapwatch_gpu_chain_state[{lb}]) == 1))", per="box")
 
 
 def render(q: Query, sel: str, lookback: str) -> str:

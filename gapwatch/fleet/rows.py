@@ -331,19 +331,17 @@ def _jobs_with_rows(client: PromClient, opts: FleetOptions, started: float
     if left <= 0:
         return None, 0.0
     try:
-        found = client.instant(JOBS_WITH_ROWS.format(lb=opts.lookback), left)
+        found = client.instant(render(JOBS_WITH_ROWS, opts.selector, opts.lookback), left)
     except PromError:
         return None, client.last_wait_s
     return _ranked_jobs(found), client.last_wait_s
 
 
 def _ranked_jobs(found: list[Series]) -> list[str]:
-    """The jobs of `found` (each once), most boxes first as `topk` ranks them, then by name."""
-    boxes: dict[str, float] = {}
-    for s in found:
-        job = s.labels.get("job", "")
-        boxes[job] = max(boxes.get(job, 0.0), s.value or 0.0)
-    return sorted(boxes, key=lambda job: (-boxes[job], job))
+    """The jobs of `found`, most boxes first as `topk` ranks them, then by name (`count by
+    (job)`: one series a job). A count not read sorts last: only the order uses it."""
+    ranked = sorted(found, key=lambda s: (-(s.value or 0.0), s.labels.get("job", "")))
+    return [s.labels.get("job", "") for s in ranked]
 
 
 def _budget_left_s(opts: FleetOptions, started: float) -> float:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -32,18 +34,28 @@ def github_anchor(heading: str) -> str:
     return "".join(c for c in text if c.isalnum() or c in "_- ").replace(" ", "-")
 
 
-def _outside_code(text: str) -> list[tuple[int, str]]:
-    """The page's lines (numbered from 1) outside fenced code blocks, code spans blanked: a
-    `[x](y)` or `# comment` inside code is no link or heading."""
-    out: list[tuple[int, str]] = []
+#: What a line of a page is to the fence walker (`_walk`): a fence (opening or closing a code
+#: block), a line inside a code block, or text.
+LineKind = Literal["fence", "code", "text"]
+
+
+def _walk(text: str) -> Iterator[tuple[int, str, LineKind]]:
+    """Each line of a page (numbered from 1) and what it is: the one fence walker of the
+    link check and the flag check."""
     fenced = False
     for n, line in enumerate(text.splitlines(), 1):
         if _FENCE.match(line):
             fenced = not fenced
-            continue
-        if not fenced:
-            out.append((n, line))
-    return out
+            yield n, line, "fence"
+        else:
+            yield n, line, "code" if fenced else "text"
+
+
+def _outside_code(text: str) -> list[tuple[int, str]]:
+    """The page's lines (numbered from 1) outside fenced code blocks: a `[x](y)` or
+    `# comment` in a code block is no link or heading. Code spans are left in (`broken_links`
+    blanks them; a heading keeps their text)."""
+    return [(n, line) for n, line, kind in _walk(text) if kind == "text"]
 
 
 def anchors_of(page: Path) -> set[str]:
@@ -66,6 +78,7 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
     """`page:line: target: why` for each relative link of `page` that reaches nothing (the
     paths said relative to `root`)."""
     out = []
+    anchors: dict[Path, set[str]] = {}  # each page linked to read once, not once a link
     for n, line in _outside_code(page.read_text()):
         for target in _LINK.findall(re.sub(r"`[^`]*`", "", line)):
             if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:: not followed here
@@ -74,10 +87,17 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
             dest = (page.parent / path_part).resolve() if path_part else page
             if not dest.exists():
                 out.append(f"{page.relative_to(root)}:{n}: {target}: no such file")
-            elif anchor and dest.suffix == ".md" and anchor not in anchors_of(dest):
+            elif anchor and dest.suffix == ".md" and anchor not in _cached(anchors, dest):
                 out.append(f"{page.relative_to(root)}:{n}: {target}: no heading of "
                            f"{dest.relative_to(root)} has that anchor")
     return out
+
+
+def _cached(anchors: dict[Path, set[str]], page: Path) -> set[str]:
+    """`anchors_of(page)`, read once into `anchors`."""
+    if page not in anchors:
+        anchors[page] = anchors_of(page)
+    return anchors[page]
 
 
 @pytest.mark.parametrize("heading, anchor", [
@@ -131,17 +151,15 @@ def _paragraphs(text: str) -> list[tuple[str, str]]:
     """(heading above, text) of each paragraph of a page, its lines joined (a table is one:
     its cells are clauses), and of each line of a fenced code block."""
     out: list[tuple[str, str]] = []
-    heading, fenced = "", False
+    heading = ""
     held: list[str] = []
-    for line in [*text.splitlines(), ""]:
-        fence, m = _FENCE.match(line), _HEADING.match(line)
-        if fenced or fence or m or not line.strip():
+    for _n, line, kind in [*_walk(text), (0, "", "text")]:  # a blank line ends the last
+        m = _HEADING.match(line) if kind == "text" else None
+        if kind != "text" or m or not line.strip():
             if held:
                 out.append((heading, " ".join(held)))
                 held = []
-            if fence:
-                fenced = not fenced
-            elif fenced:
+            if kind == "code":
                 out.append((heading, line))
             elif m:
                 heading = m.group(2)

@@ -76,11 +76,16 @@ def _order(c: CopyRecord) -> tuple[float, int]:
     return c.end_wall_s, c.correlation_id
 
 
-def _replayed(recording: Path, capsys: pytest.CaptureFixture[str]) -> str:
-    """`gapwatch replay FILE --headless`: its closing line."""
+def _replayed_err(recording: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """`gapwatch replay FILE --headless`: what it said (standard error)."""
     capsys.readouterr()
     assert main(["replay", str(recording), "--headless"]) == 0
-    closing = re.search(r"^gapwatch replay: gaps: .*$", capsys.readouterr().err, re.M)
+    return capsys.readouterr().err
+
+
+def _replayed(recording: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    """`gapwatch replay FILE --headless`: its closing line."""
+    closing = re.search(r"^gapwatch replay: gaps: .*$", _replayed_err(recording, capsys), re.M)
     assert closing is not None
     return closing.group(0)
 
@@ -150,9 +155,7 @@ def test_the_snapshots_report_says_the_gap_still_open_when_it_was_taken_cut_by_i
 
 def test_the_snapshots_headless_replay_says_the_gap_still_open_cut_by_its_end(
         taken: Taken, capsys: pytest.CaptureFixture[str]) -> None:
-    capsys.readouterr()
-    assert main(["replay", str(taken.recording), "--headless"]) == 0
-    err = capsys.readouterr().err
+    err = _replayed_err(taken.recording, capsys)
     said = [line for line in err.splitlines() if line.startswith("gapwatch replay: GPU0: ")]
     assert len(said) == 1, err
     assert _cut_words(taken.open_gap()) in said[0]

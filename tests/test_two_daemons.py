@@ -1169,3 +1169,23 @@ def test_another_daemons_or_circuits_open_first_wave_does_not_explain_away_an_un
     assert design.holds(at_s, "partition synthesis complete")
     assert not design.holds(at_s + 3600, "partition synthesis complete")
     assert not design.holds(at_s, "SnapDeals partition synthesis complete")
+
+
+def test_a_panic_said_by_the_readers_clock_names_its_daemon() -> None:
+    """A panic in the PoSt daemon's log that killed it (no line after it): said by the live
+    reader's clock (`CuzkWatch.at`), not by a line. Every other path named the daemon its
+    events are of; this one named none, so with two daemons nobody could tell whose cuzk died."""
+    watch = CuzkWatch()
+    for ev in _events({"porep.log": POREP, "post.log": POST}):
+        watch.feed(ev)
+    t_s = max(e.t_wall_s for e in _events({"post.log": POST})) + 1.0
+    arrived_ns = 5_000_000_000
+    panic = LogEvent(t_wall_s=t_s, time_source="arrival", kind="panic",
+                     name="thread 'tokio-runtime-worker' panicked", stream="post.log",
+                     raw="thread 'tokio-runtime-worker' panicked at src/engine.rs:1:1:",
+                     level="ERROR", t_arrival_mono_ns=arrived_ns)
+    assert watch.feed(panic) == []  # it waits for cuzk's line, which never comes
+    [said] = watch.at(arrived_ns + 3_000_000_000, None)
+    assert said.kind == "error"
+    assert (said.daemon, said.daemon_gpus) == ("127.0.0.1:9830", [1])
+    assert said.message.startswith("daemon 127.0.0.1:9830 (GPU 1): ")

@@ -121,13 +121,12 @@ class CuzkWatch:
         (`Daemons.named`); the daemons said once the second shows."""
         out, new = self.daemons.feed_log(ev, _DaemonWatch.feed_log)
         router = self.daemons.router
-        if out and router.several:
-            out = router.named(router.of_stream(ev.stream), out)
+        out = router.named(router.of_stream(ev.stream), out)
         if new:
             out.insert(0, router.note())
         return out
 
-    def at(self, t_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
+    def at(self, t_mono_ns: int, panic_read_s: float | None) -> list[ProverEvent]:
         """The live reader's clock (`ProverWatch.at`): each daemon's panic halves whose other
         half did not come within `PANIC_PAIR_S` of their arrival and is not the panic still
         being read, said alone (`Incidents.heard_by`; the reader does not say whose daemon

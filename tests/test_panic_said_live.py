@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -107,6 +108,22 @@ def test_a_note_line_ends_the_block_at_the_readers_next_look_unless_the_next_lin
     assert alone.time_source == "backlog"
 
 
+def test_a_backlog_panic_still_being_read_is_at_the_time_its_event_will_have() -> None:
+    """A followed backlog's panic after a timed line is placed by that line ("around"), not by
+    when it was read. While it is still being read, the time told to what waits for it
+    (`panic_being_read_s`: cuzk's line pairs within `PANIC_PAIR_S` of it) was its reading's,
+    minutes after its own: cuzk's line, written at the panic, was compared against the wrong
+    time and said alone."""
+    parser = LogParser()
+    for line in _started(T0_S):
+        parser.parse_line(line, "cuzk.log", 1, T0_S + 600.0, backlog=True)
+    for line in PANIC:
+        parser.parse_line(line, "cuzk.log", 2, T0_S + 600.0, backlog=True)
+    assert parser.panic_being_read_s() == T0_S
+    [panic] = parser.flush()
+    assert (panic.time_source, panic.t_wall_s) == ("around", T0_S)
+
+
 def _lines_at(path: Path, lines: list[str]) -> None:
     with open(path, "a") as f:
         f.write("".join(line + "\n" for line in lines))
@@ -202,6 +219,26 @@ def test_piped_to_stdin_a_panic_then_silence_is_said_by_the_readers_clock() -> N
     assert events[0].t_wall_s == T0_S and events[0].fields["cuda_error"] == "out of memory"
 
 
+def _eight_mib_ending_in_a_panic() -> bytes:
+    """A run's start lines, filler, then a panic and its `note:` line: 8 MiB, one read's worth
+    (`Tailer`), the panic at its very end."""
+    panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
+    filler = b"x" * 8191 + b"\n"
+    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
+    room = (8 << 20) - len(head) - len(panic)
+    pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
+    return head + filler * (room // len(filler)) + pad + panic
+
+
+def _slow_consumer(session: Session, clock: FakeClock) -> Callable[[LogEvent], None]:
+    """The session's log consumer, each event moving `clock` on: parsing a read of 8 MiB
+    takes seconds (1024 events take 10 `PANIC_PAIR_S`)."""
+    def consume(e: LogEvent) -> None:
+        session.on_log_event(e)
+        clock.advance_ns(int(10 * PANIC_PAIR_S * 1e9 / 1024))
+    return consume
+
+
 def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_line(
         tmp_path: Path) -> None:
     """`--from-start` reads 8 MiB of a file a pass: a panic at the end of one read is not
@@ -209,25 +246,17 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_l
     read's), before the next read brings the line after it (cuzk's `task panicked`): one
     incident, not a lone panic and a lone line."""
     log = tmp_path / "cuzk.log"
-    panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
-    filler = b"x" * 8191 + b"\n"
-    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
-    room = (8 << 20) - len(head) - len(panic)
-    pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
     error = (f"{_stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
              "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
              'GPU prove start task panicked error=task 41 panicked with message "x"\n')
-    log.write_bytes(head + filler * (room // len(filler)) + pad + panic + error.encode())
+    log.write_bytes(_eight_mib_ending_in_a_panic() + error.encode())
     clock = FakeClock(start_wall_s=T0_S)
     session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
     kept = KeptRecords()
     session.add_sink(kept)
 
-    def slow_consumer(e: LogEvent) -> None:  # parsing a read of 8 MiB takes seconds
-        session.on_log_event(e)
-        clock.advance_ns(int(10 * PANIC_PAIR_S * 1e9 / 1024))
-
-    follower = LogFollower([str(log)], LogsConfig(from_start=True), slow_consumer, clock=clock,
+    follower = LogFollower([str(log)], LogsConfig(from_start=True),
+                           _slow_consumer(session, clock), clock=clock,
                            on_clock=session.on_reader_clock)
     follower.tailer.poll_once()
     assert follower.tailer.reading_backlog()
@@ -321,22 +350,12 @@ def test_a_log_followed_live_that_got_8_mib_ahead_is_no_silence_one_incident_is_
     kept = KeptRecords()
     session.add_sink(kept)
 
-    def slow_consumer(e: LogEvent) -> None:  # parsing a read of 8 MiB takes seconds
-        session.on_log_event(e)
-        clock.advance_ns(int(10 * PANIC_PAIR_S * 1e9 / 1024))
-
-    follower = LogFollower([str(log)], LogsConfig(), slow_consumer, clock=clock,
+    follower = LogFollower([str(log)], LogsConfig(), _slow_consumer(session, clock), clock=clock,
                            on_clock=session.on_reader_clock)
     follower.tailer.poll_once()  # opened at its (empty) end: followed live
     opened_at = follower.tailer.read_to()
-    panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
-    filler = b"x" * 8191 + b"\n"
-    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
-    room = (8 << 20) - len(head) - len(panic)
-    pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
     with open(log, "ab") as f:  # written while the reader was busy
-        f.write(head + filler * (room // len(filler)) + pad + panic
-                + (_task_panicked(T0_S) + "\n").encode())
+        f.write(_eight_mib_ending_in_a_panic() + (_task_panicked(T0_S) + "\n").encode())
     follower.tailer.poll_once()  # 8 MiB: the panic and its note, not cuzk's line
     assert clock.wall_s() - T0_S > PANIC_PAIR_S and follower.tailer.read_to() == opened_at
     follower.tailer.poll_once()

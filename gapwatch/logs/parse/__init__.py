@@ -304,33 +304,39 @@ class LogParser:
         return [self._panic_event(block, None)]
 
     def panic_being_read_s(self) -> float | None:
-        """The time its event will have (read live: a prefix's, else its first line's
-        arrival, `_panic_event`) of the panic still being read, or None: none is. Its event
-        is not handed on yet: what waits for it beside the log must wait
+        """The time its event will have of the panic still being read (`_panic_time`, no line
+        after it read yet: a backlog's panic after a timed line has that line's), or None: none
+        is. Its event is not handed on yet: what waits for it beside the log must wait
         (`gapwatch.logs.follow`)."""
         block = self._panic
-        if block is None:
-            return None
-        return block.prefix_s if block.prefix_s is not None else block.arrival_wall_s
+        return self._panic_time(block, None)[0] if block is not None else None
 
     def _placed_by_next_line(self, block: panics.PanicBlock) -> bool:
-        """Whether `block`'s time is the line after it's (`_panic_event`: read from a file, or
-        a followed backlog, with no prefix and no timed line before it)."""
+        """Whether `block`'s time is the line after it's (`_panic_time` with no line before)."""
         return (block.prefix_s is None and block.before_s is None
-                and (self.offline or block.arrival_source == "backlog"))
+                and self._placed_around(block))
+
+    def _placed_around(self, block: panics.PanicBlock) -> bool:
+        """Whether `block` without a prefix is placed by the timed lines around it rather than
+        by its arrival: read from a file, or a followed backlog (its arrival is not its time)."""
+        return self.offline or block.arrival_source == "backlog"
+
+    def _panic_time(self, block: panics.PanicBlock, after_s: float | None
+                    ) -> tuple[float, TimeSource]:
+        """The one rule for a panic's time and its source: a prefix on its first line; reading
+        a file or a backlog, the timed line before it (else `after_s`, the one after it);
+        followed live, or with neither, when its first line arrived."""
+        if block.prefix_s is not None:
+            return block.prefix_s, "prefix"
+        if self._placed_around(block):
+            around = block.before_s if block.before_s is not None else after_s
+            if around is not None:
+                return around, "around"
+        return block.arrival_wall_s, block.arrival_source
 
     def _panic_event(self, block: panics.PanicBlock, after_s: float | None) -> LogEvent:
-        """One event for a whole panic message: timed by a prefix on its first line; reading a
-        file, by the timed line before it (else the one after it); followed live, by when its
-        first line arrived."""
-        source: TimeSource
-        if block.prefix_s is not None:
-            t, source = block.prefix_s, "prefix"
-        elif (self.offline or block.arrival_source == "backlog") and (
-                block.before_s is not None or after_s is not None):
-            t, source = (block.before_s if block.before_s is not None else after_s or 0.0), "around"
-        else:
-            t, source = block.arrival_wall_s, block.arrival_source
+        """One event for a whole panic message, at its time (`_panic_time`)."""
+        t, source = self._panic_time(block, after_s)
         self._count(panics.KIND)
         return LogEvent(
             t_wall_s=t, time_source=source, kind=panics.KIND, name=block.name(), raw=block.raw,

@@ -15,9 +15,10 @@ from parsed_logs import events_of_lines, fed, watched_events
 from gapwatch.commands.parse import format_timeline
 from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
 from gapwatch.core.explain import Evidence, GapFacts, hint_of
-from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverStatus
+from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.prover import ProverView
 from gapwatch.cuzk.advice import advise
+from gapwatch.cuzk.errors import Incidents, error_event
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkProver, view_of
@@ -1568,3 +1569,52 @@ def test_a_parse_failure_line_ends_a_waiting_request_only_at_error_level(level: 
     parts, _ = _parts_of_stop(_stopped_after(700.0, sigint=True, then=[
         _enqueued(61.0, "porep-1000-79"), not_an_error]))
     assert parts["up before it stopped"] == 640.0 and "no work before it stopped" not in parts
+
+
+def _half_of(kind: str, t_s: float, arrived_ns: int | None = None) -> tuple[LogEvent, ProverEvent]:
+    """A panic half as `Incidents.feed` takes it: Rust's panic message ("panic"), or cuzk's
+    `... task panicked` ERROR line ("line"), with its error event."""
+    ev = (LogEvent(t_wall_s=t_s, time_source="arrival", kind="panic",
+                   name="thread 'tokio-runtime-worker' panicked", level="ERROR",
+                   raw="thread 'tokio-runtime-worker' panicked at src/engine.rs:1:1:",
+                   t_arrival_mono_ns=arrived_ns)
+          if kind == "panic" else
+          LogEvent(t_wall_s=t_s, time_source="prefix", kind="tracing", level="ERROR",
+                   name="partition GPU proving task panicked",
+                   raw="ERROR cuzk_core::engine: partition GPU proving task panicked",
+                   t_arrival_mono_ns=arrived_ns))
+    err = error_event(ev)
+    assert err is not None
+    return ev, err
+
+
+def test_the_data_time_wait_says_every_overdue_half_not_only_those_before_one_still_held() -> None:
+    """Two of cuzk's `task panicked` lines wait, the reader still reading a panic of the
+    first's time (its other half). Data time goes past both waits: the second, which that
+    panic cannot pair with, is said alone; `due` stopped at the first (held) and kept the
+    second too, as the reader's clock (`heard_by`) did not."""
+    t0 = 1_800_000_000.0
+    inc = Incidents()
+    assert inc.heard_by(0, t0) == []  # the reader's tick: a panic of t0 still being read
+    for t_s in (t0, t0 + 3.0):
+        assert inc.feed(*_half_of("line", t_s)) == []
+    [said] = inc.due(t0 + 5.5)
+    assert said.t_wall_s == t0 + 3.0 and "its panic" not in said.message
+    [one] = inc.feed(*_half_of("panic", t0 + 0.1))  # the panic, read whole: one incident
+    assert one.t_wall_s == t0 and "its panic" in one.message
+
+
+def test_a_panic_handed_on_since_the_readers_tick_holds_no_line_back() -> None:
+    """The reader's tick said a panic of t0 was still being read; it was handed on and paired
+    with one of cuzk's lines. A second line of that time, no other panic coming, is said alone
+    once data time is past its wait: the word of the panic being read did not outlive it
+    until the reader's next tick."""
+    t0 = 1_800_000_000.0
+    inc = Incidents()
+    assert inc.heard_by(0, t0) == []
+    for t_s in (t0, t0 + 0.5):
+        assert inc.feed(*_half_of("line", t_s)) == []
+    [one] = inc.feed(*_half_of("panic", t0 + 0.1))
+    assert one.t_wall_s == t0
+    [alone] = inc.due(t0 + 3.0)
+    assert alone.t_wall_s == t0 + 0.5 and "its panic" not in alone.message

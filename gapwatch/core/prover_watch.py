@@ -49,7 +49,7 @@ class ProverWatch(Protocol):
         """Take any record (in data order); return the events it completed."""
         ...
 
-    def at(self, t_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
+    def at(self, t_mono_ns: int, panic_read_s: float | None) -> list[ProverEvent]:
         """The live log reader's clock reads `t_mono_ns` (the clock its lines' arrival,
         `LogEvent.t_arrival_mono_ns`, is on) and no record came (its idle pass): what waits
         on data time for a line that may never come, past its wait by then on that clock (a

@@ -36,6 +36,7 @@ error(s)" in the report and fired `increase()` alerts double.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from gapwatch.core.models import LogEvent, ProverEvent
 from gapwatch.cuzk.pipeline import PANIC_KIND, failure_what, failure_words, is_failure
@@ -85,6 +86,20 @@ def _one(panic: ProverEvent, line: ProverEvent) -> ProverEvent:
                             f"{panic.what or panic.message}")
 
 
+#: A half waiting for its other half: which ("panic", "line"), its event, when its line arrived
+#: on the live reader's clock (None: not read live).
+_Waiting = tuple[str, ProverEvent, int | None]
+
+
+def _may_pair(waiting: _Waiting, panic_read_s: float | None) -> bool:
+    """Whether the panic the live reader is still reading (of time `panic_read_s`; None: none)
+    may be `waiting`'s other half (as `Incidents.feed` would pair them): the one rule that
+    keeps a half from being said alone, by either wait, while its other half is still read."""
+    half, err, _ = waiting
+    return (half == "line" and panic_read_s is not None
+            and abs(err.t_wall_s - panic_read_s) <= PANIC_PAIR_S)
+
+
 class Incidents:
     """The error events of one daemon's log, a panic and its `... task panicked` line said as
     one (see the module docstring). Who calls it: `gapwatch.cuzk.watch` (`feed` with each error
@@ -93,15 +108,21 @@ class Incidents:
     def __init__(self) -> None:
         #: Halves waiting for their other half: (which, its event, when its line arrived on the
         #: live reader's clock: `LogEvent.t_arrival_mono_ns`), oldest first.
-        self._waiting: deque[tuple[str, ProverEvent, int | None]] = deque()
-        #: The time of the panic the live reader is still reading (`heard_by`), or None.
-        self._panic_read_s: float | None = None
+        self._waiting: deque[_Waiting] = deque()
+        #: The time of the panic the live reader said at its latest tick it was still reading
+        #: (`heard_by`), for the data-time wait (`due`), whose lines bring no word of it; None:
+        #: none, or that panic has come since (`feed`: the reader reads one at a time).
+        self._reader_said_s: float | None = None
 
     def feed(self, ev: LogEvent, err: ProverEvent) -> list[ProverEvent]:
         """`err`, the error event of `ev`: the events said now (none while a half waits)."""
         half = _half(ev)
         if half is None:
             return [err]
+        if half == "panic":
+            # The panic the reader was reading at its last tick has been handed on (this one,
+            # or one before it): no line waits for it any more.
+            self._reader_said_s = None
         for i, (other, held, _) in enumerate(self._waiting):
             if other != half and abs(held.t_wall_s - err.t_wall_s) <= PANIC_PAIR_S:
                 del self._waiting[i]
@@ -112,42 +133,40 @@ class Incidents:
         return []
 
     def due(self, now_s: float) -> list[ProverEvent]:
-        """The halves whose other half did not come within `PANIC_PAIR_S` of data time `now_s`:
-        said alone."""
-        out = []
-        while (self._waiting and now_s - self._waiting[0][1].t_wall_s > PANIC_PAIR_S
-               and not self._may_pair(*self._waiting[0][:2])):
-            out.append(self._waiting.popleft()[1])
-        return out
+        """The halves whose other half did not come within `PANIC_PAIR_S` of data time `now_s`
+        and may not be the panic the reader said it was still reading: said alone."""
+        return self._alone(lambda w: now_s - w[1].t_wall_s > PANIC_PAIR_S,
+                           self._reader_said_s)
 
-    def heard_by(self, now_mono_ns: int, panic_read_s: float | None = None) -> list[ProverEvent]:
+    def heard_by(self, now_mono_ns: int, panic_read_s: float | None) -> list[ProverEvent]:
         """The live reader's clock reads `now_mono_ns` (the clock of the lines' arrival, not
         of their stamps: cuzk's clock and the reader's are never compared), a panic of time
         `panic_read_s` still being read (None: none): the halves that arrived more than
         `PANIC_PAIR_S` before it, their other half not come and not that panic, said alone.
         A half with no arrival (a recording's, a file's) waits for data time only."""
-        self._panic_read_s = panic_read_s
+        self._reader_said_s = panic_read_s
         wait_ns = PANIC_PAIR_S * 1e9
+        return self._alone(lambda w: w[2] is not None and now_mono_ns - w[2] > wait_ns,
+                           panic_read_s)
+
+    def _alone(self, overdue: Callable[[_Waiting], bool],
+               panic_read_s: float | None) -> list[ProverEvent]:
+        """Every waiting half `overdue` (by either wait's clock) that the panic of time
+        `panic_read_s` still being read may not pair with, taken out and said alone, oldest
+        first; the rest keep waiting. The one loop of both waits: `due` stopped at the first
+        half still held, keeping the younger overdue ones behind it."""
+        if not self._waiting:
+            return []
         out: list[ProverEvent] = []
-        kept: deque[tuple[str, ProverEvent, int | None]] = deque()
+        kept: deque[_Waiting] = deque()
         for waiting in self._waiting:
-            arrived = waiting[2]
-            if (arrived is not None and now_mono_ns - arrived > wait_ns
-                    and not self._may_pair(*waiting[:2])):
+            if overdue(waiting) and not _may_pair(waiting, panic_read_s):
                 out.append(waiting[1])
             else:
                 kept.append(waiting)
         if out:
             self._waiting = kept
         return out
-
-    def _may_pair(self, half: str, err: ProverEvent) -> bool:
-        """Whether the panic the live reader is still reading may be `err`'s other half (as
-        `feed` would pair them): the one rule that keeps a half from being said alone, by
-        either wait, while its other half is still being read."""
-        reading_s = self._panic_read_s
-        return (half == "line" and reading_s is not None
-                and abs(err.t_wall_s - reading_s) <= PANIC_PAIR_S)
 
     def finish(self) -> list[ProverEvent]:
         """End of data: every half still waiting, said alone."""

@@ -295,7 +295,7 @@ class Session:
     def on_notice(self, notice: Notice) -> None:
         self.on_record(notice)
 
-    def on_reader_clock(self, t_mono_ns: int, panic_read_s: float | None = None) -> None:
+    def on_reader_clock(self, t_mono_ns: int, panic_read_s: float | None) -> None:
         """The live log reader's clock reads `t_mono_ns`, every line written before it read
         (`gapwatch.logs.follow`, after each pass), a panic of time `panic_read_s` still being
         read (None: none): the watcher's words that waited for a line that may never come

@@ -29,6 +29,7 @@ from gapwatch.engine.runtime import _add_followers
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.follow import LogFollower
+from gapwatch.logs.parse import LogParser
 from gapwatch.sinks.metrics import MetricsSink
 from gapwatch.sinks.prover_event_metrics import families
 
@@ -327,3 +328,50 @@ def test_the_simulators_own_log_tells_no_time_while_a_log_file_is_behind(
     session.finish()
     [done] = _proofs(kept)
     assert done.proof is not None and done.proof.verdict == "ok", done.message
+
+
+def test_a_tick_put_off_while_nothing_waited_moves_the_clock_as_one_taken_at_once() -> None:
+    """The session takes no lock for the reader's tick where nothing waits (no panic being
+    read, no half of one, no PoSt in flight: `ProverWatch.waits`), and keeps it for the
+    watcher's next record. The PoSt clock moves as if each tick had been taken: cuzk's clock
+    stepped back 7 s (NTP) before a WinningPoSt, it is said late at the same time as by a
+    watcher told every tick (without the kept tick, at another: the PoSt's first line was
+    compared with the data's time of the line before it, not with the time the ticks had
+    moved it to)."""
+    def live(every_tick: bool) -> list[tuple[str | None, float]]:
+        session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1), watch=CuzkWatch())
+        kept = KeptRecords()
+        session.add_sink(kept)
+        watch = session.watch
+        assert isinstance(watch, CuzkWatch)
+        parser = LogParser()
+        said: list[ProverEvent] = []
+
+        def line(text: str, at_s: float) -> None:
+            for ev in parser.parse_line(text, "cuzk.log", round(at_s * 1e9), T0_S + at_s):
+                if every_tick:
+                    said.extend(watch.feed(ev))
+                else:
+                    session.on_log_event(ev)
+
+        def tick(at_s: float) -> None:
+            if every_tick:
+                said.extend(watch.at(round(at_s * 1e9), None))
+            else:
+                session.on_reader_clock(round(at_s * 1e9), None)
+
+        begun = _begun(T0_S)
+        for text in begun[:2]:  # cuzk's start lines, read as written
+            line(text, 0.0)
+        for at_s in range(1, 11):  # idle: nothing in flight
+            tick(float(at_s))
+        stepped = _begun(T0_S + 3.0)  # cuzk's clock 7 s back: its PoSt's lines, read at once
+        for text in stepped[2:]:
+            line(text, 10.5)
+        for at_s in range(11, 60):
+            tick(float(at_s))
+        out = said if every_tick else [r for r in kept.records if isinstance(r, ProverEvent)]
+        return [(p.proof.verdict, p.t_wall_s) for p in out if p.proof is not None]
+
+    assert live(every_tick=False) == live(every_tick=True)
+    assert [v for v, _ in live(every_tick=True)] == ["late"]

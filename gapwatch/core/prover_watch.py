@@ -61,6 +61,13 @@ class ProverWatch(Protocol):
         then was read, and never in a replay or a report."""
         ...
 
+    def waits(self) -> bool:
+        """Whether `at` may say anything now or later (a panic's half waiting for its other, a
+        proof in flight whose deadline the clock may pass): the reader's clock, ticking after
+        every pass, asks first, and where nothing waits `at` may be put off to the next record
+        (`Session.on_reader_clock`). Cheap, and safe to ask while another thread feeds."""
+        ...
+
     def finish(self) -> list[ProverEvent]:
         """End of data: what is still open (a proof still running is said as such)."""
         ...

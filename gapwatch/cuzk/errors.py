@@ -132,6 +132,12 @@ class Incidents:
             return [self._waiting.popleft()[1]]
         return []
 
+    def waits(self) -> bool:
+        """Whether a half waits for its other (`heard_by` may say it), or the reader's word of
+        a panic being read is kept (its next tick clears it): read without the feeder's lock
+        (`Session.on_reader_clock`), each a whole read."""
+        return bool(self._waiting) or self._reader_said_s is not None
+
     def due(self, now_s: float) -> list[ProverEvent]:
         """The halves whose other half did not come within `PANIC_PAIR_S` of data time `now_s`
         and may not be the panic the reader said it was still reading: said alone."""

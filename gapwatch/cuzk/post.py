@@ -1296,6 +1296,11 @@ class PostTracker:
             job.arrived_s = min(arrived, first)
         return self._event(job, job.done_s, done=True)
 
+    def waits(self) -> bool:
+        """Whether `check` may say anything as time moves on: a proof in flight, or one ended
+        whose completion line did not come yet (`CuzkWatch.waits`)."""
+        return bool(self._jobs) or bool(self._awaiting)
+
     def check(self, now_s: float) -> list[ProverEvent]:
         """Proofs still running past their deadline at data time `now_s`: said late once; and
         ended ones whose completion line did not come: said without it."""

@@ -139,6 +139,11 @@ class CuzkWatch:
                for e in router.named(i, d.incidents.heard_by(t_mono_ns, panic_read_s))]
         return out + [e for i, d in enumerate(each) for e in router.named(i, d.at(t_mono_ns))]
 
+    def waits(self) -> bool:
+        """Whether a daemon's panic half waits for its other, or a PoSt of it is in flight or
+        waits for its completion line (`ProverWatch.waits`)."""
+        return any(d.incidents.waits() or d.post.waits() for d in self.daemons.each)
+
     def finish(self) -> list[ProverEvent]:
         # A file that ended on its start line (its daemon died on it): its restart is said
         # before the rest of the end, as one file says it at the line.

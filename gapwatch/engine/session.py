@@ -126,6 +126,9 @@ class Session:
         #: The prover's watcher (`gapwatch.core.prover_watch`): fed every record but GPU
         #: samples, as the offline loop feeds it; its events go where gaps go.
         self.watch = watch
+        #: The reader's latest tick put off while nothing waited (`on_reader_clock`), for the
+        #: watcher to take before its next record; None: none.
+        self._tick_kept: int | None = None
         self.sinks: list[Sink] = list(sinks or [])
         self._listeners: list[Listener] = []
         self._lock = threading.RLock()
@@ -167,6 +170,7 @@ class Session:
             self.store.reset(prover)
             self.detector = detector
             self.watch = watch
+            self._tick_kept = None
             self._window_at_ns = {}
             self._notices = RateLimit(int(NOTICE_INTERVAL_S * 1e9), NOTICE_BURST)
             self._finished = False
@@ -303,10 +307,24 @@ class Session:
         whose lines stopped mid-proof, past its deadline) go where its other words go.
         Nothing is recorded of the tick itself: a replay says the panics at its data's next
         record, or its end, and a PoSt late by the clock alone not at all (its data's time
-        never passed the deadline)."""
+        never passed the deadline).
+
+        It comes after every pass of the reader (on stdin, every 50 ms wait and every 64 KiB
+        read): where no panic is being read and nothing waits (`ProverWatch.waits`, asked
+        without the lock) the lock is not taken, and the tick is kept (`_tick_kept`) for the
+        watcher to take before its next record, where it could say nothing: its clock moves as
+        it would have (a later tick takes the place of one kept: each moves it to its own
+        time)."""
+        watch = self.watch
+        if watch is None:
+            return
+        if panic_read_s is None and not watch.waits():
+            self._tick_kept = t_mono_ns  # one reference written: read whole under the lock
+            return
         with self._lock:
             if self._closed or self.watch is None:
                 return
+            self._tick_kept = None
             try:
                 events = self.watch.at(t_mono_ns, panic_read_s)
             except Exception as exc:  # noqa: BLE001 - said and counted; the reader goes on
@@ -336,7 +354,10 @@ class Session:
         as a sink's does)."""
         assert self.watch is not None
         try:
-            events = self.watch.feed(record)
+            kept, self._tick_kept = self._tick_kept, None
+            # The reader's tick put off while nothing waited: its clock first, as it came.
+            events = self.watch.at(kept, None) if kept is not None else []
+            events += self.watch.feed(record)
         except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
             self._failed("the prover watch", record, exc)
             return

@@ -303,6 +303,13 @@ class LogParser:
         self._panic = None
         return [self._panic_event(block, None)]
 
+    @property
+    def reading_panic(self) -> bool:
+        """Whether a panic is being read (its block open): read without the caller's lock by the
+        reader's clock (`gapwatch.logs.follow`), a reference's read being whole; a block opened
+        just after is seen at the next pass."""
+        return self._panic is not None
+
     def panic_being_read_s(self) -> float | None:
         """The time its event will have of the panic still being read (`_panic_time`, no line
         after it read yet: a backlog's panic after a timed line has that line's), or None: none

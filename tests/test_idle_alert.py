@@ -93,8 +93,15 @@ def test_a_gpu_that_leaves_breakdown_still_idling_is_said_again() -> None:
     Prometheus fires it anew once the GPU leaves it still idling; the hook said it at 360 s and
     then nothing more, the share never having fallen under the threshold."""
     watch = IdleShareWatch(0.25, 600.0)
-    said = [h.t_wall_s for g in _every_30_s(0, 1800, 13.0)
-            if (h := watch.closed(g, held=900 <= (g.end_s or 0) < 1200)) is not None]
+    said: list[float] = []
+    was_held = False
+    for g in _every_30_s(0, 1800, 13.0):
+        held = 900 <= (g.end_s or 0) < 1200
+        if held and not was_held:
+            watch.held(g.gpu)  # BREAKDOWN entered (`EventHook.listen`)
+        was_held = held
+        if (h := watch.closed(g, held=held)) is not None:
+            said.append(h.t_wall_s)
     assert said == [360.0, 1200.0]
 
 

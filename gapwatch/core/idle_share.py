@@ -69,11 +69,11 @@ class IdleShareWatch:
     def closed(self, gap: Gap, *, held: bool = False) -> IdleHigh | None:
         """Count a gap that just closed (each once; a retracted or open one is not a gap
         closed); an `IdleHigh` when the share went over the threshold with it. `held` (the
-        GPU in BREAKDOWN, `held`): counted, not said, and to say once it is not held."""
+        GPU in BREAKDOWN): counted, not said, and to say once it is not held. What was said
+        before is over by `held()`, called as BREAKDOWN begins (`EventHook.listen`); nothing
+        is said while held, so nothing is over again here."""
         if gap.retracted or gap.end_mono_ns is None or gap.end_s is None:
             return None
-        if held:
-            self.held(gap.gpu)
         g = self._gpus.setdefault(gap.gpu, _GpuShare())
         end = gap.end_mono_ns
         while g.closed and g.closed[0][0] <= end - self._window_ns:

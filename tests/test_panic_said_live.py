@@ -71,8 +71,8 @@ def _second_panic(parser: LogParser, t_s: float) -> list[LogEvent]:
 
 
 def test_a_panic_no_line_follows_is_said_by_the_readers_clock_as_a_later_line_says_it() -> None:
-    """It was said only when the restarted daemon's first line came (20 s later under
-    systemd), or never. Said once `QUIET_S` passed with no line, the same event a later line
+    """It was said only when the restarted daemon's first line came (after systemd's
+    RestartSec), or never. Said once `QUIET_S` passed with no line, the same event a later line
     closing it gives."""
     parser = LogParser()
     assert [e.kind for e in _second_panic(parser, T0_S)] == ["tracing", "tracing"]
@@ -138,8 +138,8 @@ def test_followed_live_a_panic_then_silence_is_said_runs_the_hook_and_is_counted
         tmp_path: Path) -> None:
     """explore9 #1: a cuzk log followed by `record --log`, a first panic (its `note:` line
     and cuzk's `GPU prove start task panicked` line), then the process's second (no `note:`,
-    no cuzk line: the process is gone) and nothing more. `--on-event` ran for it 20 s late
-    with systemd's restart, never without one, nor did /metrics count it. Now said by the
+    no cuzk line: the process is gone) and nothing more. `--on-event` ran for it only after
+    systemd's RestartSec, with the restart's first line, never without one, nor did /metrics count it. Now said by the
     reader's clock: the panic once `QUIET_S` passed with no line, the error once its wait for
     cuzk's line (`PANIC_PAIR_S`) is over, with no later line; in the words the report gives."""
     log = tmp_path / "cuzk.log"

@@ -41,10 +41,11 @@ read (`Tailer.read_to`: not now, as a log 8 MiB ahead is read in pieces that tak
 parse), and `on_clock` is told that time and that of a panic still being read, for what waits
 beside the log (a panic's other half; the watcher's data "now", by which a PoSt in flight goes
 late). A second panic kills the process with no `note:` line and no cuzk line after it: it was
-said only when the restarted daemon's first line came (20 s later under systemd), or never; a
-PoSt whose lines stop mid-proof (cuzk hung or dead) was said late only at the next line or
-`/status` reading, or never. Several followers of one session (the simulator's own log beside
-`--log FILE`) tell it one clock, the earliest of theirs (`AllReadBy`).
+said only when the restarted daemon's first line came (after systemd's RestartSec, 10 s in
+upstream's unit, `gapwatch.cuzk.restarts`), or never; a PoSt whose lines stop mid-proof (cuzk
+hung or dead) was said late only at the next line or `/status` reading, or never. Several
+followers of one session (the simulator's own log beside `--log FILE`) tell it one clock, the
+earliest of theirs (`AllReadBy`).
 """
 
 from __future__ import annotations

@@ -68,8 +68,10 @@ class ProverWatch(Protocol):
         (`Session.on_reader_clock`). Cheap, and safe to ask while another thread feeds."""
         ...
 
-    def finish(self) -> list[ProverEvent]:
-        """End of data: what is still open (a proof still running is said as such)."""
+    def finish(self, read_by_mono_ns: int | None = None) -> list[ProverEvent]:
+        """End of data: what is still open (a proof still running is said as such), the
+        data's time first moved on by the live reader's clock where a recording's end tells it
+        (`read_by_mono_ns`, as `at` moves it live; None: not told)."""
         ...
 
     def running(self) -> list[RunningProof]:

@@ -144,12 +144,22 @@ class CuzkWatch:
         waits for its completion line (`ProverWatch.waits`)."""
         return any(d.incidents.waits() or d.post.waits() for d in self.daemons.each)
 
-    def finish(self) -> list[ProverEvent]:
+    def finish(self, read_by_mono_ns: int | None = None) -> list[ProverEvent]:
+        """End of data. `read_by_mono_ns`: the live reader's clock at the end of a recording
+        (`gapwatch.logs.follow.read_by_at_end`: every line written by then was read), which
+        moves each daemon's "now" as a pass of that reader moved it live (`_DaemonWatch.at`)
+        before what is still open is said: the report of a PoSt whose lines stopped mid-proof,
+        said LATE live, says it late too, at the recording's end, never `ok (running)` at its
+        last line. None: no such clock (live, where the reader's passes moved it already;
+        `gapwatch parse`, whose lines' arrivals mean nothing)."""
         # A file that ended on its start line (its daemon died on it): its restart is said
         # before the rest of the end, as one file says it at the line.
         first = self.daemons.first
         router = self.daemons.router
         out = router.named(0, [e for held in router.let_go() for e in first.feed_log(held)])
+        if read_by_mono_ns is not None:
+            out += [e for i, each in enumerate(self.daemons.each)
+                    for e in router.named(i, each.at(read_by_mono_ns))]
         return out + [e for i, each in enumerate(self.daemons.each)
                       for e in router.named(i, each.finish())]
 
@@ -230,8 +240,8 @@ class _DaemonWatch:
         (`_moved_to`: a PoSt in flight past its deadline is said late, once, as a later line
         would say it). Only a time read on that clock moves it: nothing is compared between
         cuzk's clock and gapwatch's, and a line read late (a slow reader, a backlog) only
-        makes it later. None moves it in a replay or a report (they are not told the
-        clock)."""
+        makes it later. A replay or a report is not told the clock: their end moves it once
+        (`CuzkWatch.finish`'s `read_by_mono_ns`)."""
         read_ns, now_s = self._now_read_mono_ns, self._now_s
         if read_ns is None or now_s is None or t_mono_ns <= read_ns:
             return []

@@ -55,6 +55,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
+from gapwatch.logs.follow import read_by_at_end
 from gapwatch.sources.recording import Recording, RecordingError
 
 if TYPE_CHECKING:
@@ -121,6 +122,9 @@ class ReplayDriver(Background):
         #: Wall time of the latest GPU or host sample fed, and of the first: the position.
         self.position_wall_s: float | None = None
         self.start_wall_s: float | None = None
+        #: The latest host sample's monotonic time fed: where the recording went to on the
+        #: live reader's clock (`read_by_at_end`).
+        self.last_host_mono_ns: int | None = None
         #: Going back: samples before this wall time are read, not fed (see the docstring).
         self._skip_until_wall_s: float | None = None
         #: After a seek back, the wall time of the first sample fed again (None: from the start).
@@ -242,6 +246,7 @@ class ReplayDriver(Background):
                 self.recording = restart.recording
                 self._notes_said.clear()  # the store's notices went with the restart
                 self.position_wall_s = None
+                self.last_host_mono_ns = None
                 self.records_fed = 0
                 self.refed_from_wall_s = None
                 target = self._seek_wall_s
@@ -255,7 +260,7 @@ class ReplayDriver(Background):
         """(The dashboard) The file has ended: say what the reader and the detector found,
         settle the detector (as at any replay's end), then wait for a seek back."""
         self._finish_words()
-        self.session.finish()
+        self.session.finish(self.read_by_at_end())
         self.at_end = True
         self._until_gaps = None
         while not self.stop_event.is_set():
@@ -369,6 +374,8 @@ class ReplayDriver(Background):
                 if type(timed) is GpuSample and (end_s is None or wall > end_s):
                     end_s = wall
                 self.position_wall_s = wall
+                if type(timed) is HostSample:
+                    self.last_host_mono_ns = timed.t_mono_ns
                 if self.start_wall_s is None:
                     self.start_wall_s = wall
             self.records_fed += 1
@@ -393,6 +400,11 @@ class ReplayDriver(Background):
         self._skip_until_wall_s = None
         self.refed_from_wall_s = timed.t_wall_s
         return False
+
+    def read_by_at_end(self) -> int | None:
+        """The live reader's clock where the replayed data got to (`gapwatch.logs.follow.
+        read_by_at_end`): the session's end judges a PoSt in flight by it, as `report` does."""
+        return read_by_at_end(self.recording.header, self.last_host_mono_ns)
 
     def _finish_words(self) -> None:
         self._say_detector_findings(final=True)

@@ -194,8 +194,10 @@ class Runtime:
     def _wait_driver(self, driver_done: threading.Event) -> None:
         driver_done.wait()
         # The data has ended (a replay's file, a timed run): settle the detector before saying
-        # so, so the dashboard's last picture is the one `report` gives.
-        self.session.finish()
+        # so, so the dashboard's last picture is the one `report` gives (a replay's PoSt in
+        # flight judged at its recording's end as `report` judges it; live, the reader's
+        # passes moved it there already).
+        self.session.finish(self.replay.read_by_at_end() if self.replay is not None else None)
         self.done.set()
 
     def wait(self, timeout_s: float | None = None) -> bool:

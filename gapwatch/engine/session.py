@@ -307,7 +307,8 @@ class Session:
         whose lines stopped mid-proof, past its deadline) go where its other words go.
         Nothing is recorded of the tick itself: a replay says the panics at its data's next
         record, or its end, and a PoSt late by the clock alone not at all (its data's time
-        never passed the deadline).
+        never passed the deadline) until its end (`finish`'s `read_by_mono_ns`: the recording's last
+        host sample less one idle pass).
 
         It comes after every pass of the reader (on stdin, every 50 ms wait and every 64 KiB
         read): where no panic is being read and nothing waits (`ProverWatch.waits`, asked
@@ -476,18 +477,19 @@ class Session:
             self._to_sinks(notice)
             self._tell(notice)
 
-    def finish(self) -> None:
+    def finish(self, read_by_mono_ns: int | None = None) -> None:
         """End of data (a replay or a timed run is over): settle the detector now, so that what
         the dashboard shows is what `report` will count (a gap still open at the end is
-        retracted: idle after the last busy period). Sinks stay open until `close()`. Safe to
-        call twice."""
+        retracted: idle after the last busy period). `read_by_mono_ns`: a replay's reader's
+        clock at its recording's end (`ProverWatch.finish`; None live, where the reader's
+        passes told it). Sinks stay open until `close()`. Safe to call twice."""
         with self._lock:
             if self._closed or self._finished:
                 return
             self._finished = True
             if self.watch is not None:
                 try:
-                    for ev in self.watch.finish():
+                    for ev in self.watch.finish(read_by_mono_ns):
                         self._prover_event(ev)
                     self._publish_running()  # none are: finish said each
                 except Exception as exc:  # noqa: BLE001 - said; the rest still settles

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch
 from gapwatch.config import Config, LogsConfig
-from gapwatch.core.models import LogEvent, Notice, NoticeLevel
+from gapwatch.core.models import LogEvent, Notice, NoticeLevel, SessionHeader
 from gapwatch.cuzk.engine_runs import RunsApart
 from gapwatch.cuzk.log_lines import backlog_note
 from gapwatch.logs.files import engine_runs_of, place_runs, read_order
@@ -116,6 +116,33 @@ class AllReadBy:
             self._tell(earliest, min(reading) if reading else None)
 
         return told
+
+
+def read_by_at_end(header: SessionHeader, last_mono_ns: int | None) -> int | None:
+    """The live reader's clock at the end of a recording (`report`, `replay`): a time on
+    gapwatch's monotonic clock by which every line written was read, as its passes told it live
+    (`on_clock`), from `last_mono_ns`, the recording's last host sample's time (one every
+    period: the recording went on to there). A line written is read by the tailer's next pass,
+    at most one idle pass (`logs.idle_poll_ms`, or `poll_ms` if longer: `Tailer.idle_poll_s`)
+    after it, so it is that pass before the last sample: a PoSt's GPU_END written just before
+    the recording ended and not read by then is never taken for a proof still running past it.
+    The idle pass is the recorded session's (its header's config), not this command's. None:
+    no host sample."""
+    if last_mono_ns is None:
+        return None
+    logs = header.config.get("logs")
+    told = logs if isinstance(logs, dict) else {}
+    default = LogsConfig()
+    pass_ms = max(_positive_ms(told.get("idle_poll_ms"), default.idle_poll_ms),
+                  _positive_ms(told.get("poll_ms"), default.poll_ms))
+    return last_mono_ns - int(pass_ms * 1e6)
+
+
+def _positive_ms(value: object, default: float) -> float:
+    """A recorded period in ms, or `default` where the header holds none that is one."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1e9:
+        return float(value)
+    return default
 
 
 class LogFollower:

@@ -48,6 +48,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
 from gapwatch.cuzk.prover import CuzkProver, view_of
+from gapwatch.logs.follow import read_by_at_end
 from gapwatch.logs.once import LinesOnce, may_hold_log_lines
 from gapwatch.offline import log_span
 from gapwatch.offline.copy_sums import CopySums
@@ -412,6 +413,7 @@ def detect_records(
     # before the next other record, so a closed gap they reach is re-published once.
     held_copies: list[CopyRecord] = []
     copy_record = CopyRecord
+    last_host_mono_ns: int | None = None
     for r in records:
         if held_copies and type(r) is not copy_record:
             take(det.feed_copies(held_copies))
@@ -425,6 +427,7 @@ def detect_records(
             chaining.add_sample(r)
         elif type(r) is host_sample:
             out = det.feed_host(r)
+            last_host_mono_ns = r.t_mono_ns  # the end's reader's clock (`read_by_at_end`)
         elif isinstance(r, log_event):
             if recorded_too(r):
                 continue  # the `--log` file's copy of its line is fed in its place
@@ -472,7 +475,9 @@ def detect_records(
             if once.paired(e[0]) or span.after_end(e[0], end_s))
     take(_feed_extra(det, side, next(rest, None), rest, float("inf"))[1])
     if watch is not None:
-        side.say(watch.finish())
+        # Live, the reader's passes moved the watcher's "now" on where no line came; the
+        # recording's end tells where they had got to (a PoSt said LATE live is late here too).
+        side.say(watch.finish(read_by_at_end(header, last_host_mono_ns)))
     take(det.finish())
     states.sort(key=_state_order)
     return Detected(

@@ -1,0 +1,199 @@
+"""The end of a recording judges a PoSt still in flight as the live session did: by the live
+reader's clock (`gapwatch.logs.follow.read_by_at_end`: the recording's last host sample, less
+one idle pass of the tailer), not by its last line's time. A WinningPoSt whose lines stopped
+mid-proof, said LATE live, was `ok (running)` at its last line in `report` and `replay`; it is
+late in both now, at the recording's end. Never late where live could not have said it: a
+recording that ends right after its last line, one that ends before the reader's next pass
+could read an end written on time, or a `--log` file read whole whose end line the recording
+never saw.
+
+Each recording is made in-process through the real follower, session and recorder on a fake
+clock (the tailer's passes called by hand, a host sample at each), then read back by the real
+`report` and `replay --headless`: no sleeps, no timing thresholds."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from gapwatch.base.clock import FakeClock
+from gapwatch.cli import main
+from gapwatch.config import Config, LogsConfig
+from gapwatch.core.models import GpuInfo, HostSample, ProverEvent, SessionHeader
+from gapwatch.cuzk.post import Deadlines
+from gapwatch.cuzk.watch import CuzkWatch
+from gapwatch.engine.session import Session
+from gapwatch.engine.store import SeriesStore
+from gapwatch.logs.follow import LogFollower
+from gapwatch.offline.report import build_report
+from gapwatch.sinks.recorder import Recorder
+
+T0_S = 1_796_000_000.0
+#: The default WinningPoSt deadline (`[cuzk] winning_post_deadline_s`): the report's config.
+DEADLINE_S = 30.0
+JOB = "winpost-1000-0a1b2c3d"
+#: When it arrived (its `job enqueued`), s after T0: its deadline runs from there.
+BEGIN_S = 1.0
+#: The recorded session's idle pass (`logs.idle_poll_ms`, its header's config).
+IDLE_PASS_S = 1.0
+HEADER = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=T0_S,
+                       started_mono_ns=1_000_000_000, period_ms=100.0,
+                       gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)],
+                       config={"logs": {"idle_poll_ms": IDLE_PASS_S * 1000, "poll_ms": 50.0}})
+
+
+def _stamp(t_s: float) -> str:
+    return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _begun() -> list[str]:
+    """A run's start lines at T0, then a WinningPoSt enqueued and on its GPU 1 s later: the
+    lines cuzk writes before its GPU_END (scheduler.rs:67, engine.rs:2665-3131)."""
+    return [f"{_stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
+            f"{_stamp(T0_S)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
+            f"{_stamp(T0_S + BEGIN_S)}  INFO cuzk_core::scheduler: job enqueued job_id={JOB} "
+            "proof_kind=winning-post priority=Critical queue_position=0",
+            f"TIMELINE,1000,SYNTH_START,{JOB},kind=winning-post",
+            f"TIMELINE,1500,SYNTH_END,{JOB},synth_ms=500",
+            f"TIMELINE,1500,GPU_QUEUE,{JOB},monolithic",
+            f"TIMELINE,1500,GPU_PICKUP,{JOB},worker=0",
+            f"TIMELINE,1500,GPU_START,{JOB},worker=0"]
+
+
+def _gpu_end(t_s: float) -> str:
+    return f"TIMELINE,{round(t_s * 1000)},GPU_END,{JOB},worker=0,gpu_ms={round(t_s * 1000) - 1500}"
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    with open(path, "a") as f:
+        f.write("".join(line + "\n" for line in lines))
+
+
+def _host_sample(clock: FakeClock) -> HostSample:
+    """A host sample at the clock's time (the sampler writes one a period)."""
+    return HostSample(t_mono_ns=clock.monotonic_ns(), t_wall_s=clock.wall_s(),
+                      interval_ns=100_000_000, mem_used_pct=40.0, mem_available_bytes=None,
+                      swap_used_bytes=None, cpu_busy_pct=None, psi_mem_some_avg10=None,
+                      psi_mem_full_avg10=None, psi_mem_some_share=None,
+                      psi_mem_full_share=None, major_faults_per_s=None)
+
+
+class _Recorded:
+    """`record --log FILE` on a fake clock: the real follower, session and recorder; a host
+    sample at each pass of the tailer (called by hand), as the sampler writes one a period."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.log = tmp_path / "cuzk.log"
+        self.log.write_text("")
+        self.path = tmp_path / "rec.jsonl"
+        self.clock = FakeClock(start_mono_ns=HEADER.started_mono_ns, start_wall_s=T0_S)
+        self.session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1),
+                               sinks=[Recorder(self.path, exists="replace", mark_set=False)],
+                               watch=CuzkWatch(Deadlines(winning_post_s=DEADLINE_S)))
+        self.follower = LogFollower([str(self.log)], LogsConfig(), self.session.on_log_event,
+                                    None, self.clock, on_clock=self.session.on_reader_clock)
+        self.follower.tailer.poll_once()  # opens the log at its end
+
+    def at(self, dt_s: float) -> None:
+        """The clock moved on to T0 + `dt_s`: a host sample, then a pass of the tailer."""
+        self.clock.advance_ns(round((T0_S + dt_s - self.clock.wall_s()) * 1e9))
+        self.session.on_record(_host_sample(self.clock))
+        self.follower.tailer.poll_once()
+
+    def close(self) -> Path:
+        self.session.close()
+        return self.path
+
+
+def _last_word(events: list[ProverEvent]) -> ProverEvent:
+    """The report's last word on the PoSt (its row)."""
+    words = [e for e in events if e.kind == "proof" and e.job_id == JOB]
+    assert words, "the report says nothing of the PoSt"
+    return words[-1]
+
+
+def _reported(path: Path, logs: list[str] | None = None) -> ProverEvent:
+    return _last_word(list(build_report(path, Config(), logs, workers=1).prover_events))
+
+
+def _replayed(path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """What `replay --headless` says of the PoSt (its stderr lines naming it)."""
+    capsys.readouterr()
+    main(["replay", str(path), "--headless", "--speed", "0"])
+    return [x for x in capsys.readouterr().err.splitlines() if JOB in x]
+
+
+def _stopped_mid_proof(tmp_path: Path, end_s: float) -> Path:
+    """A WinningPoSt whose lines stop on its GPU (cuzk hung, or dead), recorded to T0 +
+    `end_s`, a pass and a host sample every second."""
+    rec = _Recorded(tmp_path)
+    _write(rec.log, _begun())
+    rec.at(1.5)  # read as written; then nothing more is written
+    t = 2.0
+    while t <= end_s:
+        rec.at(t)
+        t += 1.0
+    return rec.close()
+
+
+def test_the_report_of_a_winningpost_said_late_live_says_it_late_at_the_recordings_end(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Live said LATE at the first pass past the deadline (the recording holds that event);
+    the report and the replay judged on the data's time alone and said `ok (running)`, 0.5 s
+    at its last line, though the recording went on 59 s. Now both judge it where the reader
+    had got to at the end (the last host sample, 60 s, less one idle pass): late, running
+    58 s of its 30."""
+    path = _stopped_mid_proof(tmp_path, end_s=60.0)
+    word = _reported(path)
+    assert word.proof is not None
+    assert (word.proof.verdict, word.proof.done) == ("late", False), word.message
+    assert word.proof.total_s == pytest.approx(60.0 - IDLE_PASS_S - BEGIN_S, abs=1e-3)
+    [replayed] = _replayed(path, capsys)
+    assert "still running: 58.0 s of its 30 s deadline" in replayed and "LATE" in replayed
+
+
+def test_a_recording_that_ends_right_after_the_last_line_says_the_proof_running_on_time(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ended half a second after the PoSt's last line (a run stopped there): nothing says it
+    went late, live or after; the report says it running, on time."""
+    path = _stopped_mid_proof(tmp_path, end_s=2.0)
+    word = _reported(path)
+    assert word.proof is not None and word.proof.verdict == "ok" and not word.proof.done
+    assert all("LATE" not in x for x in _replayed(path, capsys))
+
+
+def test_an_end_written_on_time_that_no_pass_read_before_the_recording_ended_is_no_late_proof(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The GPU_END was written just before the deadline; the recording ended (its last host
+    sample) just past it, before the tailer's next pass read it. Live said nothing late: no
+    pass came past the deadline. The end's clock is one idle pass before the last sample (by
+    then every line written was read), so neither does the report: still running, on time."""
+    rec = _Recorded(tmp_path)
+    _write(rec.log, _begun())
+    rec.at(1.5)
+    for t in range(2, 31):
+        rec.at(float(t))  # the last pass at 30.0, before the deadline (31.0)
+    _write(rec.log, [_gpu_end(BEGIN_S + DEADLINE_S - 0.2)])  # written on time, not read
+    rec.clock.advance_ns(round((T0_S + BEGIN_S + DEADLINE_S + 0.5 - rec.clock.wall_s()) * 1e9))
+    rec.session.on_record(_host_sample(rec.clock))
+    path = rec.close()  # ended before the next pass
+    word = _reported(path)
+    assert word.proof is not None and word.proof.verdict != "late", word.message
+    assert all("LATE" not in x for x in _replayed(path, capsys))
+
+
+def test_a_log_file_read_whole_with_the_end_line_the_recording_never_saw_says_it_on_time(
+        tmp_path: Path) -> None:
+    """`report --log FILE`: the recording ended 20 s in, its PoSt in flight; the file, read
+    whole later, holds its GPU_END written at 25 s, before its deadline. The file's end line
+    counts: the PoSt ended, not late, whatever the recording's end would have said of it running."""
+    path = _stopped_mid_proof(tmp_path, end_s=20.0)
+    log = tmp_path / "cuzk.log"
+    _write(log, [_gpu_end(25.0), f"{_stamp(T0_S + 25.0)}  INFO cuzk_core::engine: proof "
+                 "completed successfully (pipeline) total_ms=24000"])
+    word = _reported(path, [str(log)])
+    assert word.proof is not None
+    assert word.proof.done and word.proof.verdict != "late", word.message
+    assert word.proof.total_s == pytest.approx(24.0)

@@ -29,6 +29,7 @@ from gapwatch.engine.store import SeriesStore
 from gapwatch.logs.follow import LogFollower
 from gapwatch.offline.report import build_report
 from gapwatch.sinks.recorder import Recorder
+from gapwatch.sources.files import read_any
 
 T0_S = 1_796_000_000.0
 #: The default WinningPoSt deadline (`[cuzk] winning_post_deadline_s`): the report's config.
@@ -84,15 +85,17 @@ class _Recorded:
     """`record --log FILE` on a fake clock: the real follower, session and recorder; a host
     sample at each pass of the tailer (called by hand), as the sampler writes one a period."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, beside: Path | None = None) -> None:
+        """`beside`: another daemon's log followed too (the same follower)."""
         self.log = tmp_path / "cuzk.log"
         self.log.write_text("")
+        logs = [self.log, *([beside] if beside is not None else [])]
         self.path = tmp_path / "rec.jsonl"
         self.clock = FakeClock(start_mono_ns=HEADER.started_mono_ns, start_wall_s=T0_S)
         self.session = Session(HEADER, SeriesStore(HEADER.gpus, 0.1),
                                sinks=[Recorder(self.path, exists="replace", mark_set=False)],
                                watch=CuzkWatch(Deadlines(winning_post_s=DEADLINE_S)))
-        self.follower = LogFollower([str(self.log)], LogsConfig(), self.session.on_log_event,
+        self.follower = LogFollower([str(x) for x in logs], LogsConfig(), self.session.on_log_event,
                                     None, self.clock, on_clock=self.session.on_reader_clock)
         self.follower.tailer.poll_once()  # opens the log at its end
 
@@ -112,6 +115,12 @@ def _last_word(events: list[ProverEvent]) -> ProverEvent:
     words = [e for e in events if e.kind == "proof" and e.job_id == JOB]
     assert words, "the report says nothing of the PoSt"
     return words[-1]
+
+
+def _said_late_live(path: Path) -> bool:
+    """Whether the live session said the PoSt late (the recording holds what it said)."""
+    return any(isinstance(r, ProverEvent) and r.job_id == JOB and r.proof is not None
+               and r.proof.verdict == "late" for r in read_any(path).records)
 
 
 def _reported(path: Path, logs: list[str] | None = None) -> ProverEvent:
@@ -146,6 +155,7 @@ def test_the_report_of_a_winningpost_said_late_live_says_it_late_at_the_recordin
     had got to at the end (the last host sample, 60 s, less one idle pass): late, running
     58 s of its 30."""
     path = _stopped_mid_proof(tmp_path, end_s=60.0)
+    assert _said_late_live(path)
     word = _reported(path)
     assert word.proof is not None
     assert (word.proof.verdict, word.proof.done) == ("late", False), word.message
@@ -159,6 +169,7 @@ def test_a_recording_that_ends_right_after_the_last_line_says_the_proof_running_
     """Ended half a second after the PoSt's last line (a run stopped there): nothing says it
     went late, live or after; the report says it running, on time."""
     path = _stopped_mid_proof(tmp_path, end_s=2.0)
+    assert not _said_late_live(path)
     word = _reported(path)
     assert word.proof is not None and word.proof.verdict == "ok" and not word.proof.done
     assert all("LATE" not in x for x in _replayed(path, capsys))
@@ -179,6 +190,7 @@ def test_an_end_written_on_time_that_no_pass_read_before_the_recording_ended_is_
     rec.clock.advance_ns(round((T0_S + BEGIN_S + DEADLINE_S + 0.5 - rec.clock.wall_s()) * 1e9))
     rec.session.on_record(_host_sample(rec.clock))
     path = rec.close()  # ended before the next pass
+    assert not _said_late_live(path)
     word = _reported(path)
     assert word.proof is not None and word.proof.verdict != "late", word.message
     assert all("LATE" not in x for x in _replayed(path, capsys))
@@ -197,3 +209,31 @@ def test_a_log_file_read_whole_with_the_end_line_the_recording_never_saw_says_it
     assert word.proof is not None
     assert word.proof.done and word.proof.verdict != "late", word.message
     assert word.proof.total_s == pytest.approx(24.0)
+
+
+def test_a_postonly_daemons_proof_stopped_mid_proof_is_late_at_the_end_while_another_logs_on(
+        tmp_path: Path) -> None:
+    """The repro's case: a PoSt-only cuzk of its own listen address hangs mid-proof while the
+    PoRep daemon's log flows on, a line a second (each daemon's "now" is its own lines'). Live
+    said it LATE; the report said `ok (running)` at its last line. Now late, at the end."""
+    porep = tmp_path / "porep.log"
+    porep.write_text("")
+    rec = _Recorded(tmp_path, beside=porep)
+    _write(porep, [f"{_stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
+                   f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+                   "listen=unix:///run/curio/cuzk.sock"])
+    begun = _begun()
+    _write(rec.log, [*begun[:1], f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+                     "listen=127.0.0.1:9820", *begun[1:]])
+    rec.at(1.5)
+    for t in range(2, 61):
+        _write(porep, [f"{_stamp(T0_S + t)}  INFO cuzk_core::scheduler: job enqueued "
+                       f"job_id=porep-1000-{t} proof_kind=porep-c2 priority=Normal "
+                       "queue_position=1"])
+        rec.at(float(t))
+    path = rec.close()
+    assert _said_late_live(path)
+    word = _reported(path)
+    assert word.proof is not None and word.daemon == "127.0.0.1:9820"
+    assert (word.proof.verdict, word.proof.done) == ("late", False), word.message
+    assert word.proof.total_s == pytest.approx(60.0 - IDLE_PASS_S - BEGIN_S, abs=1e-3)

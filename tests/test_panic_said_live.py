@@ -10,10 +10,10 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 
 from faults import until
+from live_log_lines import RECORDER, stamp, started
 from parsed_logs import offline_events, watched_events
 from session_fakes import KeptRecords
 
@@ -43,27 +43,15 @@ PANIC = ["thread 'tokio-runtime-worker' panicked at "
          'cudaGetLastError()@/root/.cargo/registry/src/sppark-0.1.14/ntt/kernels/'
          'gs_mixed_radix_wide.cu:220 failed: "out of memory"']
 NOTE = "note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace"
-#: The hook's command: each run's GAPWATCH_* variables, a JSON line.
-RECORDER = """import json, os, sys
-with open(sys.argv[1], "a") as f:
-    f.write(json.dumps({k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")}) + "\\n")
-"""
 
 
-def _stamp(t_s: float) -> str:
-    return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _started(t_s: float) -> list[str]:
-    return [f"{_stamp(t_s)}  INFO cuzk_daemon: cuzk-daemon starting",
-            f"{_stamp(t_s)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true"]
 
 
 def _second_panic(parser: LogParser, t_s: float) -> list[LogEvent]:
     """A run's start lines, then the process's second panic (no `note:` line), read live: its
     lines arrive at `t_s`."""
     out: list[LogEvent] = []
-    for line in _started(t_s - 5.0):
+    for line in started(t_s - 5.0):
         out += parser.parse_line(line, "cuzk.log", 1, t_s - 5.0)
     for line in PANIC:
         out += parser.parse_line(line, "cuzk.log", 2, t_s)
@@ -82,7 +70,7 @@ def test_a_panic_no_line_follows_is_said_by_the_readers_clock_as_a_later_line_sa
 
     by_line = LogParser()
     _second_panic(by_line, T0_S)
-    [same] = [e for e in by_line.parse_line(_started(T0_S + 20.0)[0], "cuzk.log", 3,
+    [same] = [e for e in by_line.parse_line(started(T0_S + 20.0)[0], "cuzk.log", 3,
                                             T0_S + 20.0) if e.kind == "panic"]
     assert panic == same
     assert panic.time_source == "arrival" and panic.t_wall_s == T0_S
@@ -115,7 +103,7 @@ def test_a_backlog_panic_still_being_read_is_at_the_time_its_event_will_have() -
     minutes after its own: cuzk's line, written at the panic, was compared against the wrong
     time and said alone."""
     parser = LogParser()
-    for line in _started(T0_S):
+    for line in started(T0_S):
         parser.parse_line(line, "cuzk.log", 1, T0_S + 600.0, backlog=True)
     for line in PANIC:
         parser.parse_line(line, "cuzk.log", 2, T0_S + 600.0, backlog=True)
@@ -139,8 +127,8 @@ def test_followed_live_a_panic_then_silence_is_said_runs_the_hook_and_is_counted
     """explore9 #1: a cuzk log followed by `record --log`, a first panic (its `note:` line
     and cuzk's `GPU prove start task panicked` line), then the process's second (no `note:`,
     no cuzk line: the process is gone) and nothing more. `--on-event` ran for it only after
-    systemd's RestartSec, with the restart's first line, never without one, nor did /metrics count it. Now said by the
-    reader's clock: the panic once `QUIET_S` passed with no line, the error once its wait for
+    systemd's RestartSec, with the restart's first line, never without one, nor did /metrics
+    count it. Now said by the reader's clock: the panic once `QUIET_S` passed with no line, the error once its wait for
     cuzk's line (`PANIC_PAIR_S`) is over, with no later line; in the words the report gives."""
     log = tmp_path / "cuzk.log"
     log.write_text("")
@@ -166,8 +154,8 @@ def test_followed_live_a_panic_then_silence_is_said_runs_the_hook_and_is_counted
     try:
         passes()  # opens the log at its end
         written: list[str] = []
-        for part in (_started(T0_S), [*PANIC, NOTE], [
-                f"{_stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+        for part in (started(T0_S), [*PANIC, NOTE], [
+                f"{stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
                 "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
                 'GPU prove start task panicked error=task 41 panicked with message "x"']):
             _lines_at(log, part)
@@ -224,7 +212,7 @@ def _eight_mib_ending_in_a_panic() -> bytes:
     (`Tailer`), the panic at its very end."""
     panic = "".join(line + "\n" for line in [*PANIC, NOTE]).encode()
     filler = b"x" * 8191 + b"\n"
-    head = b"".join(x.encode() + b"\n" for x in _started(T0_S))
+    head = b"".join(x.encode() + b"\n" for x in started(T0_S))
     room = (8 << 20) - len(head) - len(panic)
     pad = b"y" * (room % len(filler) - 1) + b"\n" if room % len(filler) else b""
     return head + filler * (room // len(filler)) + pad + panic
@@ -246,7 +234,7 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_l
     read's), before the next read brings the line after it (cuzk's `task panicked`): one
     incident, not a lone panic and a lone line."""
     log = tmp_path / "cuzk.log"
-    error = (f"{_stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+    error = (f"{stamp(T0_S)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
              "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
              'GPU prove start task panicked error=task 41 panicked with message "x"\n')
     log.write_bytes(_eight_mib_ending_in_a_panic() + error.encode())
@@ -298,7 +286,7 @@ def test_a_backtrace_whose_frames_come_late_is_read_whole_not_cut_by_the_readers
         follower.tailer.poll_once()
 
     follower.tailer.poll_once()
-    _lines_at(log, _started(T0_S))
+    _lines_at(log, started(T0_S))
     at(0.0)
     _lines_at(log, [*PANIC, "stack backtrace:"])
     for dt_s in (0.1, 0.6, 1.2, 1.5):  # idle passes while the symbols load
@@ -320,7 +308,7 @@ def test_a_full_backtrace_has_no_end_line_its_block_ends_by_the_continuation_bou
     _second_panic(parser, T0_S)
     parser.parse_line("stack backtrace:", "cuzk.log", 3, T0_S)
     assert parser.due(T0_S + CONTINUE_S / 2) == []
-    assert parser.parse_line(_started(T0_S + 10.0)[0], "other.log", 4, T0_S + 10.0)[0].kind \
+    assert parser.parse_line(started(T0_S + 10.0)[0], "other.log", 4, T0_S + 10.0)[0].kind \
         == "tracing"  # another stream's line, a backtrace pending: not its end
     assert parser.parse_line(_frames(1)[0], "cuzk.log", 5, T0_S + 20.0) == []
     assert parser.due(T0_S + 20.0 + CONTINUE_S / 2) == []
@@ -330,7 +318,7 @@ def test_a_full_backtrace_has_no_end_line_its_block_ends_by_the_continuation_bou
 
 def _task_panicked(t_s: float) -> str:
     """cuzk's line for the panic (engine.rs:3302), in its GPU worker's span."""
-    return (f"{_stamp(t_s)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
+    return (f"{stamp(t_s)} ERROR gpu_worker{{worker_id=0 gpu=0 job_id=porep-1000-90 "
             "proof_kind=porep-c2 batch_size=1 partition=Some(0)}: cuzk_core::engine: "
             'GPU prove start task panicked error=task 41 panicked with message "x"')
 
@@ -392,7 +380,7 @@ def test_cuzks_line_waits_while_its_panics_backtrace_is_still_being_read(
         return [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
 
     follower.tailer.poll_once()
-    _lines_at(out, _started(T0_S - 10))
+    _lines_at(out, started(T0_S - 10))
     at(0.0)
     _lines_at(err, [*PANIC, "stack backtrace:"])
     _lines_at(out, [_task_panicked(T0_S)])
@@ -400,7 +388,7 @@ def test_cuzks_line_waits_while_its_panics_backtrace_is_still_being_read(
     frames = _frames(8)
     for i, frame in enumerate(frames):  # a frame every 0.5 s while symbols resolve
         _lines_at(err, [frame])
-        _lines_at(out, [f"{_stamp(T0_S + 0.5 * (i + 1))}  INFO cuzk_core::engine: "
+        _lines_at(out, [f"{stamp(T0_S + 0.5 * (i + 1))}  INFO cuzk_core::engine: "
                         "synthesis done"])  # the daemon's other work goes on
         at(0.5 * (i + 1))
     assert clock.wall_s() - T0_S > PANIC_PAIR_S and errors() == []  # the panic still read

@@ -13,10 +13,10 @@ clock (the tailer's passes called by hand, a host sample at each), then read bac
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from live_log_lines import stamp, winningpost_begun
 
 from gapwatch.base.clock import FakeClock
 from gapwatch.cli import main
@@ -45,22 +45,6 @@ HEADER = SessionHeader(gapwatch_version="t", host="box", source="sim", started_w
                        config={"logs": {"idle_poll_ms": IDLE_PASS_S * 1000, "poll_ms": 50.0}})
 
 
-def _stamp(t_s: float) -> str:
-    return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _begun() -> list[str]:
-    """A run's start lines at T0, then a WinningPoSt enqueued and on its GPU 1 s later: the
-    lines cuzk writes before its GPU_END (scheduler.rs:67, engine.rs:2665-3131)."""
-    return [f"{_stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
-            f"{_stamp(T0_S)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
-            f"{_stamp(T0_S + BEGIN_S)}  INFO cuzk_core::scheduler: job enqueued job_id={JOB} "
-            "proof_kind=winning-post priority=Critical queue_position=0",
-            f"TIMELINE,1000,SYNTH_START,{JOB},kind=winning-post",
-            f"TIMELINE,1500,SYNTH_END,{JOB},synth_ms=500",
-            f"TIMELINE,1500,GPU_QUEUE,{JOB},monolithic",
-            f"TIMELINE,1500,GPU_PICKUP,{JOB},worker=0",
-            f"TIMELINE,1500,GPU_START,{JOB},worker=0"]
 
 
 def _gpu_end(t_s: float) -> str:
@@ -138,7 +122,7 @@ def _stopped_mid_proof(tmp_path: Path, end_s: float) -> Path:
     """A WinningPoSt whose lines stop on its GPU (cuzk hung, or dead), recorded to T0 +
     `end_s`, a pass and a host sample every second."""
     rec = _Recorded(tmp_path)
-    _write(rec.log, _begun())
+    _write(rec.log, winningpost_begun(T0_S, JOB))
     rec.at(1.5)  # read as written; then nothing more is written
     t = 2.0
     while t <= end_s:
@@ -182,7 +166,7 @@ def test_an_end_written_on_time_that_no_pass_read_before_the_recording_ended_is_
     pass came past the deadline. The end's clock is one idle pass before the last sample (by
     then every line written was read), so neither does the report: still running, on time."""
     rec = _Recorded(tmp_path)
-    _write(rec.log, _begun())
+    _write(rec.log, winningpost_begun(T0_S, JOB))
     rec.at(1.5)
     for t in range(2, 31):
         rec.at(float(t))  # the last pass at 30.0, before the deadline (31.0)
@@ -203,7 +187,7 @@ def test_a_log_file_read_whole_with_the_end_line_the_recording_never_saw_says_it
     counts: the PoSt ended, not late, whatever the recording's end would have said of it running."""
     path = _stopped_mid_proof(tmp_path, end_s=20.0)
     log = tmp_path / "cuzk.log"
-    _write(log, [_gpu_end(25.0), f"{_stamp(T0_S + 25.0)}  INFO cuzk_core::engine: proof "
+    _write(log, [_gpu_end(25.0), f"{stamp(T0_S + 25.0)}  INFO cuzk_core::engine: proof "
                  "completed successfully (pipeline) total_ms=24000"])
     word = _reported(path, [str(log)])
     assert word.proof is not None
@@ -219,15 +203,15 @@ def test_a_postonly_daemons_proof_stopped_mid_proof_is_late_at_the_end_while_ano
     porep = tmp_path / "porep.log"
     porep.write_text("")
     rec = _Recorded(tmp_path, beside=porep)
-    _write(porep, [f"{_stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
-                   f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+    _write(porep, [f"{stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
+                   f"{stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
                    "listen=unix:///run/curio/cuzk.sock"])
-    begun = _begun()
-    _write(rec.log, [*begun[:1], f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+    begun = winningpost_begun(T0_S, JOB)
+    _write(rec.log, [*begun[:1], f"{stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
                      "listen=127.0.0.1:9820", *begun[1:]])
     rec.at(1.5)
     for t in range(2, 61):
-        _write(porep, [f"{_stamp(T0_S + t)}  INFO cuzk_core::scheduler: job enqueued "
+        _write(porep, [f"{stamp(T0_S + t)}  INFO cuzk_core::scheduler: job enqueued "
                        f"job_id=porep-1000-{t} proof_kind=porep-c2 priority=Normal "
                        "queue_position=1"])
         rec.at(float(t))

@@ -12,11 +12,11 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 
 from faults import until
+from live_log_lines import RECORDER, stamp, winningpost_begun
 from session_fakes import KeptRecords
 
 from gapwatch.base.clock import FakeClock
@@ -41,29 +41,8 @@ BEGIN_S = 1.0
 HEADER = SessionHeader(gapwatch_version="t", host="box", source="sim", started_wall_s=T0_S,
                        started_mono_ns=0, period_ms=100.0,
                        gpus=[GpuInfo(index=0, link_bytes_per_s=63e9)])
-#: The hook's command: each run's GAPWATCH_* variables, a JSON line.
-RECORDER = """import json, os, sys
-with open(sys.argv[1], "a") as f:
-    f.write(json.dumps({k: v for k, v in os.environ.items() if k.startswith("GAPWATCH_")}) + "\\n")
-"""
 
 
-def _stamp(t_s: float) -> str:
-    return datetime.fromtimestamp(t_s, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _begun(t_s: float) -> list[str]:
-    """A run's start lines at `t_s`, then a WinningPoSt enqueued and on its GPU 1 s later: the
-    lines cuzk writes before its GPU_END (scheduler.rs:67, engine.rs:2665-3131)."""
-    return [f"{_stamp(t_s)}  INFO cuzk_daemon: cuzk-daemon starting",
-            f"{_stamp(t_s)}  INFO cuzk_core::engine: starting cuzk engine pipeline_enabled=true",
-            f"{_stamp(t_s + 1.0)}  INFO cuzk_core::scheduler: job enqueued job_id={JOB} "
-            "proof_kind=winning-post priority=Critical queue_position=0",
-            f"TIMELINE,1000,SYNTH_START,{JOB},kind=winning-post",
-            f"TIMELINE,1500,SYNTH_END,{JOB},synth_ms=500",
-            f"TIMELINE,1500,GPU_QUEUE,{JOB},monolithic",
-            f"TIMELINE,1500,GPU_PICKUP,{JOB},worker=0",
-            f"TIMELINE,1500,GPU_START,{JOB},worker=0"]
 
 
 def _write(path: Path, lines: list[str]) -> None:
@@ -130,7 +109,7 @@ def test_a_winningpost_whose_lines_stop_mid_proof_is_said_late_at_its_deadline_o
     live = _Live(log, FakeClock(start_wall_s=T0_S), (metrics, hook))
     hook.start()
     try:
-        _write(log, _begun(T0_S))
+        _write(log, winningpost_begun(T0_S, JOB))
         live.at(1.5)  # read as written; then nothing more is written
         for dt_s in (5.0, 15.0, BEGIN_S + DEADLINE_S - 0.1):
             live.at(dt_s)
@@ -149,7 +128,7 @@ def test_a_winningpost_whose_lines_stop_mid_proof_is_said_late_at_its_deadline_o
         # It ends at last (cuzk was alive): said late again as it ends, as a PoSt said late
         # by a later line is, but not late twice: the hook and /metrics count it once.
         _write(log, [f"TIMELINE,69000,GPU_END,{JOB},worker=0,gpu_ms=67500",
-                     f"{_stamp(T0_S + 69.0)}  INFO cuzk_core::engine: proof completed "
+                     f"{stamp(T0_S + 69.0)}  INFO cuzk_core::engine: proof completed "
                      "successfully (pipeline) total_ms=68000"])
         live.at(70.0)
         assert [p.proof.verdict for p in _proofs(live.kept) if p.proof] == ["late", "late"]
@@ -179,7 +158,7 @@ def test_an_end_written_before_the_deadline_while_a_pass_was_parsed_is_no_late_p
             live.to(BEGIN_S + DEADLINE_S + 5.0)
 
     live.on_parsed = slow
-    _write(log, _begun(T0_S))
+    _write(log, winningpost_begun(T0_S, JOB))
     live.at(1.5)
     assert not _late(live.kept)  # the pass that ended past the deadline said nothing
     live.at(BEGIN_S + DEADLINE_S + 6.0)  # reads the GPU_END
@@ -196,10 +175,10 @@ def test_a_reader_behind_its_writer_moves_no_clock_until_it_has_caught_up(
     log = tmp_path / "cuzk.log"
     log.write_text("")
     live = _Live(log, FakeClock(start_wall_s=T0_S))
-    _write(log, _begun(T0_S))
+    _write(log, winningpost_begun(T0_S, JOB))
     live.at(1.5)
     # A burst of lines of the same time as its latest (no later time read), then its end.
-    filler = (f"{_stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
+    filler = (f"{stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
     with open(log, "ab") as f:
         f.write(filler * ((8 << 20) // len(filler) + 1))
     _write(log, [f"TIMELINE,10000,GPU_END,{JOB},worker=0,gpu_ms=8500"])
@@ -229,8 +208,8 @@ def test_piped_to_stdin_a_winningpost_whose_lines_stop_is_said_late_by_the_reade
     follower.start()
     try:
         clock.advance_ns(int(1.5e9))
-        os.write(write_fd, "".join(line + "\n" for line in _begun(T0_S)).encode())
-        assert until(lambda: follower.status().lines == len(_begun(T0_S)))
+        os.write(write_fd, "".join(line + "\n" for line in winningpost_begun(T0_S, JOB)).encode())
+        assert until(lambda: follower.status().lines == len(winningpost_begun(T0_S, JOB)))
         clock.advance_ns(int(DEADLINE_S * 1e9))  # T0 + 31.5: past its deadline
         assert until(lambda: len(_late(kept)) == 1)
     finally:
@@ -246,8 +225,8 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_post_ends_by_its_own_line(
     in the next is not said late by the clock, however long parsing that read took (its lines
     were written long before they were read): said by its own lines, on time."""
     log = tmp_path / "cuzk.log"
-    filler = (f"{_stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
-    log.write_bytes("".join(line + "\n" for line in _begun(T0_S)).encode()
+    filler = (f"{stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
+    log.write_bytes("".join(line + "\n" for line in winningpost_begun(T0_S, JOB)).encode()
                    + filler * ((8 << 20) // len(filler) + 1)
                    + f"TIMELINE,10000,GPU_END,{JOB},worker=0,gpu_ms=8500\n".encode())
     clock = FakeClock(start_wall_s=T0_S)
@@ -279,11 +258,11 @@ def test_with_two_daemons_the_late_proof_said_by_the_clock_names_its_daemon(
     porep.write_text("")
     post.write_text("")
     live = _Live([porep, post], FakeClock(start_wall_s=T0_S))
-    _write(porep, [f"{_stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
-                   f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+    _write(porep, [f"{stamp(T0_S)}  INFO cuzk_daemon: cuzk-daemon starting",
+                   f"{stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
                    "listen=127.0.0.1:9820"])
-    begun = _begun(T0_S)
-    _write(post, [*begun[:1], f"{_stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
+    begun = winningpost_begun(T0_S, JOB)
+    _write(post, [*begun[:1], f"{stamp(T0_S)}  INFO cuzk_daemon: configuration loaded "
                   "listen=127.0.0.1:9830", *begun[1:]])
     live.at(1.5)
     live.at(BEGIN_S + DEADLINE_S + 1.0)
@@ -316,9 +295,9 @@ def test_the_simulators_own_log_tells_no_time_while_a_log_file_is_behind(
         sims.tailer.poll_once()
 
     at(0.0)  # opens both (the simulator's from its start)
-    _write(post, _begun(T0_S))
+    _write(post, winningpost_begun(T0_S, JOB))
     at(1.5)
-    filler = (f"{_stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
+    filler = (f"{stamp(T0_S + 1.5)}  INFO cuzk_core::engine: x " + "y" * 8000 + "\n").encode()
     with open(post, "ab") as f:
         f.write(filler * ((8 << 20) // len(filler) + 1))
     _write(post, [f"TIMELINE,10000,GPU_END,{JOB},worker=0,gpu_ms=8500"])
@@ -360,12 +339,13 @@ def test_a_tick_put_off_while_nothing_waited_moves_the_clock_as_one_taken_at_onc
             else:
                 session.on_reader_clock(round(at_s * 1e9), None)
 
-        begun = _begun(T0_S)
+        begun = winningpost_begun(T0_S, JOB)
         for text in begun[:2]:  # cuzk's start lines, read as written
             line(text, 0.0)
         for at_s in range(1, 11):  # idle: nothing in flight
             tick(float(at_s))
-        stepped = _begun(T0_S + 3.0)  # cuzk's clock 7 s back: its PoSt's lines, read at once
+        # cuzk's clock 7 s back: its PoSt's lines, read at once.
+        stepped = winningpost_begun(T0_S + 3.0, JOB)
         for text in stepped[2:]:
             line(text, 10.5)
         for at_s in range(11, 60):

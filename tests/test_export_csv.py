@@ -224,3 +224,24 @@ def test_the_csv_exports_closing_line_counts_the_host_rows_it_wrote_too(
     host = len(rows) - gpu
     assert gpu and host
     assert f"{gpu} GPU rows and {host} host rows" in said
+
+
+@pytest.mark.parametrize("fmt", ["csv", "perfetto"])
+def test_an_export_into_the_folder_it_reads_says_no_temporary_of_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str,
+) -> None:
+    """`export DIR --out DIR/x.csv` warned `1 entry not named *.jsonl or *.jsonl.gz, not
+    read: .x.csv.jdu7uc6d.part`: its own temporary, gone by then. An earlier export's output
+    in the folder is not a recording, said in the folder rule's words; a temporary never."""
+    sim = simulate("pageable", seed=1, duration_s=5)
+    write_recording(tmp_path / "gw.jsonl", sim.header, sim.records)
+    assert main(["export", str(tmp_path), "--format", fmt, "--out",
+                 str(tmp_path / "x.out")]) == 0
+    first = capsys.readouterr().err
+    assert ".part" not in first and "not read" not in first
+    assert main(["export", str(tmp_path), "--format", fmt, "--out",
+                 str(tmp_path / "y.out")]) == 0
+    second = capsys.readouterr().err
+    assert ".part" not in second
+    assert "1 entry not named *.jsonl or *.jsonl.gz, not read: x.out" in second
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gw.jsonl", "x.out", "y.out"]

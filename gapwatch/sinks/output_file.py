@@ -38,11 +38,11 @@ import errno
 import fcntl
 import os
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from gapwatch.base.temporaries import temporary_beside
 from gapwatch.base.writer_lock import locked_by_another
 
 #: What to do when FILE already exists: refuse (the default), replace it, or rotate to a new name.
@@ -314,9 +314,7 @@ class Replacement:
         self.dest = dest
         # mkstemp opens with O_EXCL | O_NOFOLLOW, mode 0600; a finished export reads as any
         # file the user writes does.
-        fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part",
-                                    dir=dest.parent)
-        self.path = Path(name)
+        fd, self.path = temporary_beside(dest)
         os.fchmod(fd, 0o644)
         self.file = os.fdopen(fd, "wb")
 

@@ -7,7 +7,9 @@ Who calls it: `gapwatch.sources.files.read_any` (so `report`, `replay`, `export`
 How the files are put together:
 - every file is a whole recording (the recorder starts each segment with the session's header),
   so each is opened on its own; a file that is not a recording is skipped and said; in a
-  folder, entries not named `*.jsonl` or `*.jsonl.gz` are not read, and said in one line;
+  folder, entries not named `*.jsonl` or `*.jsonl.gz` are not read, and said in one line
+  (gapwatch's own temporaries, `gapwatch.base.temporaries`, left out unsaid: an export into
+  the folder it reads named its own, already gone);
 - only files of one recording set are joined: the same `set_id` (written by the recorder in
   every segment's header; files made before set ids have none and join by the rest), host and
   GPUs. A folder or glob holding several recordings (another host's, two sessions recording
@@ -53,6 +55,7 @@ import msgspec
 from msgspec import structs
 
 from gapwatch.base.input_files import file_kind
+from gapwatch.base.temporaries import is_temporary
 from gapwatch.core.fmt import visible
 from gapwatch.core.models import GpuInfo, Record, SessionHeader
 from gapwatch.core.sizes import cut_text
@@ -185,7 +188,9 @@ def _of_set(file: Path, wanted: str) -> bool:
 def _entries(path: Path) -> SetEntries:
     """`set_files` of a folder, a file (`FILE?set=ID`) or a glob, every set's."""
     if path.is_dir():
-        entries = sorted(path.iterdir())
+        # gapwatch's own temporaries (an export into this folder writing its output) are no
+        # entry to say: never a recording, and gone by the time a line says them.
+        entries = sorted(p for p in path.iterdir() if not is_temporary(p.name))
         found = [p for p in entries if p.name.endswith(RECORDING_SUFFIXES)]
         others = [p.name for p in entries if not p.name.endswith(RECORDING_SUFFIXES)]
     elif os.path.lexists(path):

@@ -178,6 +178,31 @@ async def test_a_paused_replay_says_where_it_is_and_a_seek_claims_no_breakdown_s
         rt.stop()
 
 
+async def test_a_playing_replay_says_where_it_is_before_a_snapshots_path(
+        recording: Path) -> None:
+    """verify9: playing, the footer read `snapshot: …/gapwatch-snapshot-… · replay 22:23:03
+    (+1:04) x10`, the snapshot's path first, where docs/dashboard.md says the position comes
+    first and a paused replay's line leads with it: one order, whether it plays or not."""
+    from ui_fakes import screen_text
+
+    from gapwatch.ui.app import GapwatchApp
+    from gapwatch.ui.widgets.status_footer import StatusFooter
+
+    rt, replay = _started(recording)
+    try:
+        app = GapwatchApp(rt, status_every_s=0.2)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause(0.5)
+            app.query_one(StatusFooter).show_message(
+                "snapshot: …/gapwatch-snapshot-vm-20261205T222202Z")
+            await pilot.pause(0.5)
+            footer = screen_text(app).splitlines()[22]
+        assert not replay.paused
+        assert footer.startswith("replay ") and " · snapshot: …/gapwatch-snapshot-" in footer
+    finally:
+        rt.stop()
+
+
 async def test_replay_keys_on_a_live_source_say_what_they_are_for(tmp_path: Path) -> None:
     from ui_fakes import FakeRuntime, fill_breakdown, make_config, screen_text
 

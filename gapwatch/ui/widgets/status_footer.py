@@ -10,7 +10,8 @@ Two lines, built for 80 columns:
 - line 1: alerts first (`status_alerts`: a followed log that is missing or unreadable, the source
   ended), then the last message (snapshot written or failed), then as many status phrases as fit;
   whole phrases only (`ui.fit`); a replay's position (`replay 09:07:12 (+0:51) paused`) is kept
-  before a message that is not an error (a snapshot's path): it is what the replay keys move;
+  and shown before a message that is not an error (a snapshot's path), playing or paused: it
+  is what the replay keys move;
 - line 2: the keys, `? help` and `q quit` first, so they are on screen whatever else is.
 """
 
@@ -178,16 +179,19 @@ class StatusFooter(TextLines):
         width = self.size.width or 80
         # (priority, text, style class) in display order.
         items: list[tuple[int, str, str]] = [(0, a, "status-footer--alert") for a in self._alerts]
-        if self._message:
-            kind = "status-footer--error" if self._message_error else "status-footer--ok"
-            # Why a key could not (`the replay has ended`) before all but the alerts; a
-            # snapshot's path after a replay's position.
-            items.append((1 if self._message_error else 2, self._message, kind))
-        # A replay's position before a message that is not an error (a snapshot's path took
-        # its place at 80 columns once `paused` made it 3 cells longer: a paused replay said
-        # nowhere where it was), the rest of the status after it.
-        items += [(1 if p == self._replay else 3 + i, p, "")
-                  for i, p in enumerate(self._parts) if p not in self._alerts]
+        kind = "status-footer--error" if self._message_error else "status-footer--ok"
+        if self._message and self._message_error:
+            # Why a key could not (`the replay has ended`) before all but the alerts.
+            items.append((1, self._message, kind))
+        # A replay's position before a message that is not an error, shown and kept (a
+        # snapshot's path took its place at 80 columns once `paused` made it 3 cells longer:
+        # a paused replay said nowhere where it was; playing, the path came first): where
+        # it is leads the line whether it plays or not. The rest of the status after both.
+        parts = [p for p in self._parts if p not in self._alerts]
+        items += [(1, p, "") for p in parts if p == self._replay]
+        if self._message and not self._message_error:
+            items.append((2, self._message, kind))
+        items += [(3 + i, p, "") for i, p in enumerate(parts) if p != self._replay]
         # One rule for the whole line: a message or an alert may quote outside text (a
         # `[snapshot] dir`, a log's or a recording's path, an OS error's words), shown written
         # out, never sent to the terminal raw (`visible` leaves safe text as it is); before

@@ -12,6 +12,7 @@ through the command line, as a user runs them."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,3 +176,41 @@ def test_a_recording_that_ends_on_an_open_gap_says_nothing_of_it(
     assert "Chaining breakdowns: 1" in report
     assert "a snapshot's recording" not in report
     assert "still open at the snapshot's end" not in report
+
+
+def _breakdown_lines(report: str) -> list[str]:
+    return report.split("Chaining breakdowns: 1\n", 1)[1].split("\n\n", 1)[0].splitlines()
+
+
+def test_a_breakdown_entered_as_the_snapshot_was_taken_is_said_at_its_end_not_as_a_0_s_period(
+        taken: Taken) -> None:
+    """verify9: the demo's snapshot reported `GPU 0: 22:28:24.327 - 22:28:24.327 (0.0 s): no
+    gaps (0.0 s idle) in the period, up to 0 in a 30 s window; entered on 1 pcie_starved gap`:
+    the snapshot is taken the moment GPU0 enters BREAKDOWN, and its end cuts the gap it was
+    entered on (retracted, the end-of-data IDLE at the same moment). Said as what it is: entered
+    at the snapshot's end, on that gap still open then, as the GPU's line says the cut."""
+    entered = taken.snap.states[0]
+    (line,) = _breakdown_lines(report_of(taken.recording))
+    gap = taken.open_gap()
+    assert line == (
+        f"  GPU 0: at the snapshot's end, {fmt.clock(entered.t_wall_s, millis=True)} (no period "
+        f"of it read): entered on {entered.reason}; the pcie_starved gap from "
+        f"{fmt.clock(gap.start_s, millis=True)} still open then, cut there (said under the GPU)")
+    assert "(0.0 s)" not in line and "no gaps" not in line
+    (said,) = json.loads(report_of(taken.recording, "--json"))["breakdowns"]
+    assert said["entered_at_end"] is True and said["duration_s"] == 0.0
+
+
+def test_a_breakdown_entered_at_a_recordings_last_reading_is_said_at_its_end(
+        taken: Taken, tmp_path: Path) -> None:
+    """The same records as a recording of its own (its end no cut): entered at the recording's
+    end, no period of it read; the gap open there said nowhere, as under the GPU."""
+    read = read_recording(taken.recording)
+    plain = tmp_path / "plain.jsonl.gz"
+    write_recording(plain, msgspec.structs.replace(read.header, snapshot_wall_s=None),
+                    list(read.records))
+    (line,) = _breakdown_lines(report_of(plain))
+    entered = taken.snap.states[0]
+    assert line == (f"  GPU 0: at the recording's end, "
+                    f"{fmt.clock(entered.t_wall_s, millis=True)} (no period of it read): "
+                    f"entered on {entered.reason}")

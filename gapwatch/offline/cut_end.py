@@ -10,7 +10,8 @@ stretch is the gap its summary.md and gaps.json give as still open then). A reco
 says nothing: nothing came after it.
 
 Who calls it: `gapwatch.offline.report` (`data_after`, kept on the report),
-`gapwatch.offline.report_text` (a line under each GPU of `gapwatch report`) and
+`gapwatch.offline.report_text` (a line under each GPU of `gapwatch report`, and a BREAKDOWN
+entered at the data's last reading: `breakdown_at_end`) and
 `gapwatch.commands.replay` (`replay --headless`'s closing lines).
 """
 
@@ -21,7 +22,7 @@ from typing import Literal
 
 from gapwatch.core import fmt
 from gapwatch.core.models import SessionHeader
-from gapwatch.core.track import GpuTotals
+from gapwatch.core.track import GpuTotals, OpenAtEnd
 from gapwatch.sources.files import data_end
 from gapwatch.sources.time_window import TimeWindow
 
@@ -65,6 +66,28 @@ def idle_at_cut_end(t: GpuTotals, cut: CutBy | None) -> str | None:
     # end moves with --until; a snapshot's is fixed, its own files had the gap open).
     hint = ("--until later reads it" if cut == "window"
             else "the snapshot's summary.md and gaps.json give it as the detector had it then")
-    return (f"the {gap.kind} gap from {fmt.clock(gap.start_s, millis=True)} still open at the "
-            f"{cut}'s end, idle {fmt.duration(gap.idle_s)} so far: cut there, no gap of it "
-            f"(as at a recording's end); {hint}")
+    return (f"{_gap_from(gap)} still open at the {cut}'s end, idle {fmt.duration(gap.idle_s)} "
+            f"so far: cut there, no gap of it (as at a recording's end); {hint}")
+
+
+def _gap_from(gap: OpenAtEnd) -> str:
+    """`the pcie_starved gap from 21:31:45.846`: the gap open at the end, as both lines name it."""
+    return f"the {gap.kind} gap from {fmt.clock(gap.start_s, millis=True)}"
+
+
+def breakdown_at_end(entered_s: float, entered_on: str, t: GpuTotals | None,
+                     cut: CutBy | None) -> str:
+    """A BREAKDOWN entered at the GPU's last reading (`report.Breakdown.entered_at_end`): no
+    period of it was read, so it is said at the end of the data, with what it was entered on
+    and, where that end was cut on a gap still open, that gap in `idle_at_cut_end`'s words
+    (said in full under the GPU). It read `22:28:24.327 - 22:28:24.327 (0.0 s): no gaps (0.0 s
+    idle) in the period, up to 0 in a 30 s window; entered on 1 pcie_starved gap ...`: the
+    demo's snapshot is taken the moment GPU0 enters BREAKDOWN, its gap still open, retracted at
+    the data's end."""
+    end = "the recording's end" if cut is None else f"the {cut}'s end"
+    words = (f"at {end}, {fmt.clock(entered_s, millis=True)} (no period of it read): "
+             f"entered on {entered_on}")
+    gap = None if t is None else t.open_at_end
+    if cut is not None and gap is not None and idle_at_cut_end(t, cut) is not None:
+        words += f"; {_gap_from(gap)} still open then, cut there (said under the GPU)"
+    return words

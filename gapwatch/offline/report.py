@@ -128,6 +128,11 @@ class Breakdown:
     starved_gaps: int = 0
     starved_idle_s: float = 0.0
     max_in_window: int = 0
+    #: Entered at the GPU's last reading and still on there: no period of it was read (the
+    #: demo's snapshot, taken the moment GPU0 entered it, read as `22:28:24.327 -
+    #: 22:28:24.327 (0.0 s): no gaps`); the report says it at the data's end
+    #: (`cut_end.breakdown_at_end`).
+    entered_at_end: bool = False
 
 
 @dataclass
@@ -732,11 +737,18 @@ def _breakdowns(states: list[StateChange], totals: list[GpuTotals],
     out: list[Breakdown] = []
     open_: dict[int, StateChange] = {}
 
+    last = {t.gpu: t for t in totals}
+
     def period(start: StateChange, end_s: float, end_ns: int) -> Breakdown:
         seconds = max(0.0, (end_ns - start.t_mono_ns) / 1e9)
         inside, most = _starved_in(starved.get(start.gpu, []), start.t_mono_ns, end_ns, window_s)
+        # Entered at the GPU's last reading: ended there by the data's end (the end-of-data
+        # IDLE of the same moment, or no state after it), no period of it read.
+        t = last.get(start.gpu)
+        last_ns = None if t is None else t.last_t_ns
+        at_end = end_ns <= start.t_mono_ns and (last_ns is None or end_ns >= last_ns)
         return Breakdown(start.gpu, start.t_wall_s, end_s, start.reason, seconds, len(inside),
-                         sum(idle for _end, idle in inside), most)
+                         sum(idle for _end, idle in inside), most, at_end)
 
     for st in states:
         started = open_.pop(st.gpu, None)
@@ -744,7 +756,6 @@ def _breakdowns(states: list[StateChange], totals: list[GpuTotals],
             out.append(period(started, st.t_wall_s, st.t_mono_ns))
         if st.state == "BREAKDOWN":
             open_[st.gpu] = st
-    last = {t.gpu: t for t in totals}
     for gpu, started in open_.items():
         t = last.get(gpu)
         if t is None or t.last_t_ns is None:
@@ -831,7 +842,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
             {"gpu": b.gpu, "start_s": b.start_s, "end_s": b.end_s,
              "duration_s": b.duration_s, "reason": b.reason,
              "pcie_starved_gaps": b.starved_gaps, "pcie_starved_idle_s": b.starved_idle_s,
-             "max_in_window": b.max_in_window}
+             "max_in_window": b.max_in_window, "entered_at_end": b.entered_at_end}
             for b in r.breakdowns
         ],
         "payoff": r.payoff.json(),

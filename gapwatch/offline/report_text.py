@@ -19,7 +19,7 @@ from gapwatch.core.verdict import breakdown_words
 from gapwatch.cuzk.advice import advice_lines
 from gapwatch.cuzk.partitions import RunTimeline
 from gapwatch.offline.copy_sums import CopyTable
-from gapwatch.offline.cut_end import cut_by, idle_at_cut_end
+from gapwatch.offline.cut_end import breakdown_at_end, cut_by, idle_at_cut_end
 from gapwatch.offline.payoff import ALL, Payoff, busy_fraction
 from gapwatch.offline.prover_events import prover_event_lines
 from gapwatch.offline.report import TABLE_ROWS, ReportData, gaps_by_prover_cause
@@ -174,7 +174,13 @@ def _breakdown_lines(r: ReportData, config: DetectorConfig) -> list[str]:
     """Each BREAKDOWN period: when, how long, the starved gaps it held and what it was entered
     on (the entry's count alone froze at "2 pcie_starved gaps" for a period that held 31)."""
     out = [f"Chaining breakdowns: {len(r.breakdowns)}"]
+    cut = cut_by(r.header, r.data_after)
+    totals = {t.gpu: t for t in r.totals}
     for b in r.breakdowns:
+        if b.entered_at_end:  # no period of it read: said at the data's end, not as 0.0 s
+            out.append(f"  GPU {b.gpu}: "
+                       f"{breakdown_at_end(b.start_s, b.reason or '-', totals.get(b.gpu), cut)}")
+            continue
         words = breakdown_words(b.starved_gaps, b.starved_idle_s, b.max_in_window,
                                 b.reason or "-", config)
         out.append(f"  GPU {b.gpu}: {_clock(b.start_s)} - {_clock(b.end_s)} "

@@ -87,7 +87,7 @@ def breakdown_at_end(entered_s: float, entered_on: str, t: GpuTotals | None,
     end = "the recording's end" if cut is None else f"the {cut}'s end"
     words = (f"at {end}, {fmt.clock(entered_s, millis=True)} (no period of it read): "
              f"entered on {entered_on}")
-    gap = None if t is None else t.open_at_end
-    if cut is not None and gap is not None and idle_at_cut_end(t, cut) is not None:
-        words += f"; {_gap_from(gap)} still open then, cut there (said under the GPU)"
+    # The gap where the GPU's line says it cut (`idle_at_cut_end`), named as that line does.
+    if t is not None and t.open_at_end is not None and idle_at_cut_end(t, cut) is not None:
+        words += f"; {_gap_from(t.open_at_end)} still open then, cut there (said under the GPU)"
     return words

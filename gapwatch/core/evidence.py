@@ -61,6 +61,14 @@ from gapwatch.core.sizes import TEXT_CHARS, cut_text
 #: Most events kept per gap (warnings are kept in preference) and most published per version.
 MAX_EVENTS_KEPT: Final = 64
 MAX_EVENTS_PUBLISHED: Final = 12
+#: Partitions the buffer remembers as synthesised unpinned and not yet taken by a GPU
+#: (`EvidenceBuffer.unpinned_waiting`): far more than wait at once (cuzk: a few jobs of 10
+#: partitions each), so only one never taken (a lost line, a killed job) is ever dropped.
+MAX_UNPINNED_KEPT: Final = 4096
+#: A gap's own GPU's uploads of unpinned partitions it keeps (`GapEvidence.uploads`), and the
+#: recent ones the buffer keeps for gaps still to open: a hint names `MAX_PARTS_NAMED` (3).
+MAX_UPLOADS_KEPT: Final = 8
+RECENT_UPLOADS: Final = 256
 #: Which log events a gap can still take (`GapEvidence.takes`): any; only warnings (it is
 #: full, and holds an ordinary event a warning would displace); none (full of warnings).
 TAKES_ANY: Final = 2
@@ -160,6 +168,7 @@ class GapEvidence:
         "dirty",
         "published",
         "prover",
+        "uploads",
     )
 
     def __init__(self, gpu: int, start_s: float, prover: ProverGap) -> None:
@@ -188,6 +197,18 @@ class GapEvidence:
         self.dirty = False
         #: The last version of the gap published with this evidence (re-published on late events).
         self.published: Gap | None = None
+        #: Its own GPU's uploads of partitions synthesised unpinned, in its window
+        #: (`EvidenceBuffer.add_log`): kept apart from `events`, which a flood of warnings
+        #: fills (a busy log's ~170 events a window; every new synthesis warns), so that the
+        #: few lines saying which partition THIS GPU was uploading are never crowded out.
+        self.uploads: list[LogEvent] = []
+
+    def add_upload(self, ev: LogEvent) -> None:
+        """`ev` took a partition synthesised unpinned to this gap's GPU (the first
+        `MAX_UPLOADS_KEPT`)."""
+        if len(self.uploads) < MAX_UPLOADS_KEPT and ev not in self.uploads:
+            self.uploads.append(ev)
+            self.dirty = True
 
     def take_host(self, rows: Iterable[HostRow]) -> None:
         """Take these host samples (`host_row`s; those from the gap's start on) into the
@@ -271,15 +292,19 @@ class GapEvidence:
                             self.major_faults_per_s, self.mem_bandwidth_bytes_per_s)
 
     def event_list(self) -> list[EventEvidence]:
-        """The events to publish: every warning first, then the latest others, in time order."""
+        """The events to publish: every warning first, then the latest others, and the gap's
+        GPU's uploads of unpinned partitions (`uploads`, each marked), in time order."""
         evs = sorted(self.events, key=_event_time)
         warned = [e for e in evs if e.warning is not None]
         rest = [e for e in evs if e.warning is None]
         room = max(0, MAX_EVENTS_PUBLISHED - len(warned))
         keep = warned[:MAX_EVENTS_PUBLISHED] + (rest[-room:] if room else [])
+        uploads = self.uploads
+        keep += [u for u in uploads if u not in keep]
         keep.sort(key=_event_time)
         return [EventEvidence(e.t_wall_s, e.name, e.worker, e.partition, e.warning,
-                              e.raw[:RAW_CHARS], UNSET if e.job_id is None else e.job_id)
+                              e.raw[:RAW_CHARS], UNSET if e.job_id is None else e.job_id,
+                              True if e in uploads else UNSET)
                 for e in keep]
 
 
@@ -340,6 +365,34 @@ class EvidenceBuffer:
         self.links_down: dict[int, LinkState] = {}
         #: Recent GPU errors per GPU (NVML: XID, ECC, PCIe replays), oldest first.
         self._hw: dict[int, deque[HardwareEvent]] = {}
+        #: Partitions (job, number) whose synthesis warned `is_pinned=false` and that no line
+        #: has yet shown a GPU take, oldest first (at most `MAX_UNPINNED_KEPT`). The warning
+        #: comes when the partition is synthesised, long before a GPU uploads it (cuzk: ~20 s,
+        #: in a queue all GPUs share), so it names no GPU and falls in other gaps' windows
+        #: than the upload's; the first line naming the partition with a GPU is that GPU
+        #: taking it (`_upload`), the one a gap of that GPU names (`gapwatch.core.hints`).
+        self.unpinned_waiting: dict[tuple[str | None, int], None] = {}
+        #: The latest such uploads (for gaps that open after them, within their window).
+        self._uploads: deque[LogEvent] = deque(maxlen=RECENT_UPLOADS)
+
+    def _upload(self, ev: LogEvent) -> bool:
+        """Note `ev`'s unpinned synthesis, or whether it is a GPU taking a partition that was
+        synthesised unpinned (its first line naming a GPU since the warning)."""
+        p = ev.partition
+        if p is None:
+            return False
+        key = (ev.job_id, p)
+        waiting = self.unpinned_waiting
+        if ev.warning == "unpinned":
+            waiting.pop(key, None)
+            waiting[key] = None
+            if len(waiting) > MAX_UNPINNED_KEPT:
+                del waiting[next(iter(waiting))]
+            return False
+        if ev.gpu is None or key not in waiting:
+            return False
+        del waiting[key]
+        return True
 
     @staticmethod
     def relevant(ev: LogEvent, gpu: int) -> bool:
@@ -387,6 +440,12 @@ class EvidenceBuffer:
             self.last_warning[ev.warning] = ev
         gpu = ev.gpu
         before = self.before_s
+        upload = self._upload(ev)
+        if upload:
+            self._uploads.append(ev)
+            for acc in self._open_of.get(gpu, ()) if gpu is not None else ():
+                if t >= acc.from_s - before:
+                    acc.add_upload(ev)
         need = TAKES_WARNINGS if ev.warning is not None else TAKES_ANY
         # `relevant`'s rule, GPU by GPU: an event naming no GPU reaches every GPU's open gaps
         # (those that can still take it: `GapEvidence.takes`).
@@ -395,10 +454,11 @@ class EvidenceBuffer:
                 acc.add_event(ev)
         if t > self._recent_latest_s:
             return False  # the usual case: the event is newer than every closed gap's end
-        return self._add_late(ev)
+        return self._add_late(ev, upload)
 
-    def _add_late(self, ev: LogEvent) -> bool:
-        """`ev` to the closed gaps still listening whose window holds it; True if any."""
+    def _add_late(self, ev: LogEvent, upload: bool = False) -> bool:
+        """`ev` to the closed gaps still listening whose window holds it (`upload`: as one of
+        their GPU's uploads too); True if any."""
         t, gpu, before = ev.t_wall_s, ev.gpu, self.before_s
         late = False
         # `relevant`'s rule, GPU by GPU: an event naming no GPU reaches every GPU's closed gaps.
@@ -409,6 +469,8 @@ class EvidenceBuffer:
                 until = acc.until_s
                 if until is not None and acc.from_s - before <= t <= until:
                     acc.add_event(ev)
+                    if upload:
+                        acc.add_upload(ev)
                     late = True
         return late
 
@@ -562,6 +624,9 @@ class EvidenceBuffer:
         acc.host_next = self._host_seq - back
         lo = start_s - self.before_s
         self._take_events(acc, gpu, start_s, lo)
+        for up in self._uploads:
+            if up.gpu == gpu and up.t_wall_s >= lo:
+                acc.add_upload(up)
         for c in self._copies_ending(self._copies_of, gpu, lo):
             acc.add_copy(c)
         for status in self._snapshots_since(lo, gpu):

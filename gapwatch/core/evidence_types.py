@@ -55,6 +55,11 @@ class EventEvidence(Struct, frozen=True, gc=False):
     #: key) where the line named none, and in a gap line of an older recording, which then
     #: reads back as it was written.
     job_id: str | UnsetType = UNSET
+    #: True: the line is the gap's own GPU taking a partition whose synthesis warned
+    #: `is_pinned=false` earlier (its first line naming a GPU since; the warning may be older
+    #: than the gap's window: `EvidenceBuffer.unpinned_waiting`): the partition that GPU was
+    #: uploading. UNSET on every other line, and in a gap line of an older recording.
+    synthesised_unpinned: bool | UnsetType = UNSET
 
 
 class CopyKindEvidence(Struct, frozen=True, gc=False):

@@ -15,6 +15,11 @@ it sends (D2H).
 Partitions are named with their job (`porep-1000-3 partitions 6, 7, 8`, `parts_words`): several
 jobs are in flight at once, and a number alone named another job's partition than the one the
 GPU was on. At most `MAX_PARTS_NAMED`, each job id cut past `JOB_CHARS`: a hint is one line.
+A `pcie_starved` gap names the partitions its own GPU took in its window whose synthesis warned
+`is_pinned=false` (`EventEvidence.synthesised_unpinned`: the uploads the GPU was starved on),
+not the warnings in its window: a partition warns when it is synthesised, ~20 s before a GPU
+takes it from a queue all GPUs share, so those were still queued, and with several GPUs mostly
+other GPUs' work. Only where no such upload is known does the hint fall back on the warnings.
 Warnings the prover says it leaves unpinned by design (`UnpinnedByDesign`: cuzk's first
 syntheses of a run) are said in its words, not as pageable memory to look into.
 
@@ -83,6 +88,19 @@ def _partitions(events: list[EventEvidence], warning: str,
         part = (known(e.job_id), p)
         if part not in seen:
             seen.append(part)
+    return seen
+
+
+def _uploads(events: list[EventEvidence]) -> list[Part]:
+    """Partitions the gap's own GPU took in its window that were synthesised unpinned, each
+    with its job, first taken first."""
+    seen: list[Part] = []
+    for e in events:
+        p = e.partition
+        if e.synthesised_unpinned is True and p is not None:
+            part = (known(e.job_id), p)
+            if part not in seen:
+                seen.append(part)
     return seen
 
 
@@ -203,20 +221,25 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
     its words, not as pageable memory to look into."""
     if kind == "unknown":
         return []
+    uploaded = _uploads(events)
     unpinned = _partitions(events, "unpinned", since_s)
     design = _by_design(events, since_s, by_design)
+    # The GPU's own uploads (`_uploads`) where known, else the window's warnings.
+    said = (f"{_plural(uploaded)} synthesised with is_pinned=false, then taken by this GPU"
+            if uploaded else f"{_plural(unpinned)} synthesised with is_pinned=false"
+            if unpinned else "")
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
         out = [traced_copy_words(traced, kind)]
-        if unpinned and kind == "pcie_starved":
+        if said and kind == "pcie_starved":
             why = f": {design.words}" if design is not None else ""
-            out.append(f"{_plural(unpinned)} synthesised with is_pinned=false{why}")
+            out.append(f"{said}{why}")
         return out
     if kind == "pcie_starved":
-        if unpinned:
+        if said:
             why = design.words if design is not None else "a/b/c in pageable memory?"
-            return [f"{_plural(unpinned)} synthesised with is_pinned=false: {why}"]
+            return [f"{said}: {why}"]
         earlier = _partitions(events, "unpinned", since_s, earlier=True) \
             if since_s is not None else []
         if earlier:
@@ -276,7 +299,7 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
     if prover_leads(kind, prover_words):
         return prover_words + (f"; {PAGEABLE_SEEN_WORDS}" if _pageable_seen(events, since_s)
                                else "")
-    unpinned = _partitions(events, "unpinned")
+    unpinned = _partitions(events, "unpinned") or _uploads(events)
     failed = _pool_failed(events)
     if kind == "unknown":
         return "PCIe not measured, cause unknown"

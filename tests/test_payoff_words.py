@@ -60,3 +60,12 @@ def test_a_span_that_is_not_a_number_gives_no_payoff(span_s: float) -> None:
 def test_the_verdicts_payoff_says_its_span_within_bounds(span_s: float, said: str) -> None:
     why = WhyNow(0, "BREAKDOWN", payoff_gain=2.0, payoff_span_s=span_s, payoff_gaps=1)
     assert why.payoff_words() == said
+
+
+def test_a_gpu_with_no_idle_says_its_idle_seconds_as_a_float_in_the_json() -> None:
+    """Closing no gaps summed an empty list to the int 0: the report's JSON said `"idle_s": 0`
+    where it said `0.0` before (a consumer reading a number of seconds as a float)."""
+    from gapwatch.offline.payoff import _closing
+
+    closed = _closing(0.9, 10.0, 11.0, {}).if_closed_by_kind["all"]
+    assert isinstance(closed.idle_s, float) and closed.idle_s == 0.0

@@ -128,7 +128,7 @@ def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
     kept = [(k, idle_by_kind[k]) for k in GAP_KINDS if k in idle_by_kind]
     by_kind: dict[str, IfClosed] = {k: if_closed(busy_s, active_s, v.seconds, v.count)
                                     for k, v in kept if v.seconds > 0}
-    by_kind[ALL] = if_closed(busy_s, active_s, sum(v.seconds for _, v in kept),
+    by_kind[ALL] = if_closed(busy_s, active_s, sum((v.seconds for _, v in kept), 0.0),
                              sum(v.count for _, v in kept))
     return Closing(busy_fraction, by_kind)
 

@@ -4,7 +4,7 @@ recording), then `gapwatch report` of that file, both through `gapwatch.cli.main
 process: what these tests pin is what the commands write, not a process's start (a process of
 its own cost ~0.3 CPU-s of interpreter and imports a call; the stop signals, exit codes and
 start-up of real processes are pinned in test_stop_anytime.py and test_fault_signals.py).
-Who calls it: tests/test_sim_post_failures.py, tests/test_sim_cuzk_lines.py,
+Who calls it: tests/test_snapshot_replay.py, tests/test_advice_open_gap.py, tests/test_sim_post_failures.py, tests/test_sim_cuzk_lines.py,
 tests/test_sim_batch_wait.py, tests/test_sim_post.py, tests/test_time_window.py."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from shared_files import read_only_once
 
 from gapwatch.cli import main
 from gapwatch.config import Config
+from gapwatch.core.models import Record, StateChange
+from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.engine.runtime import Runtime, build_runtime
 
 #: Writes each `--on-event` call's GAPWATCH_* environment as one JSON line.
@@ -80,3 +82,24 @@ def ran_to_end(config: Config, source: str, duration_s: float) -> Runtime:
     finally:
         rt.stop()
     return rt
+
+
+def at_first_breakdown(config: Config, duration_s: float = 30) -> tuple[Runtime, StoreSnapshot]:
+    """`sim:pageable` run at full speed for `duration_s` under `config` (the demo's, with
+    automatic snapshots off): the runtime, stopped, and the store as it was the moment GPU0
+    first entered BREAKDOWN (what the dashboard's automatic snapshot is written from)."""
+    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=duration_s)
+    taken: list[StoreSnapshot] = []
+
+    def listen(ev: Record) -> None:
+        if isinstance(ev, StateChange) and ev.state == "BREAKDOWN" and not taken:
+            taken.append(rt.store.snapshot())
+
+    rt.session.subscribe(listen)
+    rt.start()
+    try:
+        assert rt.wait(120)
+    finally:
+        rt.stop()
+    assert taken, f"the demo enters BREAKDOWN within {duration_s:g} s"
+    return rt, taken[0]

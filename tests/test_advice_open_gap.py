@@ -14,16 +14,17 @@ from pathlib import Path
 
 import msgspec.structs
 import pytest
+from sim_recordings import at_first_breakdown
 
 from gapwatch.commands.demo import demo_config
 from gapwatch.config import Config, build_config
 from gapwatch.core import fmt
-from gapwatch.core.models import Gap, Record, StateChange
+from gapwatch.core.models import Gap, StateChange
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.prover import view_of
 from gapwatch.cuzk.why_now import why_now
-from gapwatch.engine.runtime import Runtime, build_runtime
+from gapwatch.engine.runtime import Runtime
 from gapwatch.sinks.snapshot import SUMMARY_NAME, write_snapshot
 
 SETTING = "[memory] safety_margin"
@@ -43,21 +44,7 @@ class AtBreakdown:
 @pytest.fixture(scope="module")
 def at_breakdown() -> AtBreakdown:
     config = demo_config(build_config({"snapshot": {"auto": False}}))
-    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=30)
-    taken: list[StoreSnapshot] = []
-
-    def listen(ev: Record) -> None:
-        if isinstance(ev, StateChange) and ev.state == "BREAKDOWN" and not taken:
-            taken.append(rt.store.snapshot())
-
-    rt.session.subscribe(listen)
-    rt.start()
-    try:
-        assert rt.wait(120)
-    finally:
-        rt.stop()
-    assert taken, "the demo enters BREAKDOWN within 30 s"
-    snap = taken[0]
+    rt, snap = at_first_breakdown(config)
     return AtBreakdown(rt, config, snap, snap.states[0])
 
 

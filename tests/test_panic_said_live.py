@@ -251,7 +251,12 @@ def test_a_backlog_read_in_pieces_is_no_silence_its_panic_is_closed_by_its_own_l
     assert not [r for r in kept.records if isinstance(r, LogEvent) and r.kind == "panic"]
     follower.tailer.poll_once()
     session.finish()
-    errors = [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
+    _said_as_one_error(kept.records)
+
+
+def _said_as_one_error(records: list[object]) -> None:
+    """cuzk's `task panicked` line and its panic said as one error, its panic's words in it."""
+    errors = [r for r in records if isinstance(r, ProverEvent) and r.kind == "error"]
     assert [e.message.split(":")[0] for e in errors] == [
         "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
     assert "its panic: panic in" in errors[0].message
@@ -348,10 +353,7 @@ def test_a_log_followed_live_that_got_8_mib_ahead_is_no_silence_one_incident_is_
     assert clock.wall_s() - T0_S > PANIC_PAIR_S and follower.tailer.read_to() == opened_at
     follower.tailer.poll_once()
     session.finish()
-    errors = [r for r in kept.records if isinstance(r, ProverEvent) and r.kind == "error"]
-    assert [e.message.split(":")[0] for e in errors] == [
-        "GPU prove start task panicked job porep-1000-90 partition 0 GPU 0"]
-    assert "its panic: panic in" in errors[0].message
+    _said_as_one_error(kept.records)
 
 
 def test_cuzks_line_waits_while_its_panics_backtrace_is_still_being_read(

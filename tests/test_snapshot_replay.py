@@ -19,15 +19,14 @@ from pathlib import Path
 
 import msgspec.structs
 import pytest
-from sim_recordings import report_of
+from sim_recordings import at_first_breakdown, report_of
 
 from gapwatch.cli import main
 from gapwatch.commands.demo import demo_config
 from gapwatch.config import build_config
 from gapwatch.core import fmt
-from gapwatch.core.models import CopyRecord, Gap, Record, StateChange
+from gapwatch.core.models import CopyRecord, Gap
 from gapwatch.core.store_snapshot import StoreSnapshot
-from gapwatch.engine.runtime import build_runtime
 from gapwatch.sinks.recorder import write_recording
 from gapwatch.sinks.snapshot import RECORDING_NAME, write_snapshot
 from gapwatch.sources.recording import read_recording
@@ -52,21 +51,7 @@ class Taken:
 @pytest.fixture(scope="module")
 def taken(tmp_path_factory: pytest.TempPathFactory) -> Taken:
     config = demo_config(build_config({"snapshot": {"auto": False}}))
-    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=30)
-    at: list[StoreSnapshot] = []
-
-    def listen(ev: Record) -> None:
-        if isinstance(ev, StateChange) and ev.state == "BREAKDOWN" and not at:
-            at.append(rt.store.snapshot())
-
-    rt.session.subscribe(listen)
-    rt.start()
-    try:
-        assert rt.wait(120)
-    finally:
-        rt.stop()
-    assert at, "the demo enters BREAKDOWN within 30 s"
-    snap = at[0]
+    rt, snap = at_first_breakdown(config)
     folder = write_snapshot(tmp_path_factory.mktemp("snap"), snap, rt.header, config,
                             t_wall_s=snap.states[0].t_wall_s,
                             reason="automatically: GPU0 entered BREAKDOWN")

@@ -355,3 +355,29 @@ def test_a_tick_put_off_while_nothing_waited_moves_the_clock_as_one_taken_at_onc
 
     assert live(every_tick=False) == live(every_tick=True)
     assert [v for v, _ in live(every_tick=True)] == ["late"]
+
+
+def test_several_followers_tell_the_session_the_earliest_time_all_have_read_to() -> None:
+    """`AllReadBy`: with the simulator's log and a `--log` file followed apart, the session is
+    told nothing until each follower has told a time, then the earliest of their latest times
+    (one follower's pass says nothing of another's file), never a time going back for one
+    follower, and the earliest panic any of them is still reading."""
+    from gapwatch.logs.follow import AllReadBy
+
+    told: list[tuple[int, float | None]] = []
+    clock = AllReadBy(lambda t, panic: told.append((t, panic)))
+    sim, log = clock.reader(), clock.reader()
+
+    def last() -> tuple[int, float | None]:
+        return told[-1]
+
+    sim(5_000, None)
+    assert told == []  # the --log file's reader has not told yet
+    log(2_000, None)
+    assert last() == (2_000, None)
+    sim(9_000, None)
+    assert last() == (2_000, None)  # the file is still behind
+    log(7_000, 40.0)
+    assert last() == (7_000, 40.0)
+    log(6_000, None)  # a time back from one reader is its latest still
+    assert last() == (7_000, None)

@@ -206,7 +206,7 @@ class GapEvidence:
     def add_upload(self, ev: LogEvent) -> None:
         """`ev` took a partition synthesised unpinned to this gap's GPU (the first
         `MAX_UPLOADS_KEPT`)."""
-        if len(self.uploads) < MAX_UPLOADS_KEPT and ev not in self.uploads:
+        if len(self.uploads) < MAX_UPLOADS_KEPT and all(u is not ev for u in self.uploads):
             self.uploads.append(ev)
             self.dirty = True
 
@@ -299,12 +299,16 @@ class GapEvidence:
         rest = [e for e in evs if e.warning is None]
         room = max(0, MAX_EVENTS_PUBLISHED - len(warned))
         keep = warned[:MAX_EVENTS_PUBLISHED] + (rest[-room:] if room else [])
-        uploads = self.uploads
-        keep += [u for u in uploads if u not in keep]
+        # By identity: an upload is the very event `add_event` was handed (a Struct's `==`
+        # compares its fields one by one, raw text included).
+        uploads = {id(u) for u in self.uploads}
+        if uploads:
+            kept = {id(e) for e in keep}
+            keep += [u for u in self.uploads if id(u) not in kept]
         keep.sort(key=_event_time)
         return [EventEvidence(e.t_wall_s, e.name, e.worker, e.partition, e.warning,
                               e.raw[:RAW_CHARS], UNSET if e.job_id is None else e.job_id,
-                              True if e in uploads else UNSET)
+                              True if id(e) in uploads else UNSET)
                 for e in keep]
 
 

@@ -141,6 +141,8 @@ class Incidents:
     def due(self, now_s: float) -> list[ProverEvent]:
         """The halves whose other half did not come within `PANIC_PAIR_S` of data time `now_s`
         and may not be the panic the reader said it was still reading: said alone."""
+        if not self._waiting:
+            return []  # every later log line asks: the usual answer, with nothing built
         return self._alone(lambda w: now_s - w[1].t_wall_s > PANIC_PAIR_S,
                            self._reader_said_s)
 

@@ -198,7 +198,8 @@ class _DaemonWatch:
         # Only these kinds say anything here (the C++ lines, half of a busy log, do not).
         if ev.kind in _WATCHED:
             out += self._log(ev)
-        # `now`, inline: every log event passes here.
+        # The data's time moved on (every log event passes here; `now`'s rule, its arrival
+        # kept for the reader's clock).
         if later:
             self._now_read_mono_ns = ev.t_arrival_mono_ns
             out += self._moved_to(t, incidents=False)

@@ -74,7 +74,8 @@ class WhyNow:
         span = None if self.payoff_span_s is None else span_words(self.payoff_span_s,
                                                                    whole_seconds=True)
         if (span is not None and said_span_s is not None
-                and round(self.payoff_span_s or 0.0) == round(said_span_s)):
+                and self.payoff_span_s is not None
+                and round(self.payoff_span_s) == round(said_span_s)):
             # The line says this span already: the figure, and its count where it differs.
             n = self.payoff_gaps
             same = n is None or n == said_gaps or not gaps

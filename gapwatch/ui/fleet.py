@@ -170,6 +170,8 @@ class FleetApp(App[int]):
         self._busy = False
         self._keys: list[str] = []
         self._widths: tuple[int, ...] = ()
+        #: The width the latest resize fitted the table to (a height alone changes nothing).
+        self._resized_to: int | None = None
         # Made here and held: every refresh reaches them directly, also one that lands while a
         # box's detail screen is on top (tests/test_ui_fleet.py pins that case).
         # BOX stays on screen while the table scrolls sideways (`fixed_columns`): scrolled to
@@ -209,6 +211,9 @@ class FleetApp(App[int]):
         last = self.last
         if last is not None and not last.rows_failed:
             width = self.size.width
+            if width == self._resized_to:
+                return  # a height alone: the widths, and so the cells, are the same
+            self._resized_to = width
             self.run_worker(lambda: self._fit(last, width), thread=True, group="resize",
                             exclusive=True)
 

@@ -12,6 +12,7 @@ from rich.cells import cell_len
 from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.strip import Strip
 
+from evaluation.pane_text import screen_text  # the tests read the screen by this one rule
 from gapwatch.config import Config, build_config
 from gapwatch.core.models import (
     CopyRecord,
@@ -253,19 +254,6 @@ class FakeRuntime:
             gpu_error_alert=gpu_error_alert(self.store),
             running_proofs=list(self.store.running_proofs()),
         )
-
-
-def screen_text(app: object) -> str:
-    """The app's screen as plain text (what `tmux capture-pane -p` would show)."""
-    import io
-
-    from rich.console import Console
-
-    width, height = app.size  # type: ignore[attr-defined]
-    console = Console(width=width, height=height, file=io.StringIO(), force_terminal=True,
-                      color_system="truecolor", record=True, legacy_windows=False, safe_box=False)
-    console.print(app.screen._compositor.render_update(full=True))  # type: ignore[attr-defined]
-    return console.export_text()
 
 
 async def screens_after_keys(app: object, keys: list[str],

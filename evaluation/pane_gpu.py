@@ -1,0 +1,186 @@
+"""The dashboard on a real GPU beside a stand-in prover, its screens captured as text.
+
+Who runs it: the lead, on a GPU box (the H200), from the repository root:
+
+    PYTHONPATH=. python3 bench/pane_gpu.py --out "$OUT" --seconds 40
+
+It starts `bench/gpu_loadgen.py --scenario SCENARIO` (a stand-in prover that writes cuzk's log
+lines and serves its `/status`), then the dashboard as `gapwatch watch --log ... --cuzk-status
+URL` builds it (`gapwatch.ui.dashboard_app` over an NVML runtime), under Textual's headless
+driver at `--size`. Every `--every-s` seconds it captures the screen as text; after the load it
+presses the keys an operator presses (`t` processes, `d` the gap's detail, `?` the advice, `s`
+a snapshot), capturing after each, and then shrinks the pane to 80x24 once more. What only a GPU
+shows: NVML's real counters and health, the processes panel with real pids, the flag raised
+by a real pageable upload, the sampler beside a Textual redraw.
+
+Writes `--out/pane.txt` (every screen, each under a line naming when and after what) and
+`--out/pane.json` (whether BREAKDOWN was said, the sampler's lateness p50/p99/max ms, the
+snapshot folders written). `--smoke`: the simulated prover (`sim:pageable`) instead of NVML
+and the load generator, for the plumbing's test on a box without a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from evaluation.checkout_env import env_with  # noqa: E402 - the checkout's root, on the path above
+from evaluation.pane_text import screen_text  # noqa: E402 - the checkout's root, on the path above
+
+#: The keys pressed after the load, in order, each screen captured after it.
+KEYS = ("t", "t", "d", "escape", "question_mark", "escape", "s")
+
+
+@dataclass
+class Captured:
+    """What the run saw: each screen with its label, and the facts `pane.json` holds."""
+
+    screens: list[tuple[str, str]] = field(default_factory=list)
+    breakdown_at_s: float | None = None
+    lateness_ms: list[float] = field(default_factory=list)
+
+    def take(self, label: str, app: object) -> None:
+        text = screen_text(app)
+        self.screens.append((label, text))
+        if self.breakdown_at_s is None and "BREAKDOWN" in text:
+            self.breakdown_at_s = float(label.split()[0].rstrip("s"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_load(a: argparse.Namespace, work: Path) -> tuple[subprocess.Popen[bytes], list[str],
+                                                             str]:
+    """The stand-in prover, set up and told to go; its two logs and its `/status` URL."""
+    out, err, ready, go = (work / n for n in ("stdout.log", "stderr.log", "ready", "go"))
+    port = free_port()
+    argv = [sys.executable, str(ROOT / "bench" / "gpu_loadgen.py"), "--scenario", a.scenario,
+            "--duration", f"{a.seconds:g}", "--gpu", str(a.gpu), "--stdout-log", str(out),
+            "--stderr-log", str(err), "--ready-file", str(ready), "--go-file", str(go),
+            "--status-listen", f"127.0.0.1:{port}"]
+    console = (work / "loadgen.console.txt").open("wb")
+    env = env_with(ROOT)
+    env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA index == NVML index
+    proc = subprocess.Popen(argv, stdout=console, stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+                            start_new_session=True)
+    deadline = time.monotonic() + 180
+    while not ready.exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit(f"load generator not ready (rc {proc.poll()}): "
+                             f"{(work / 'loadgen.console.txt').read_text()[-2000:]}")
+        time.sleep(0.1)
+    go.write_text("go\n")
+    return proc, [str(out), str(err)], f"http://127.0.0.1:{port}/status"
+
+
+async def watch(a: argparse.Namespace, work: Path, logs: list[str], status_url: str | None
+                ) -> Captured:
+    """The dashboard under the headless driver: screens every `every_s`, then after each key."""
+    from gapwatch.config import build_config
+    from gapwatch.engine.runtime import build_runtime
+    from gapwatch.ui import dashboard_app
+
+    data: dict[str, Any] = {"logs": {"paths": logs}, "snapshot": {"dir": str(work / "snaps")}}
+    if status_url is not None:
+        data["cuzk"] = {"status_url": [status_url]}
+    if not a.smoke:
+        data["sampler"] = {"gpus": [a.gpu]}
+    rt = build_runtime(build_config(data), "sim:pageable" if a.smoke else "nvml", speed=1.0)
+    seen = Captured()
+    width, height = (int(v) for v in a.size.split("x"))
+    t0 = time.monotonic()
+    rt.start()
+    try:
+        app = dashboard_app(rt)
+        async with app.run_test(size=(width, height)) as pilot:
+            while (now := time.monotonic() - t0) < a.seconds:
+                await asyncio.sleep(min(a.every_s, a.seconds - now))
+                await pilot.pause()
+                seen.take(f"{time.monotonic() - t0:.1f}s {width}x{height}", app)
+            for key in KEYS:
+                await pilot.press(key)
+                await asyncio.sleep(a.look_s)  # the redraws while a person looks
+                if key == "s":  # until the snapshot's folder is written (a thread's work)
+                    await _until(lambda: bool(app.snapshots), 10.0)
+                await pilot.pause()
+                seen.take(f"{time.monotonic() - t0:.1f}s after {key}", app)
+            await pilot.resize_terminal(80, 24)
+            await asyncio.sleep(a.look_s)
+            await pilot.pause()
+            seen.take(f"{time.monotonic() - t0:.1f}s 80x24", app)
+    finally:
+        rt.stop()
+    seen.lateness_ms = sorted(s.lateness_ns / 1e6 for samples in
+                              rt.store.snapshot().gpu_samples.values() for s in samples
+                              if s.lateness_ns is not None)
+    return seen
+
+
+async def _until(done: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    return values[min(len(values) - 1, int(q * len(values)))] if values else None
+
+
+def write(out: Path, seen: Captured, work: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "pane.txt").open("w") as f:
+        for label, text in seen.screens:
+            f.write(f"==== {label}\n{text}\n")
+    snaps = sorted(p.name for p in (work / "snaps").glob("*")) if (work / "snaps").exists() else []
+    late = seen.lateness_ms
+    facts = {"breakdown_at_s": seen.breakdown_at_s, "screens": len(seen.screens),
+             "lateness_ms": {"p50": _pct(late, 0.5), "p99": _pct(late, 0.99),
+                             "max": late[-1] if late else None, "samples": len(late)},
+             "snapshots": snaps}
+    (out / "pane.json").write_text(json.dumps(facts, indent=1) + "\n")
+    print(json.dumps(facts))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--seconds", type=float, default=40.0, help="load seconds, screens taken")
+    ap.add_argument("--every-s", type=float, default=10.0, help="a screen every this often")
+    ap.add_argument("--look-s", type=float, default=1.0, help="seconds between keys")
+    ap.add_argument("--scenario", default="pageable")
+    ap.add_argument("--size", default="120x36")
+    ap.add_argument("--gpu", type=int, default=0)
+    ap.add_argument("--smoke", action="store_true", help="sim:pageable, no GPU, no load")
+    a = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="gapwatch-pane-") as tmp:
+        work = Path(tmp)
+        load = None
+        logs: list[str] = []
+        url = None
+        if not a.smoke:
+            load, logs, url = start_load(a, work)
+        try:
+            seen = asyncio.run(watch(a, work, logs, url))
+        finally:
+            if load is not None and load.poll() is None:
+                load.terminate()
+                load.wait(20)
+        write(Path(a.out), seen, work)
+    return 0

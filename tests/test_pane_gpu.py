@@ -1,0 +1,26 @@
+"""evaluation/pane_gpu.py (bench/pane_gpu.py): the dashboard's screens captured as text. The GPU
+box runs it beside a real load; here the simulated prover checks the plumbing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evaluation import pane_gpu
+
+
+def test_the_smoke_run_captures_a_screen_every_period_and_after_each_key(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert pane_gpu.main(["--out", str(out), "--smoke", "--seconds", "1", "--every-s", "0.5",
+                          "--look-s", "0.05"]) == 0
+    text = (out / "pane.txt").read_text()
+    labels = [ln for ln in text.splitlines() if ln.startswith("==== ")]
+    assert len(labels) == 2 + len(pane_gpu.KEYS) + 1
+    assert labels[-1].endswith("80x24")
+    # The screen is the dashboard's own: its GPU row and its gap table.
+    assert "GPU0" in text and "time     GPU" in text
+    facts = json.loads((out / "pane.json").read_text())
+    assert facts["screens"] == len(labels)
+    assert facts["lateness_ms"]["samples"] > 0
+    # `s` wrote a snapshot folder, named in the facts.
+    assert any(name.startswith("gapwatch-snapshot-") for name in facts["snapshots"])

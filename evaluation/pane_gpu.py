@@ -14,9 +14,10 @@ shows: NVML's real counters and health, the processes panel with real pids, the 
 by a real pageable upload, the sampler beside a Textual redraw.
 
 Writes `--out/pane.txt` (every screen, each under a line naming when and after what) and
-`--out/pane.json` (whether BREAKDOWN was said, the sampler's lateness p50/p99/max ms, the
-snapshot folders written). `--smoke`: the simulated prover (`sim:pageable`) instead of NVML
-and the load generator, for the plumbing's test on a box without a GPU.
+`--out/pane.json` (when BREAKDOWN was first on screen, the sampler's lateness p50/p99/max ms
+over the run and between each screen and the next, the snapshot folders written). `--smoke`:
+the simulated prover (`sim:pageable`) instead of NVML and the load generator, for the
+plumbing's test on a box without a GPU.
 """
 
 from __future__ import annotations
@@ -50,12 +51,16 @@ class Captured:
     """What the run saw: each screen with its label, and the facts `pane.json` holds."""
 
     screens: list[tuple[str, str]] = field(default_factory=list)
+    #: When each screen was taken (time.monotonic_ns, the samples' clock).
+    taken_ns: list[int] = field(default_factory=list)
     breakdown_at_s: float | None = None
-    lateness_ms: list[float] = field(default_factory=list)
+    #: (the sample's t_mono_ns, its lateness in ms), in time order.
+    lateness: list[tuple[int, float]] = field(default_factory=list)
 
     def take(self, label: str, app: object) -> None:
         text = screen_text(app)
         self.screens.append((label, text))
+        self.taken_ns.append(time.monotonic_ns())
         if self.breakdown_at_s is None and "BREAKDOWN" in text:
             self.breakdown_at_s = float(label.split()[0].rstrip("s"))
 
@@ -127,9 +132,9 @@ async def watch(a: argparse.Namespace, work: Path, logs: list[str], status_url: 
             seen.take(f"{time.monotonic() - t0:.1f}s 80x24", app)
     finally:
         rt.stop()
-    seen.lateness_ms = sorted(s.lateness_ns / 1e6 for samples in
-                              rt.store.snapshot().gpu_samples.values() for s in samples
-                              if s.lateness_ns is not None)
+    seen.lateness = sorted((s.t_mono_ns, s.lateness_ns / 1e6) for samples in
+                           rt.store.snapshot().gpu_samples.values() for s in samples
+                           if s.lateness_ns is not None)
     return seen
 
 
@@ -143,17 +148,34 @@ def _pct(values: list[float], q: float) -> float | None:
     return values[min(len(values) - 1, int(q * len(values)))] if values else None
 
 
+def lateness_of(late_ms: list[float]) -> dict[str, float | int | None]:
+    """p50, p99 and the largest of these lateness figures, and how many."""
+    late = sorted(late_ms)
+    return {"p50": _pct(late, 0.5), "p99": _pct(late, 0.99), "max": late[-1] if late else None,
+            "samples": len(late)}
+
+
+def by_screen(seen: Captured) -> list[dict[str, Any]]:
+    """The sampler's lateness between one screen and the next, labelled by the later screen:
+    which view (the detail chart, the help, a snapshot's SVG) costs the sampler its ticks."""
+    out = []
+    start = 0
+    for (label, _), end in zip(seen.screens, seen.taken_ns, strict=True):
+        out.append({"until": label, **lateness_of([ms for t, ms in seen.lateness
+                                                   if start <= t < end])})
+        start = end
+    return out
+
+
 def write(out: Path, seen: Captured, work: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     with (out / "pane.txt").open("w") as f:
         for label, text in seen.screens:
             f.write(f"==== {label}\n{text}\n")
     snaps = sorted(p.name for p in (work / "snaps").glob("*")) if (work / "snaps").exists() else []
-    late = seen.lateness_ms
     facts = {"breakdown_at_s": seen.breakdown_at_s, "screens": len(seen.screens),
-             "lateness_ms": {"p50": _pct(late, 0.5), "p99": _pct(late, 0.99),
-                             "max": late[-1] if late else None, "samples": len(late)},
-             "snapshots": snaps}
+             "lateness_ms": lateness_of([ms for _, ms in seen.lateness]),
+             "lateness_ms_by_screen": by_screen(seen), "snapshots": snaps}
     (out / "pane.json").write_text(json.dumps(facts, indent=1) + "\n")
     print(json.dumps(facts))
 

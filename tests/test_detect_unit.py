@@ -251,6 +251,42 @@ def test_evidence_host_pressure_and_unpinned_partition_in_hint() -> None:
     assert "stalled on memory 40 %" in g.hint
 
 
+def _faulting_gap(swap_used_bytes: int | None) -> Gap:
+    """A host-stall gap with 6,599 major faults/s during it and this much swap in use."""
+    det = detector()
+    out: list[Gap | StateChange] = []
+    for s in stream([(2, 95, 2e6), (1.2, 0, 2e6), (2, 95, 2e6)]):
+        det.feed_host(HostSample(t_mono_ns=s.t_mono_ns, t_wall_s=s.t_wall_s, interval_ns=None,
+                                 mem_used_pct=3.0, mem_available_bytes=None,
+                                 swap_used_bytes=swap_used_bytes, cpu_busy_pct=None,
+                                 psi_mem_some_avg10=None, psi_mem_full_avg10=None,
+                                 psi_mem_some_share=None, psi_mem_full_share=None,
+                                 major_faults_per_s=6599.0))
+        out += det.feed_gpu(s)
+    (g,) = [e for e in out if isinstance(e, Gap) and e.end_s is not None]
+    return g
+
+
+def test_major_faults_with_no_swap_in_use_are_file_pages_never_swapping() -> None:
+    """On the H100 host (no swap at all) a load generator's exit faulted 6,599 pages a second
+    back from disk; the hint said "(swapping?)" beside the header's "swap 0 B"."""
+    g = _faulting_gap(swap_used_bytes=0)
+    assert g.host.swap_used_bytes_max == 0
+    assert "6599 major faults/s (no swap in use: file pages read back from disk)" in g.hint
+    assert "swapping" not in g.hint
+
+
+def test_major_faults_with_swap_in_use_say_how_much_and_ask_whether_it_swaps() -> None:
+    g = _faulting_gap(swap_used_bytes=3 * 2**30)
+    assert "6599 major faults/s (swapping? 3.0 GiB of swap in use)" in g.hint
+
+
+def test_major_faults_without_a_swap_reading_say_only_that_pages_were_read_from_disk() -> None:
+    g = _faulting_gap(swap_used_bytes=None)
+    assert g.host.swap_used_bytes_max is None
+    assert "6599 major faults/s (pages read from disk)" in g.hint
+
+
 def test_a_gaps_log_events_keep_their_job_and_its_hint_names_it() -> None:
     """A partition number alone names no partition once several jobs are in flight: the job a
     line names reaches the gap's evidence, and its hint."""

@@ -22,5 +22,10 @@ def test_the_smoke_run_captures_a_screen_every_period_and_after_each_key(tmp_pat
     facts = json.loads((out / "pane.json").read_text())
     assert facts["screens"] == len(labels)
     assert facts["lateness_ms"]["samples"] > 0
+    # Each screen's stretch has its own lateness, and together they hold every sample taken
+    # before the last screen.
+    stretches = facts["lateness_ms_by_screen"]
+    assert [s["until"] for s in stretches] == [ln.removeprefix("==== ") for ln in labels]
+    assert 0 < sum(s["samples"] for s in stretches) <= facts["lateness_ms"]["samples"]
     # `s` wrote a snapshot folder, named in the facts.
     assert any(name.startswith("gapwatch-snapshot-") for name in facts["snapshots"])

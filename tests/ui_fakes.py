@@ -12,7 +12,7 @@ from rich.cells import cell_len
 from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.strip import Strip
 
-from evaluation.pane_text import screen_text  # the tests read the screen by this one rule
+from evaluation.pane_text import screen_text as screen_text  # one rule, re-exported
 from gapwatch.config import Config, build_config
 from gapwatch.core.models import (
     CopyRecord,

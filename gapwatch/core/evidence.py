@@ -128,7 +128,8 @@ def _slim(ev: LogEvent) -> LogEvent:
 #: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
 #: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
 #: looped over by name: a getattr per field per host sample was measurable in long reports.
-HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None]
+HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None,
+                float | None]
 
 
 def host_row(h: HostSample) -> HostRow:
@@ -136,7 +137,7 @@ def host_row(h: HostSample) -> HostRow:
     None, NaN and negatives are not), judged once per sample, not once per gap that takes it."""
     return (h.t_wall_s, reading(h.mem_used_pct), reading(h.psi_mem_some_share),
             reading(h.psi_mem_some_avg10), reading(h.major_faults_per_s),
-            reading(h.mem_bandwidth_bytes_per_s))
+            reading(h.mem_bandwidth_bytes_per_s), reading(h.swap_used_bytes))
 
 
 def _max_reading(current: float | None, values: tuple[float | None, ...]) -> float | None:
@@ -160,6 +161,7 @@ class GapEvidence:
         "psi_some_avg10",
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
+        "swap_used_bytes",
         "host_next",
         "events",
         "plain",
@@ -183,6 +185,7 @@ class GapEvidence:
         self.psi_some_avg10: float | None = None
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
+        self.swap_used_bytes: float | None = None
         #: Sequence number of the first host sample not yet taken into the maxima above (see
         #: `EvidenceBuffer.host_evidence`).
         self.host_next = 0
@@ -219,12 +222,13 @@ class GapEvidence:
         taken = [r for r in rows if r[0] >= self.from_s]
         if not taken:
             return
-        _, used, share, avg10, faults, bandwidth = zip(*taken, strict=True)
+        _, used, share, avg10, faults, bandwidth, swap = zip(*taken, strict=True)
         self.mem_used_pct = _max_reading(self.mem_used_pct, used)
         self.psi_some_share = _max_reading(self.psi_some_share, share)
         self.psi_some_avg10 = _max_reading(self.psi_some_avg10, avg10)
         self.major_faults_per_s = _max_reading(self.major_faults_per_s, faults)
         self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s, bandwidth)
+        self.swap_used_bytes = _max_reading(self.swap_used_bytes, swap)
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -289,7 +293,8 @@ class GapEvidence:
         """The maxima taken so far (`EvidenceBuffer.host_evidence` takes the new samples
         first)."""
         return HostEvidence(self.mem_used_pct, self.psi_some_share, self.psi_some_avg10,
-                            self.major_faults_per_s, self.mem_bandwidth_bytes_per_s)
+                            self.major_faults_per_s, self.mem_bandwidth_bytes_per_s,
+                            self.swap_used_bytes)
 
     def event_list(self) -> list[EventEvidence]:
         """The events to publish: every warning first, then the latest others, and the gap's

@@ -38,6 +38,10 @@ class HostEvidence(Struct, frozen=True, gc=False):
     psi_mem_some_avg10_max: float | None | UnsetType = UNSET
     major_faults_per_s_max: float | None | UnsetType = UNSET
     mem_bandwidth_bytes_per_s_max: float | None | UnsetType = UNSET
+    #: Swap in use (SwapTotal - SwapFree): 0 where the box has none or uses none, which tells
+    #: major faults apart: file pages read back from disk, not pages swapped back in. UNSET in
+    #: a gap line of an older recording (it reads back as it was written).
+    swap_used_bytes_max: float | None | UnsetType = UNSET
 
 
 class EventEvidence(Struct, frozen=True, gc=False):

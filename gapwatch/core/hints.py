@@ -155,11 +155,23 @@ def host_pressure(host: HostEvidence) -> str:
         bits.append(f"host memory {used:.0f} % used")
     faults = known(host.major_faults_per_s_max)
     if faults is not None and faults >= MAJOR_FAULTS_PRESSURE_PER_S:
-        bits.append(f"{faults:.0f} major faults/s (swapping?)")
+        bits.append(f"{faults:.0f} major faults/s {_faults_from(known(host.swap_used_bytes_max))}")
     bw = known(host.mem_bandwidth_bytes_per_s_max)
     if bits and bw is not None:
         bits.append(f"host memory bandwidth {fmt.rate(bw)}")
     return ", ".join(bits)
+
+
+def _faults_from(swap_used_bytes: float | None) -> str:
+    """Where major faults read their pages from, as far as swap tells: with no swap in use
+    they are file pages (a program's code, mapped files) read back from disk after the page
+    cache let them go, never swapping (seen on the H100 host, no swap, as a load generator
+    exited: 6,599/s, once said "swapping?")."""
+    if swap_used_bytes is None:
+        return "(pages read from disk)"
+    if swap_used_bytes == 0:
+        return "(no swap in use: file pages read back from disk)"
+    return f"(swapping? {fmt.size(swap_used_bytes)} of swap in use)"
 
 
 #: A pinned-pool fallback, in one phrasing. pinned_pool.rs: the pool grows on demand, outside

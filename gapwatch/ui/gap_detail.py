@@ -44,6 +44,7 @@ _HOST_WORDS = {
     "psi_mem_some_avg10_max": ("PSI some avg10, max", "{:.1f} %"),
     "major_faults_per_s_max": ("major page faults, max", "{:.0f}/s"),
     "mem_bandwidth_bytes_per_s_max": ("host memory bandwidth, max", "rate"),
+    "swap_used_bytes_max": ("swap in use, max", "size"),
 }
 
 
@@ -141,6 +142,8 @@ def host_lines(gap: Gap) -> list[str]:
             text = f"{value * 100:.0f} % of the time"
         elif form == "rate":
             text = fmt.rate(value)
+        elif form == "size":
+            text = fmt.size(value)
         else:
             text = form.format(value)
         out.append(f"  {words}: {text}")

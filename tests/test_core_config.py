@@ -13,7 +13,7 @@ import annotated_types
 import pytest
 
 from gapwatch.cli import main
-from gapwatch.config import Config, ConfigError, load_config
+from gapwatch.config import Config, ConfigError, load_config, with_overrides
 
 ROOT = Path(__file__).parent.parent
 
@@ -323,3 +323,17 @@ def test_a_config_saved_with_a_utf8_byte_order_mark_is_read(tmp_path: Path) -> N
     f = tmp_path / "c.toml"
     f.write_bytes(b"\xef\xbb\xbf[sampler]\nperiod_ms = 50.0\n")
     assert load_config(f).sampler.period_ms == 50.0
+
+
+def test_a_flag_override_keeps_the_keys_the_file_named_apart_from_its_defaults(
+        tmp_path: Path) -> None:
+    """`--log` (any flag) rebuilt the config from a dump of every value: every default became a
+    key the user set (`model_fields_set`), and an offline command took this run's default
+    deadline for one the user asked for (docs/post.md, "Deadlines")."""
+    path = tmp_path / "c.toml"
+    path.write_text("[cuzk]\nwinning_post_deadline_s = 20\n")
+    over = with_overrides(load_config(path), {"logs": {"paths": ["x.log"]}})
+    assert over.cuzk.model_fields_set == {"winning_post_deadline_s"}
+    assert over.cuzk.winning_post_deadline_s == 20.0 and over.logs.paths == ["x.log"]
+    assert over.detector.model_fields_set == set()
+    assert over.logs.model_fields_set == {"paths"}

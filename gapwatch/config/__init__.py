@@ -580,8 +580,12 @@ def _read_fifo(fd: int, file: Path) -> bytes:
 
 
 def with_overrides(config: Config, overrides: dict[str, dict[str, Any]]) -> Config:
-    """Return `config` with CLI overrides applied section by section, validated again."""
-    data = config.model_dump()
+    """Return `config` with CLI overrides applied section by section, validated again. The keys
+    the file did not name stay unnamed (`model_fields_set`): the whole dump made every default
+    one the user set, and an offline command judged a PoSt by this run's 30 s where the
+    recording's own deadline was to judge it (`gapwatch.cuzk.post_deadlines`), whenever a flag
+    such as `--log` was given."""
+    data = config.model_dump(exclude_unset=True)
     for section, values in overrides.items():
         data.setdefault(section, {}).update(values)
     return build_config(data, origin="command line")

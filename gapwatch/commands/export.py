@@ -52,8 +52,10 @@ def _default_out(path: Path, fmt: str) -> Path:
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
-              progress: Progress | None, window: TimeWindow | None) -> tuple[str, list[str]]:
-    """Write the trace; return its summary and what is said of the input (`_csv`'s too)."""
+              progress: Progress | None, window: TimeWindow | None
+              ) -> tuple[str, list[str], list[str]]:
+    """Write the trace; return its summary, what is said of the input (`_csv`'s too) and what
+    its PoSt slices were judged by where this run's config says other (`report`'s line)."""
     import copy
 
     from gapwatch.logs.files import merge_by_time
@@ -105,11 +107,13 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     # What the report says of its input (a log of another run, the data's own problems),
     # in its words, then what reading the samples found (less what the warnings say).
     said = [*report.warnings, *recording.problems_said(beside_report=True)]
+    judged = report.post_deadlines.said() if report.post_deadlines is not None else None
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
-            "https://ui.perfetto.dev or chrome://tracing"), said
+            "https://ui.perfetto.dev or chrome://tracing"), said, [judged] if judged else []
 
 
-def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> tuple[str, list[str]]:
+def _csv(path: Path, out: IO[str], window: TimeWindow | None
+         ) -> tuple[str, list[str], list[str]]:
     from gapwatch.offline.csv_export import CsvExporter
     from gapwatch.sources.files import read_any
     from gapwatch.sources.recording import Reading
@@ -122,7 +126,7 @@ def _csv(path: Path, out: IO[str], window: TimeWindow | None) -> tuple[str, list
     exporter.close()
     # Host samples have rows of their own: "1000 rows" was said of a file of 2000.
     return (f"{exporter.rows} GPU rows and {exporter.host_rows} host rows",
-            recording.problems_said())
+            recording.problems_said(), [])
 
 
 def run(args: argparse.Namespace, config: Config) -> int:
@@ -163,12 +167,12 @@ def run(args: argparse.Namespace, config: Config) -> int:
         # does; it said "stdout: Broken pipe", exit 2).
         fb = tmp.file if tmp is not None else cast(BinaryIO, StdoutBytes())
         if args.format == "perfetto":
-            summary, said = _perfetto(src, config, argtypes.log_files(args.log), fb, progress,
-                                      window)
+            summary, said, notes = _perfetto(src, config, argtypes.log_files(args.log), fb,
+                                             progress, window)
             fb.flush()
         else:
             ft = io.TextIOWrapper(fb, encoding="utf-8", newline="")
-            summary, said = _csv(src, ft, window)
+            summary, said, notes = _csv(src, ft, window)
             ft.flush()
             ft.detach()  # the temporary (or stdout) stays open for commit()
         if tmp is not None:
@@ -189,6 +193,8 @@ def run(args: argparse.Namespace, config: Config) -> int:
     finally:
         STDERR.erase()  # no progress left on the screen
     say(f"gapwatch export: wrote {dest or 'stdout'}: {summary}")
+    for line in notes:  # what the PoSt slices were judged by, where this config says other
+        say(f"gapwatch export: {line}")
     for line in said:  # the report's warnings, then the reader's lines as `replay` says them
         say(f"gapwatch export: warning: {line}")
     return 0

@@ -31,8 +31,10 @@ from gapwatch.base.input_files import fifo_heard, file_kind, path_problem
 from gapwatch.core import fmt
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_GPU_INDEX, MAX_PERIOD_MS, MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig, Section
+from gapwatch.core.models import SessionHeader
 from gapwatch.core.units import parse_duration, parse_size
 from gapwatch.cuzk.config import CuzkConfig
+from gapwatch.cuzk.post_deadlines import PostDeadlines, judged_by
 
 #: The smallest segment (`[record] rotate_size`) and the youngest (`rotate_age`) a recording
 #: may rotate at.
@@ -589,3 +591,13 @@ def with_overrides(config: Config, overrides: dict[str, dict[str, Any]]) -> Conf
     for section, values in overrides.items():
         data.setdefault(section, {}).update(values)
     return build_config(data, origin="command line")
+
+
+def judged_config(header: SessionHeader, config: Config) -> tuple[PostDeadlines, Config]:
+    """The deadlines the PoSt of the recording of `header` are judged by (`post_deadlines.
+    judged_by`: the recording's own, unless this run's config names the key), and `config`
+    with them in its `[cuzk]`: what an offline command builds its PoSt watcher with. Called by
+    `gapwatch.offline.report.detect_either` (report, export, compare's sides) and the replay's
+    runtime (`gapwatch.engine.runtime`)."""
+    judged = judged_by(header.config, config.cuzk)
+    return judged, config.model_copy(update={"cuzk": judged.section})

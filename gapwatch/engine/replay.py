@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gapwatch.base.background import Background
@@ -89,7 +89,8 @@ class ReplayDriver(Background):
 
     def __init__(self, recording: Recording, session: Session, speed: float,
                  logs: ReplayLogs | None = None,
-                 restart: Callable[[], Recording] | None = None) -> None:
+                 restart: Callable[[], Recording] | None = None,
+                 notes: Sequence[str] = ()) -> None:
         """
         Args:
             recording: what to replay.
@@ -101,6 +102,8 @@ class ReplayDriver(Background):
             restart: reopens the file and empties the session for a seek backwards (None: the
                 replay cannot go back); raises RecordingError (or OSError), the session
                 untouched, when the file cannot be read again or is another recording now.
+            notes: said as each play of the file starts (what its PoSt are judged by, where
+                this run's config says other: `PostDeadlines.said`).
         """
         super().__init__()
         self.recording = recording
@@ -113,6 +116,7 @@ class ReplayDriver(Background):
         self._said: dict[str, int] = {}
         self._notes_said: set[str] = set()
         self._restart = restart
+        self._notes = list(notes)
         #: Controls (set from the UI thread, read by the loop).
         self.paused = False
         self._seek_wall_s: float | None = None
@@ -305,6 +309,8 @@ class ReplayDriver(Background):
         # A run of copies goes to the session together, as a datagram of the trace does live
         # (`Session.on_copies`: a closed gap they reach is re-published once).
         held: list[CopyRecord] = []
+        for note in self._notes:  # said before the records, at each play (as the logs' are)
+            self._say_once(note)
         logs = None
         if self.logs is not None:
             logs = self.logs.events()

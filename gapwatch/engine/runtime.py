@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.watch import ThreadWatch, thread_label
-from gapwatch.config import Config
+from gapwatch.config import Config, judged_config
 from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_summary, blind_words
 from gapwatch.core.bounds import MAX_PROVERS
@@ -59,6 +59,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.prover_watch import alert_line
 from gapwatch.cuzk.pipeline import timeline_epoch
+from gapwatch.cuzk.post_deadlines import PostDeadlines
 from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.engine.replay import ReplayDriver
 from gapwatch.engine.sampler import Sampler
@@ -136,6 +137,10 @@ class Runtime:
         self.sim_log_path: Path | None = None
         #: Log files read whole rather than followed (`replay --log`), with their state.
         self.read_logs: dict[str, str] = {}
+        #: A replay's: the deadlines its PoSt are judged by, and where each came from (the
+        #: recording's own, unless this run's config names the key: `config.judged_config`,
+        #: already in `config`); None for a live source.
+        self.post_deadlines: PostDeadlines | None = None
         #: Everything `build_runtime` opened (sources, servers, the exporter, temporary files),
         #: closed in reverse order by `stop()`: the runtime owns what it opened.
         self.resources = ExitStack()
@@ -522,6 +527,11 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
     from gapwatch.cuzk.watch import watch_beside
 
+    judged = None
+    if src.recording is not None:
+        # A replay judges the recording's PoSt by the deadlines it was made with (the report's
+        # rule), and its own header keeps what judged them.
+        judged, config = judged_config(src.recording.header, config)
     header = default_header(src.label, src.gpus, src.period_ms, config.model_dump(mode="json"))
     history_s = max([config.snapshot.history_s, *config.ui.windows_s, config.detector.window_s])
     period_s = src.period_ms / 1000
@@ -537,7 +547,9 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     # its PoSt the workers' holds the prover keeps (fed the same records by the detector).
     watch = watch_beside(cuzk, config.cuzk, config.logs.cuzk)
     session = Session(header, store, detector=detector, watch=watch)
-    return Runtime(config, src.label, header, session, store)
+    rt = Runtime(config, src.label, header, session, store)
+    rt.post_deadlines = judged
+    return rt
 
 
 def _open_copytrace(rt: Runtime, gpus: list[GpuInfo], opened: ExitStack) -> None:
@@ -575,9 +587,11 @@ def _add_driver(rt: Runtime, src: _OpenSource, speed: float, duration_s: float |
         opened.callback(_close_once_unread, rt, logs)
     if window is not None:
         rt.session.tell_within(_window_span(src.recording.header, window))
+    judged = rt.post_deadlines.said() if rt.post_deadlines is not None else None
     rt.replay = ReplayDriver(src.recording, rt.session, speed, logs,
                              restart=_replay_restart(rt, path, window,
-                                                     src.recording.header, around))
+                                                     src.recording.header, around),
+                             notes=[judged] if judged else [])
     rt.read_logs = {path: "read whole" for path in paths}
 
 

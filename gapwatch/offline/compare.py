@@ -57,6 +57,7 @@ from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.pipeline import POST_KINDS
 from gapwatch.cuzk.post_advice import ProofAdvice
+from gapwatch.cuzk.post_deadlines import PostDeadlines, unlike_words
 from gapwatch.cuzk.settings import (
     AdvisedChange,
     ProverSettings,
@@ -196,6 +197,9 @@ class Side:
     #: slowdown (`HealthStats.held_down`: the reason, its share of the health readings).
     gpu_errors: dict[str, int] = field(default_factory=dict)
     held_down: dict[int, tuple[str, float]] = field(default_factory=dict)
+    #: The deadlines its PoSt were judged by (its recording's own, or this run's config's:
+    #: `gapwatch.cuzk.post_deadlines`); None where nothing chose them (a side made in a test).
+    post_deadlines: PostDeadlines | None = None
 
     @property
     def start_s(self) -> float | None:
@@ -238,6 +242,7 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
         unkept = found.prover_events.not_kept.get("proof", 0)
         no_data = no_data_stretches(found.states)
         stepped_back = clock_stepped_back_s(found.states)
+        judged = found.post_deadlines
         del found
         ends = None
         if rep.partitions is not None:
@@ -257,7 +262,9 @@ def read_side(label: str, path: str | Path, config: Config, logs: list[str],
             rate_unit=rep.payoff.rate_unit,
             statuses=statuses, posts=posts,
             problems=[*rep.warnings, *rep.problems, *_posts_not_kept(unkept)],
-            notes=list(rep.notes),
+            # What its PoSt were judged by, where this run's config says other (`report`'s line).
+            notes=[*rep.notes, *([said] if judged and (said := judged.said()) else [])],
+            post_deadlines=judged,
             window=window, window_own=window_own, no_data=no_data,
             stepped_back_s=stepped_back,
             gpu_errors={k: n for k, n in rep.hw_errors.items() if k in GPU_ERROR_KINDS},
@@ -409,7 +416,9 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                                      figures, gpu, batch_changed) for gpu in keys)
     if load_differs:
         figures = [_load_said(f) for f in figures]
-    notes = _notes(before, after, w) + failing + _not_timed_notes(figures, keys) + (
+    figures, unlike_deadlines = _deadlines_unlike(before, after, figures)
+    notes = _notes(before, after, w) + failing + unlike_deadlines + _not_timed_notes(
+        figures, keys) + (
         [unlike_rows] if unlike_rows else []) + [
         note for s in (before, after)
         if (note := _drift_note(s.label, wins[s.label].get(keys[0], {}) if keys else {}))]
@@ -420,6 +429,22 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                       hardware_differs=bool(hardware_differences(before, after)),
                       load_same_words=_load_same_words(figures, batch_changed),
                       rate_label=rate_label(before, after))
+
+
+def _deadlines_unlike(before: Side, after: Side, figures: list[Figure]
+                      ) -> tuple[list[Figure], list[str]]:
+    """A late share of PoSt judged by different deadlines on the two sides (each side's own
+    recording's, `post_deadlines.judged_by`: 20 s on one box, 30 s on the other) is no measure
+    of the change: said "not comparable", and why, once per kind, as a note."""
+    if before.post_deadlines is None or after.post_deadlines is None:
+        return figures, []
+    sides = [(before.label, before.post_deadlines), (after.label, after.post_deadlines)]
+    words = {kind: said for kind in POST_KINDS if (said := unlike_words(kind, sides))}
+    if not words:
+        return figures, []
+    late = {f"{POST_LATE}{kind}" for kind in words}
+    return ([f.said("not comparable") if f.name in late else f for f in figures],
+            [f"{POST_LATE}{kind}: {said}" for kind, said in words.items()])
 
 
 class Counted(NamedTuple):
@@ -1260,7 +1285,10 @@ def _side_json(s: Side, window_s: float, usable: int) -> dict[str, Any]:
             "usable_windows": usable,
             "busy_fraction": s.busy_fraction, "partitions_per_hour": s.partitions_per_hour,
             "rate_unit": s.rate_unit, "status_snapshots": s.statuses, "problems": s.problems,
-            "notes": s.notes}
+            "notes": s.notes,
+            # What its PoSt were judged by (`report`'s `post_deadlines`).
+            "post_deadlines": (s.post_deadlines.json() if s.post_deadlines is not None
+                               else None)}
 
 
 def _whole_windows(side: Side, window_s: float) -> int | None:

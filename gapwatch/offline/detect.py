@@ -47,6 +47,7 @@ from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
+from gapwatch.cuzk.post_deadlines import PostDeadlines
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.logs.follow import read_by_at_end
 from gapwatch.logs.once import LinesOnce, may_hold_log_lines
@@ -138,6 +139,10 @@ class Detected:
     most_gaps_held: int = 0
     #: Wall time of the latest host sample (`GapDetector.last_host_wall_s`; None: none).
     last_host_wall_s: float | None = None
+    #: The deadlines the PoSt were judged by, and where each came from (the recording's own
+    #: or this run's config: `gapwatch.cuzk.post_deadlines`); set by the caller that chose
+    #: them (`report.detect_either`), None where none did.
+    post_deadlines: PostDeadlines | None = None
 
 
 class RunListener(Protocol):

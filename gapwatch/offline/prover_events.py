@@ -340,14 +340,15 @@ def _listed(log: ProverEvents, title: str, kinds: tuple[str, ...]) -> list[str]:
                           sum(log.not_kept.get(k, 0) for k in kinds))
 
 
-def prover_event_lines(events: Sequence[ProverEvent], since_s: float | None = None
-                       ) -> list[str]:
+def prover_event_lines(events: Sequence[ProverEvent], since_s: float | None = None,
+                       judged: Sequence[str] = ()) -> list[str]:
     """The report's text section ([] when the prover said nothing of the kind); `since_s`: a
-    window's start."""
+    window's start; `judged`: what the proofs were judged by, where the reader would expect
+    other (`PostDeadlines.said`), said under the summary."""
     log = prover_events_of(events)
     if not log:
         return []
-    lines = [summary_line(log)]
+    lines = [summary_line(log), *(f"  {line}" for line in judged)]
     lines += proof_lines(log, since_s)
     lines += _listed(log, "Restarts (and the GPU time each cost, as one stretch)",
                      ("restart", "restart_cost"))

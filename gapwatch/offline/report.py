@@ -42,7 +42,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from gapwatch.config import Config
+from gapwatch.config import Config, judged_config
 from gapwatch.core import fmt
 from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.chaining import ChainingFigure
@@ -73,6 +73,7 @@ from gapwatch.cuzk.log_lines import Unplaced
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline, TimelineBuilder
 from gapwatch.cuzk.paths import PathFacts, PathsSeen, path_notes, path_rule
 from gapwatch.cuzk.pipeline import PipelineView, timeline_epoch
+from gapwatch.cuzk.post_deadlines import PostDeadlines
 from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.watch import watch_beside
 from gapwatch.logs.files import LinesRead, log_file_events
@@ -198,6 +199,9 @@ class ReportData:
     #: The `TABLE_ROWS` longest closed gaps, in start order (the text's gap table, where there
     #: are more: a day's first rows are its first minute; `_GapSums`).
     longest_gaps: list[Gap] = field(default_factory=list)
+    #: The deadlines the PoSt were judged by and where each came from (the recording's own, or
+    #: this run's config: `gapwatch.cuzk.post_deadlines`); None where nothing chose them.
+    post_deadlines: PostDeadlines | None = None
 
 
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
@@ -285,7 +289,10 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
     (by the data's time); `window`: only the records inside it, after the daemon's startup
     lines the recording holds from before it (`startup_lines.recorded_startup`) and, without
     `--log`, the log it holds around the window (`startup_lines.recorded_around`: on disk,
-    freed here). Used by `build_report` and `compare`'s sides."""
+    freed here). Used by `build_report` and `compare`'s sides. Its PoSt are judged by the
+    recording's own deadlines where this run's config names none (`judged_config`), said in
+    `Detected.post_deadlines`."""
+    judged, config = judged_config(header_of(path), config)
     # Without `--log`, the recording's own log is read around the window, as a `--log` is.
     around = window_lead_in(path, window, config.logs.cuzk, own_log=not logs)
     with closing(around):
@@ -296,10 +303,13 @@ def detect_either(path: str | Path, config: Config, logs: list[str], n: int,
                                     around=around or None)
             if found is not None:
                 _count_logs(found, parsed)
+                found.post_deadlines = judged
                 return found, listener
         listener = new_listener()  # what a split run that gave up saw is not kept
-        return detect(path, config, logs, listener=listener, parsed=parsed, keep_h2d=keep_h2d,
-                      progress=progress, window=window, around=around or None), listener
+        found = detect(path, config, logs, listener=listener, parsed=parsed, keep_h2d=keep_h2d,
+                       progress=progress, window=window, around=around or None)
+        found.post_deadlines = judged
+        return found, listener
 
 
 @contextmanager
@@ -510,7 +520,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         prover_events=found.prover_events,
         prover_causes=sums.causes,
         prover_lacks=list(found.prover_lacks),
-        longest_gaps=sums.longest(), window=window,
+        longest_gaps=sums.longest(), window=window, post_deadlines=found.post_deadlines,
     )  # fmt: skip
 
 
@@ -861,6 +871,8 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
         ],
         "partitions": _partitions_json(r.partitions, items=gaps),
         "prover_events": prover_events_json(r.prover_events),
+        # What the PoSt were judged by: the recording's deadlines or this run's config's.
+        "post_deadlines": r.post_deadlines.json() if r.post_deadlines is not None else None,
         "copies": None if r.copies is None else r.copies.json(),
         "chaining": {
             str(gpu): {"share": f.share, "copy_s": f.copy_s, "basis": f.basis,

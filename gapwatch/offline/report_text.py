@@ -54,8 +54,10 @@ def format_text(r: ReportData, all_rows: bool = False,
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
     if r.prover_events:
+        judged = r.post_deadlines.said() if r.post_deadlines is not None else None
         out += ["", *prover_event_lines(
-            r.prover_events, r.window.since_s if r.window is not None else None)]
+            r.prover_events, r.window.since_s if r.window is not None else None,
+            [judged] if judged else [])]
     if r.partitions is not None:
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]

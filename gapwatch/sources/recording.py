@@ -71,6 +71,7 @@ from gapwatch.core.models import (
     link_bytes_per_s,
 )
 from gapwatch.core.sizes import cut_text
+from gapwatch.cuzk.post_deadlines import POST_KEYS, quoted, recorded_problem
 from gapwatch.sources.gzip_lines import (
     MAX_LINE_BYTES,
     TOO_LONG,
@@ -581,6 +582,30 @@ def _sanitise_header(data: dict[str, object], p: Path) -> list[str]:
     return problems
 
 
+def _unusable_post_settings(data: dict[str, Any], p: Path) -> list[str]:
+    """Drop (in place) and say each PoSt deadline of the header's `[cuzk]` that no deadline can
+    be (`post_deadlines.recorded_problem`: negative, NaN, 1e300, a string), and a `cuzk` that
+    is no table: the offline commands judge a PoSt by the recording's own deadlines
+    (`post_deadlines.judged_by`), and one of these was never the recorder's (its config took
+    none such); this run's config judges in its place, as for a recording that has none.
+    Before `_non_finite`, which put the key's default in a NaN's place, taken then for the
+    recording's own."""
+    config = data.get("config")
+    if not isinstance(config, dict) or "cuzk" not in config:
+        return []
+    cuzk = config["cuzk"]
+    instead = "ignored: this run's config judges PoSt"
+    if not isinstance(cuzk, dict):
+        del config["cuzk"]
+        return [f"{p}: header config.cuzk {quoted(cuzk)} is not a table; {instead}"]
+    problems = []
+    for key in POST_KEYS:
+        if key in cuzk and (why := recorded_problem(key, cuzk[key])) is not None:
+            problems.append(f"{p}: header config.cuzk.{key} {quoted(cuzk.pop(key))} cannot "
+                            f"judge a PoSt ({why}); {instead}")
+    return problems
+
+
 def _header_fields(line: bytes) -> Any:
     """The header line as plain values. A number no double holds (`1e999` in the embedded
     config) makes the strict codec refuse the whole line; the standard library's JSON reads it
@@ -847,7 +872,8 @@ def open_recording(path: str | Path) -> tuple[SessionHeader, LineStream, list[st
             raise RecordingError(
                 f"{p}: written by a newer gapwatch (schema {version} > {SCHEMA_VERSION}); upgrade"
             )
-        problems = _non_finite(data, p)
+        problems = _unusable_post_settings(data, p)  # before `_non_finite` takes a NaN
+        problems += _non_finite(data, p)
         problems += _sanitise_header(data, p)
         header, repaired = _header_with_fallbacks(data, p)
         problems += repaired

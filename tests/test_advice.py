@@ -73,6 +73,60 @@ def test_without_the_worker_count_both_remedies_are_a_guess() -> None:
     assert "could not tell how many synthesis workers" in report.advice[0].guess_why
 
 
+def _pipeline_of(*lines: str) -> PipelineView:
+    """The pipeline view cuzk's start lines give, read as `gapwatch report --log` reads them."""
+    from gapwatch.cuzk.pipeline import PipelineFacts
+    from gapwatch.logs.parse import LogParser
+
+    head = "2026-12-05T23:38:34.761321Z  INFO cuzk_core::engine: "
+    parser, facts = LogParser(offline=True), PipelineFacts()
+    for i, line in enumerate(lines):
+        for e in parser.parse_line(head + line, "stdout.log", i, 0.0):
+            facts.feed(e)
+    return facts.view()
+
+
+#: The H100 host-stall run's start lines (/tmp/realdata/h200-e2e-h100, stdout.log lines 1, 5).
+H100_BUDGET_LINE = "memory budget initialized total_budget_gib=512"
+H100_PIPELINE_LINE = ("starting pipeline: synthesis task + GPU workers (budget-gated) "
+                      "configured_lookahead=1 max_partitions_in_budget=36 "
+                      "effective_lookahead=32 synth_worker_count=2 num_gpus=2")
+
+
+def test_a_worker_count_the_log_gave_is_named_where_no_snapshot_said_how_many_were_busy(
+        ) -> None:
+    """The H100 host-stall run (log only, no /status): its stdout.log line 5 says
+    `synth_worker_count=2`, the budget line 512 GiB (36 partitions), and gapwatch parses both;
+    its advice said "gapwatch could not tell how many synthesis workers cuzk runs (no
+    'starting pipeline ... synth_worker_count' line in the log read ...)" and "raise it (0 =
+    18) if every synthesis worker was busy": the branch for no snapshot read the log's count
+    as unknown. The count is named, with the limit the log's budget shows (the cap, not the
+    budget: 2 < 512 / 14); that both were busy is still not known: a guess that says so."""
+    view = _pipeline_of(H100_BUDGET_LINE, H100_PIPELINE_LINE)
+    assert (view.synth_workers, view.budget_total_bytes) == (2, 512 * GIB)
+    report = advise([_gap(i, cause="waits_on_synthesis") for i in range(3)], view)
+    first = report.advice[0]
+    assert [(a.setting, a.guess) for a in report.advice] == [
+        ("[pipeline] max_parallel_synthesis", True), ("[synthesis] threads", True)]
+    assert first.change.startswith("raise it above 2 (0 = 18)"), first.change
+    assert first.guess_why is not None
+    assert "could not tell how many" not in first.guess_why
+    assert "no 'starting pipeline" not in first.guess_why
+    assert "synth_worker_count=2" in first.guess_why
+    assert "no /status snapshot" in first.guess_why and "if both were," in first.guess_why
+    assert "the budget (512.0 GiB) allows 36" in first.why
+    # Where the log's budget is the limit (10 workers of a 140 GiB budget), the budget.
+    tight = advise([_gap(cause="waits_on_synthesis")],
+                   PipelineView(synth_workers=10, budget_total_bytes=140 * GIB))
+    assert [(a.setting, a.guess) for a in tight.advice] == [
+        ("[memory] total_budget", True), ("[synthesis] threads", True)]
+    # The count known, the budget not: which of the two limits is not known either.
+    loose = advise([_gap(cause="waits_on_synthesis")], PipelineView(synth_workers=4))
+    assert [a.setting for a in loose.advice] == [
+        "[pipeline] max_parallel_synthesis", "[memory] total_budget", "[synthesis] threads"]
+    assert loose.advice[0].change.startswith("raise it above 4")
+
+
 def test_free_synthesis_workers_never_get_more_workers() -> None:
     gaps = [_gap(cause="waits_on_synthesis", states=[_state(4, 18)])]
     settings = [s for s, _ in _settings(gaps, PipelineView(synth_workers=18))]

@@ -531,12 +531,56 @@ def _gpu_threads_setting(pipeline: PipelineView) -> tuple[Setting | None, list[s
                     set_to(str(GPU_THREADS_SUGGESTED)), lowered), [])
 
 
+#: cuzk's formula for its synthesis workers, as every why of more of them says it.
+WORKERS_FORMULA = "max(2, min(budget / 14 GiB, max_parallel_synthesis)) of them (engine.rs)"
+
+
+def _all_of(workers: int) -> str:
+    """`both` of 2 workers, `all 4` of more: how the advice says every one of them."""
+    return "both" if workers == 2 else f"all {workers}"
+
+
+def _more_workers(workers: int, budget: int | None, why_more: str,
+                  when: str = "") -> tuple[list[Setting], bool, str]:
+    """(settings, guess, guess_why) that give cuzk more than its `workers` synthesis workers:
+    the knob that limits them, by `budget` (bytes; None: not known, both knobs and a guess).
+    `why_more` says why more workers close the gaps; `when` is appended to each change (the
+    condition of a guess). Called by `_synthesis` for the snapshots' count and the log's."""
+    raise_budget = Setting(TOTAL_BUDGET, RAISE_BUDGET + when,
+                           f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
+                           "(memory.rs)",
+                           "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
+                           CHANGE, raises(TOTAL_BUDGET))
+    if budget is None:
+        limit = ""
+    else:
+        limit = (f"; the budget ({fmt.size(budget)}) allows "
+                 f"{budget // POREP_PARTITION_FULL_BYTES}")
+    raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
+                        f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})"
+                        + when,
+                        f"{why_more}{limit}: below the budget's limit, max_parallel_synthesis "
+                        "is the limit",
+                        "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
+                        raises(MAX_PARALLEL_SYNTHESIS))
+    if budget is None:
+        return [raise_cap, raise_budget], True, (
+            "cuzk's memory budget is not known here, so which of the two limits the workers "
+            "is not either")
+    if workers >= budget // POREP_PARTITION_FULL_BYTES:
+        return [raise_budget], False, ""  # the budget is the limit
+    return [raise_cap], False, ""
+
+
 def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
     """(settings, guess, guess_why, evidence) for synthesis waits."""
     pressure = gaps.pressure
     threads = _threads_setting(pipeline)
     gpu_threads, said = _gpu_threads_setting(pipeline)
     cpu = [threads] if gpu_threads is None else [threads, gpu_threads]
+    if not gaps.judged and pipeline.synth_workers is not None:
+        return _synthesis_unjudged(pipeline.synth_workers, pipeline.budget_total_bytes,
+                                   threads)
     if not gaps.judged:
         # How many workers cuzk runs is unknown (no `starting pipeline` line, no budget in the
         # snapshots, or no snapshot at all): both remedies, said as a guess.
@@ -564,29 +608,9 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
     assert workers is not None  # gaps.full > 0 here
     budget = gaps.full_budget if gaps.full_budget is not None else pipeline.budget_total_bytes
     pressed = pressure is not None and pressure >= PSI_PRESSURE_SHARE
-    why_more = (f"all {workers} synthesis workers were busy with nothing synthesised ahead; "
-                "cuzk runs max(2, min(budget / 14 GiB, max_parallel_synthesis)) of them "
-                "(engine.rs)")
-    raise_budget = Setting(TOTAL_BUDGET, RAISE_BUDGET,
-                           f"{why_more}: the budget allows budget / 14 GiB per PoRep partition "
-                           "(memory.rs)",
-                           "extern/cuzk/cuzk.example.toml, cuzk-core/src/memory.rs, engine.rs",
-                           CHANGE, raises(TOTAL_BUDGET))
-    raise_cap = Setting(MAX_PARALLEL_SYNTHESIS,
-                        f"raise it above {workers} (0 = {DEFAULT_MAX_PARALLEL_SYNTHESIS})",
-                        f"{why_more}: below the budget's limit, max_parallel_synthesis is the "
-                        "limit",
-                        "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
-                        raises(MAX_PARALLEL_SYNTHESIS))
-    guess, guess_why = False, ""
-    if budget is None:
-        settings = [raise_cap, raise_budget]
-        guess, guess_why = True, ("cuzk's memory budget is not known here, so which of the two "
-                                  "limits the workers is not either")
-    elif workers >= budget // POREP_PARTITION_FULL_BYTES:
-        settings = [raise_budget]  # the budget is the limit
-    else:
-        settings = [raise_cap]
+    settings, guess, guess_why = _more_workers(
+        workers, budget, f"all {workers} synthesis workers were busy with nothing synthesised "
+        f"ahead; cuzk runs {WORKERS_FORMULA}")
     if pressure is not None and pressed:
         settings.extend(cpu[1:])
         return (settings, True,
@@ -594,6 +618,24 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
                 f"{pressure * 100:.0f} %): config.rs warns that too many concurrent syntheses "
                 "saturate memory bandwidth and slow each one", said)
     return settings, guess, guess_why, []
+
+
+def _synthesis_unjudged(workers: int, budget: int | None, threads: Setting) -> Found:
+    """Synthesis waits no /status snapshot judged (none read during the gaps, or none saying
+    both synthesis counts), the log's `synth_worker_count` known: more than that count by the
+    knob that limits it (`_more_workers`), if every worker was busy, and faster synthesis if
+    not; a guess, as whether they were busy is not known."""
+    all_of = _all_of(workers)
+    settings, _, limit_unknown = _more_workers(
+        workers, budget, f"the log says cuzk runs {workers} synthesis workers "
+        f"(synth_worker_count={workers}, 'starting pipeline'), {WORKERS_FORMULA}",
+        f", if {all_of} were busy")
+    why = (f"no /status snapshot during these gaps said how many of cuzk's {workers} synthesis "
+           f"workers (synth_worker_count={workers} in the log) were busy: if {all_of} were, "
+           "more workers close these gaps; if not, only faster synthesis does")
+    if limit_unknown:
+        why += f"; {limit_unknown}"
+    return settings + [threads], True, why, []
 
 
 def advise(gaps: Iterable[Gap], pipeline: PipelineView,

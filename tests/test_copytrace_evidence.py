@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from copytrace_fakes import WALL0, copies, header, records, write_case
+from copytrace_fakes import WALL0, copies, copy, header, records, write_case
 
 from gapwatch.config import Config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.evidence import summarise_copies, union_s
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import CopyRecord, Gap
+from gapwatch.core.units import GIB
 from gapwatch.engine.session import Session
 from gapwatch.engine.store import SeriesStore
 from gapwatch.offline.report import build_report, to_json
@@ -37,7 +38,8 @@ def test_a_starved_gap_states_the_pageable_copies_that_ran_in_it_with_their_rate
     pg = c.kinds()["pageable"]
     assert pg.count == 3 and pg.bytes == 3 << 30 and pg.streams == [13]
     assert pg.bytes_per_s is not None and 1.7e9 < pg.bytes_per_s < 1.9e9
-    assert "3.0 GiB copied from pageable host memory at 1.8 GB/s on stream 13" in first.hint
+    assert ("3.0 GiB copied from pageable host memory during the gap at 1.8 GB/s on stream 13"
+            in first.hint)
     assert "inferred" not in first.hint
 
 
@@ -59,6 +61,55 @@ def test_without_a_copy_trace_the_hint_says_the_memory_kind_is_inferred() -> Non
     assert first.copies.memory_kind == "pageable"
     assert first.copies.memory_kind_source == "inferred from rate: no copy trace"
     assert "memory kind inferred from rate: no copy trace" in first.hint
+
+
+#: A gap at 10.0-10.5 s and its evidence window from 8.0 s (`evidence_before_s` 2 s).
+GAP_LO, GAP_HI, WINDOW_LO = WALL0 + 10.0, WALL0 + 10.5, WALL0 + 8.0
+PART = 3 * GIB // 2  # one 1.5 GiB buffer of a/b/c, as the load generator copies them
+
+
+def _said(cs: list[CopyRecord], kind: str, rx: float) -> str:
+    from gapwatch.core.evidence_types import NO_HOST
+    from gapwatch.core.explain import Evidence, GapFacts, hint_of
+
+    return hint_of(GapFacts(kind, GAP_HI - GAP_LO, rx, 0.0, 63e9, "high", since_s=WINDOW_LO),
+                   Evidence(NO_HOST, [], summarise_copies(cs, WINDOW_LO, GAP_HI, GAP_LO,
+                                                          GAP_HI)))
+
+
+def test_a_gaps_copy_words_say_what_moved_during_it_and_the_copies_before_it_as_before_it(
+        ) -> None:
+    """The H100 copy-trace run's host_stall gap at 23:40:18.676 (0.50 s, PCIe 95 MB/s, its
+    pageable copies' `in_gap_s` 0.0) said "7.5 GiB copied from pageable host memory at 3.5 GB/s
+    on streams 13, 17; SMs idle 0.5 s with PCIe quiet (95 MB/s)": the copies of the 2 s before
+    it, said as the gap's, beside "PCIe quiet". Its starved gaps said 10.5 GiB where 1.6-2.4 GB
+    crossed PCIe in them. A hint says what moved during the gap (each copy's bytes by the share
+    of it inside the gap), and what moved before it only as before it."""
+    # Five pageable copies on two streams, all ended before the gap: none ran in it.
+    ended = [copy(8.2 + 0.45 * (i // 2), 8.65 + 0.45 * (i // 2), "pageable",
+                  stream=13 + 4 * (i % 2),
+                  nbytes=PART, corr=i) for i in range(5)]
+    assert max(c.end_wall_s for c in ended) < GAP_LO
+    quiet = _said(ended, "host_stall", 95e6)
+    assert quiet.startswith("no traced copy during the gap; 7.5 GiB copied from pageable host "
+                            "memory in the 2 s before it, at 3.6 GB/s on streams 13, 17; "
+                            "SMs idle 0.5 s with PCIe quiet (95 MB/s)"), quiet
+    # Two copies over the gap's edges, half of each inside it: 1.5 GiB moved during it, of the
+    # 7.5 GiB of the copies that ran in the window.
+    into = ended[:3] + [copy(9.8, 10.2, "pageable", stream=13, nbytes=PART, corr=7),
+                        copy(10.3, 10.7, "pageable", stream=17, nbytes=PART, corr=8)]
+    pg = summarise_copies(into, WINDOW_LO, GAP_HI, GAP_LO, GAP_HI).kinds()["pageable"]
+    assert pg.bytes == 5 * PART and pg.in_gap_bytes == PART
+    assert pg.in_gap_copy_s == pytest.approx(0.4)
+    starved = _said(into, "pcie_starved", 3.2e9)
+    assert starved.startswith("1.5 GiB copied from pageable host memory during the gap at "
+                              "4.0 GB/s (7.5 GiB in copies that ran in it and the 2 s before "
+                              "it, on streams 13, 17); SMs idle 0.5 s while H2D ran at 3.2 "
+                              "GB/s"), starved
+    # All of the window's copies inside the gap: said once, as the gap's.
+    inside = [copy(10.05, 10.45, "pageable", nbytes=PART)]
+    assert _said(inside, "pcie_starved", 3.2e9).startswith(
+        "1.5 GiB copied from pageable host memory during the gap at 4.0 GB/s on stream 13; ")
 
 
 def test_union_counts_overlapping_copies_once_and_clips_to_the_window() -> None:

@@ -67,3 +67,28 @@ def test_the_regression_check_fails_when_captured_slow_readings_are_gone(tmp_pat
     (case / "meta.json").write_text(json.dumps(meta))
     with pytest.raises(AssertionError, match=r"'names': \[\]"):  # no /proc reading
         check_case(case)
+
+
+@pytest.mark.skipif(not (DATA / "pageable" / "rec.jsonl.gz").is_file(),
+                    reason="tests/data/h200-copytrace/pageable is not committed")
+def test_a_starved_gaps_hint_says_the_bytes_that_moved_during_it_as_pcie_carried_them() -> None:
+    """The H200 pageable copy-trace run: its starved gaps' hints said 9.0-12.0 GiB copied (the
+    copies of each gap's evidence window, the 2 s before it included) where PCIe carried
+    1.8-5.2 GB in the gap. Each hint now leads with what its copies moved during the gap,
+    within a quarter of what PCIe carried then (the counter also carries the link's own
+    traffic), and says the window's bytes as the copies of the gap and the 2 s before it."""
+    from gapwatch.config import Config
+    from gapwatch.core import fmt
+    from gapwatch.offline.report import build_report, to_json
+
+    doc = to_json(build_report(DATA / "pageable" / "rec.jsonl.gz", Config()))
+    starved = [g for g in doc["gaps"] if g["kind"] == "pcie_starved"]
+    assert len(starved) == 8
+    for g in starved:
+        pg = g["copies"]["by_kind"]["pageable"]
+        carried = g["pcie_rx_bytes_per_s"] * g["duration_s"]
+        assert 0.75 * carried < pg["in_gap_bytes"] < 1.25 * carried, (g["start_s"], carried)
+        assert g["hint"].startswith(f"{fmt.size(pg['in_gap_bytes'])} copied from pageable host "
+                                    "memory during the gap at "), g["hint"]
+        assert (f"({fmt.size(pg['bytes'])} in copies that ran in it and the 2 s before it, "
+                "on streams 13, 17)") in g["hint"]

@@ -102,7 +102,7 @@ async def test_the_demo_dashboards_flag_names_the_setting_and_its_payoff(tmp_pat
     assert f"over the last {said[2]} s" not in head.split("; payoff", 1)[1], head
     # The simulated copy trace names the memory of the copies, measured, not inferred.
     assert re.search(r"\d+ with copies from pageable memory \(copy trace\)", head), head
-    assert re.search(r"GiB copied from pageable host memory at \d", whole), whole
+    assert re.search(r"GiB copied from pageable host memory during the gap at \d", whole), whole
 
 
 def test_the_demo_records_its_copies_as_the_copy_trace_would_unless_told_not_to(

@@ -240,17 +240,18 @@ def test_warnings_the_prover_leaves_unpinned_by_design_are_said_as_such() -> Non
 
 def test_copies_of_several_memory_kinds_are_said_in_the_same_words_as_one_kind() -> None:
     def kind(n_bytes: int, rate: float, stream: int) -> CopyKindEvidence:
-        return CopyKindEvidence(1, n_bytes, n_bytes, 0, n_bytes / rate, [stream], rate, 1.0, 1.0)
+        return CopyKindEvidence(1, n_bytes, n_bytes, 0, n_bytes / rate, [stream], rate, 1.0, 1.0,
+                                n_bytes, n_bytes / rate)  # all of it during the gap
 
     one = CopiesEvidence(traced=True, memory_kind="pageable",
                          by_kind={"pageable": kind(9 * 2**30, 2.6e9, 13)})
     mixed = CopiesEvidence(traced=True, memory_kind="mixed", by_kind={
         "pageable": kind(int(10.5 * 2**30), 4.1e9, 13), "pinned": kind(2**30, 54e9, 14)})
     assert traced_copy_words(one, "pcie_starved").startswith(
-        "9.0 GiB copied from pageable host memory at 2.6 GB/s")
+        "9.0 GiB copied from pageable host memory during the gap at 2.6 GB/s")
     assert traced_copy_words(mixed, "pcie_starved") == (
-        "10.5 GiB copied from pageable host memory at 4.1 GB/s and 1.0 GiB from pinned host "
-        "memory at 54.0 GB/s")
+        "10.5 GiB copied from pageable host memory during the gap at 4.1 GB/s and 1.0 GiB from "
+        "pinned host memory at 54.0 GB/s")
 
 
 def _partition(job: str, index: int) -> PartitionTiming:

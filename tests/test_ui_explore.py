@@ -38,9 +38,11 @@ COPIES = CopiesEvidence(
     traced=True, memory_kind="pageable", memory_kind_source="copy trace",
     by_kind={"pageable": CopyKindEvidence(count=7, bytes=11 << 30, h2d_bytes=11 << 30,
                                           d2h_bytes=0, copy_s=3.4, streams=[13, 17],
-                                          bytes_per_s=3.3e9, busy_s=2.8, in_gap_s=1.39)},
+                                          bytes_per_s=3.3e9, busy_s=2.8, in_gap_s=1.39,
+                                          in_gap_bytes=4 << 30, in_gap_copy_s=1.3)},
     processes=[ProcessEvidence(pid=512, name="cuzk", pinned_bytes=8 << 20,
-                               heap_bytes=27 << 30)])
+                               heap_bytes=27 << 30)],
+    window_start_s=100.0, gap_start_s=102.0)
 
 
 def _runtime(tmp_path: Path) -> FakeRuntime:
@@ -71,7 +73,9 @@ def test_a_gaps_detail_holds_everything_known_of_it(tmp_path: Path) -> None:
     assert "pinned pool: 10 checkout(s) FAILED" in text
     assert "what to change (payoff over the last 60 s of this GPU)" in text
     assert "memory behind the copies: pageable (from copy trace)" in text
-    assert "pageable     7 copies" in text and "1.39 s of it in the gap" in text
+    # The window's copies (11 GiB, the 2 s before the gap included), what moved in the gap.
+    assert "copies by host memory kind, in the gap and the 2 s before it" in text
+    assert "pageable     7 copies" in text and "(1.39 s, 4.0 GiB of it in the gap)" in text
     assert "partition 7: unpinned" in text
     assert "tasks stalled on memory (PSI), max: 39 % of the time" in text
     # Log lines from 5 s before the gap to 5 s after, the ones inside it marked.

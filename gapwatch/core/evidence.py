@@ -777,6 +777,23 @@ class _KindSum:
     d2h_bytes: int = 0
     copy_s: float = 0.0
     streams: set[int] = field(default_factory=set)
+    #: Of them, the bytes moved and the copy time spent inside the gap (`_inside`).
+    in_gap_bytes: float = 0.0
+    in_gap_copy_s: float = 0.0
+
+
+def _inside(c: CopyRecord, lo_s: float, hi_s: float) -> tuple[float, float]:
+    """(bytes, seconds) of copy `c` inside `[lo_s, hi_s]`: its bytes by the share of its time
+    inside (a copy's bytes move through its time, as far as anything tells), a copy of no
+    duration whole where it lies inside. What a gap's hint says moved during it
+    (`summarise_copies`)."""
+    took = c.end_wall_s - c.start_wall_s
+    if took <= 0:
+        return (float(c.bytes), 0.0) if lo_s <= c.start_wall_s <= hi_s else (0.0, 0.0)
+    inside = min(c.end_wall_s, hi_s) - max(c.start_wall_s, lo_s)
+    if inside <= 0:
+        return 0.0, 0.0
+    return c.bytes * inside / took, inside
 
 
 def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: float,
@@ -784,7 +801,9 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
     """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
     count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
     copy of that kind ran in the window and in the gap; the memory kind that ran most of the
-    copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy)."""
+    copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy). Of each kind also
+    what moved during the gap `[gap_lo_s, gap_hi_s]` (`_inside`): the window's figures count
+    the copies before the gap too."""
     by: dict[str, _KindSum] = {}
     spans: dict[str, list[tuple[float, float]]] = {}
     streams: set[int] = set()
@@ -803,6 +822,9 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
         else:
             e.d2h_bytes += c.bytes
         e.copy_s += c.duration_s
+        moved, took = _inside(c, gap_lo_s, gap_hi_s)
+        e.in_gap_bytes += moved
+        e.in_gap_copy_s += took
         e.streams.add(c.stream_id)
         spans.setdefault(k, []).append((c.start_wall_s, c.end_wall_s))
         streams.add(c.stream_id)
@@ -810,7 +832,8 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
     kinds = {k: CopyKindEvidence(
         e.count, e.bytes, e.h2d_bytes, e.d2h_bytes, e.copy_s, sorted(e.streams),
         e.bytes / e.copy_s if e.copy_s > 0 else None,
-        union_s(spans[k], window_lo_s, window_hi_s), union_s(spans[k], gap_lo_s, gap_hi_s))
+        union_s(spans[k], window_lo_s, window_hi_s), union_s(spans[k], gap_lo_s, gap_hi_s),
+        round(e.in_gap_bytes), e.in_gap_copy_s)
         for k, e in by.items()}
     total = sum(e.busy_s for e in kinds.values())
     dominant: str | None = None
@@ -820,7 +843,7 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
         dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
     return CopiesEvidence(traced=True, memory_kind=dominant, memory_kind_source="copy trace",
                           window_start_s=window_lo_s, window_end_s=window_hi_s, by_kind=kinds,
-                          streams=sorted(streams), pids=sorted(pids))
+                          streams=sorted(streams), pids=sorted(pids), gap_start_s=gap_lo_s)
 
 
 def traced_pageable(copies: CopiesEvidence) -> bool:

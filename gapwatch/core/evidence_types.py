@@ -69,7 +69,9 @@ class EventEvidence(Struct, frozen=True, gc=False):
 class CopyKindEvidence(Struct, frozen=True, gc=False):
     """The copies of one host memory kind in a gap's window: how many, their bytes (and per
     direction), their own rate (bytes / summed copy time), how long some copy of the kind ran in
-    the window (`busy_s`) and in the gap (`in_gap_s`), on which streams."""
+    the window (`busy_s`) and in the gap (`in_gap_s`), on which streams; and what of them moved
+    during the gap itself (`in_gap_bytes`, `in_gap_copy_s`): the window's figures count the
+    copies of the `evidence_before_s` before the gap too, which a hint says only as before it."""
 
     count: int
     bytes: int
@@ -80,6 +82,18 @@ class CopyKindEvidence(Struct, frozen=True, gc=False):
     bytes_per_s: float | None
     busy_s: float
     in_gap_s: float
+    #: The bytes the copies moved during the gap (each copy's by the share of its time inside
+    #: the gap; one of no duration inside it, whole) and their summed copy time inside it. UNSET
+    #: in a gap line of an older recording (it reads back as it was written).
+    in_gap_bytes: int | UnsetType = UNSET
+    in_gap_copy_s: float | UnsetType = UNSET
+
+    @property
+    def in_gap_bytes_per_s(self) -> float | None:
+        """The copies' own rate during the gap (bytes / copy time inside it); None: no copy
+        time inside it, or not known."""
+        moved, took = known(self.in_gap_bytes), known(self.in_gap_copy_s)
+        return moved / took if moved is not None and took else None
 
 
 class ProcessEvidence(Struct, frozen=True, gc=False):
@@ -107,6 +121,10 @@ class CopiesEvidence(Struct, frozen=True, gc=False):
     pids: list[int] | UnsetType = UNSET
     pinned_recent_bytes_per_s: float | None | UnsetType = UNSET
     processes: list[ProcessEvidence] | UnsetType = UNSET
+    #: The gap's start inside the window (`window_start_s` is `evidence_before_s` before it):
+    #: how long before the gap the window's copies reach. UNSET in a gap line of an older
+    #: recording, and without a trace.
+    gap_start_s: float | UnsetType = UNSET
 
     def kinds(self) -> dict[str, CopyKindEvidence]:
         """The copies by memory kind ({} untraced)."""

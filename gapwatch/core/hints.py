@@ -40,6 +40,7 @@ from typing import Final
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import (
     CopiesEvidence,
+    CopyKindEvidence,
     EventEvidence,
     HostEvidence,
     LinkDown,
@@ -338,47 +339,114 @@ def _streams(ids: list[int]) -> str:
     return f"stream{'s' if len(ids) > 1 else ''} {shown}"
 
 
-def copied_words(n_bytes: float, memory: str, bytes_per_s: float | None) -> str:
-    """`7.5 GiB copied from pageable host memory at 3.8 GB/s`: the one phrasing of what the copy
-    trace saw move (`memory`: pageable, pinned, or other)."""
-    return f"{fmt.size(n_bytes)} copied from {memory} host memory at {fmt.rate(bytes_per_s)}"
+def copied_words(n_bytes: float, memory: str, bytes_per_s: float | None, where: str = "") -> str:
+    """`7.5 GiB copied from pageable host memory during the gap at 3.8 GB/s`: the one phrasing
+    of what the copy trace saw move (`memory`: pageable, pinned, or other; `where`: when, as
+    `traced_copy_words` says it)."""
+    return (f"{fmt.size(n_bytes)} copied from {memory} host memory{where} at "
+            f"{fmt.rate(bytes_per_s)}")
+
+
+#: The memory kinds of a gap's copies, in the order a hint names them.
+_COPY_KINDS = ("pageable", "pinned", "other")
+#: Of a kind's copies in a window, the share of their bytes outside the gap below which all of
+#: them are the gap's (`_all_in_gap`): a copy's bytes split by time leave float crumbs.
+_OUTSIDE_NONE = 1e-3
+
+
+def _in_gap(e: CopyKindEvidence) -> bool:
+    """Some copy of this kind ran during the gap (its time inside it, or bytes moved in it)."""
+    return e.in_gap_s > 0 or bool(known(e.in_gap_bytes))
+
+
+def _all_in_gap(e: CopyKindEvidence) -> bool:
+    """Every copy of this kind in the window ran inside the gap: the window's figures are the
+    gap's (a gap line of an older recording, its bytes in the gap not known, never is)."""
+    moved = known(e.in_gap_bytes)
+    return moved is not None and e.bytes - moved <= e.bytes * _OUTSIDE_NONE
+
+
+def before_words(copies: CopiesEvidence) -> str:
+    """`the 2 s before it`: the stretch of the evidence window before the gap, from the window's
+    start and the gap's (`CopiesEvidence.gap_start_s`); where that is not known, `just before
+    it`. Said by `traced_copy_words` and the gap's detail (`gapwatch.ui.gap_detail`)."""
+    start, lo = known(copies.gap_start_s), known(copies.window_start_s)
+    if start is None or lo is None or start <= lo:
+        return "just before it"
+    return f"the {round(start - lo, 1):g} s before it"
+
+
+def _kinds_words(present: list[tuple[str, CopyKindEvidence]], during: bool, where: str) -> str:
+    """`7.5 GiB copied from pageable host memory<where> at 3.5 GB/s and 1.0 GiB from pinned host
+    memory at 54.0 GB/s`: each kind in the same words ("copied" said once), with what moved
+    during the gap and its rate there (`during`), else the window's bytes and the copies' own
+    rate."""
+    def figures(e: CopyKindEvidence) -> tuple[float, float | None]:
+        if during:
+            return float(known(e.in_gap_bytes) or 0), e.in_gap_bytes_per_s
+        return float(e.bytes), e.bytes_per_s
+
+    (name, first), rest = present[0], present[1:]
+    moved, rate = figures(first)
+    words = copied_words(moved, name, rate, where)
+    for name, e in rest:
+        moved, rate = figures(e)
+        words += f" and {fmt.size(moved)} from {name} host memory at {fmt.rate(rate)}"
+    return words
 
 
 def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
-    """What the copy trace saw around the gap, as a statement (`copies.traced` is True)."""
+    """What the copy trace saw, as a statement (`copies.traced` is True): what moved during the
+    gap, of the memory kind that ran most of the copy time (each kind where none did); the
+    window's copies before the gap said as before it (`before_words`), never as the gap's. A
+    gap no traced copy ran in says so first, then what ran before it: a host stall's "PCIe
+    quiet" then stands beside no copy of its own. A gap line of an older recording (what moved
+    in the gap not known) says the window's figures as the gap's and the time before it."""
     by = copies.kinds()
     mk = known(copies.memory_kind)
-    pinned_recent = known(copies.pinned_recent_bytes_per_s)
-    pg, pn = by.get("pageable"), by.get("pinned")
-    if mk is None:
-        if kind in ("pcie_starved", "transfer_bound"):
+    other_process = kind in ("pcie_starved", "transfer_bound")
+    if mk is None or not by:
+        if other_process:
             return "no traced copy in or just before the gap: another process's traffic?"
         return "no traced copy in or just before the gap"
-    if mk == "pageable" and pg is not None:
-        words = (f"{copied_words(pg.bytes, 'pageable', pg.bytes_per_s)} "
-                 f"on {_streams(pg.streams)}")
-        if pinned_recent is not None:
-            words += f"; pinned copies ran at {fmt.rate(pinned_recent)}"
-        return words
-    if mk == "pinned" and pn is not None:
-        base = (f"{copied_words(pn.bytes, 'pinned', pn.bytes_per_s)} "
-                f"on {_streams(pn.streams)}")
-        if kind == "pcie_starved":
-            return base + ": pinned, yet slow: link trained down or contended?"
-        if kind == "transfer_bound":
-            return base + ": at full speed, but not overlapped with compute"
-        return base
-    # Mixed: each kind in the same words ("copied" said once), joined.
-    present = [(name, e) for name, e in (("pageable", pg), ("pinned", pn),
-                                         ("other", by.get("other"))) if e is not None]
-    if not present:
-        return "no traced copy in or just before the gap"
-    (name, first), rest = present[0], present[1:]
-    words = copied_words(first.bytes, name, first.bytes_per_s)
-    for name, e in rest:
-        words += f" and {fmt.size(e.bytes)} from {name} host memory at " \
-                 f"{fmt.rate(e.bytes_per_s)}"
-    return words
+    present = [(mk, by[mk])] if mk in ("pageable", "pinned") and mk in by else [
+        (name, by[name]) for name in _COPY_KINDS if name in by]
+    before = before_words(copies)
+    one = present[0][1] if len(present) == 1 else None
+    on = f" on {_streams(one.streams)}" if one is not None else ""
+    during = [(name, e) for name, e in present if _in_gap(e)]
+    if not during:
+        # Every copy of the window ended before the gap: none is the gap's.
+        head = "no traced copy during the gap" + (
+            ": another process's traffic?" if other_process else "")
+        return f"{head}; {_kinds_words(present, False, f' in {before},')}{on}"
+    if any(known(e.in_gap_bytes) is None for _, e in during):
+        words = _kinds_words(present, False, f" in the gap and {before}") + on
+    else:
+        words = _kinds_words(during, True, " during the gap")
+        if all(_all_in_gap(e) for _, e in present):
+            words += on
+        elif one is not None:
+            words += f" ({fmt.size(one.bytes)} in copies that ran in it and {before},{on})"
+        else:
+            window = " and ".join(f"{fmt.size(e.bytes)} {name}" for name, e in present)
+            words += f" ({window} in copies that ran in it and {before})"
+    return words + _kind_words(copies, mk, kind)
+
+
+def _kind_words(copies: CopiesEvidence, mk: str, kind: str) -> str:
+    """What `traced_copy_words` adds after the copies, by the memory kind that ran most of
+    their time: beside pageable copies the rate the GPU's pinned ones ran at lately; pinned
+    copies of a starved gap ran slow, of a transfer-bound one at full speed."""
+    if mk == "pageable":
+        pinned_recent = known(copies.pinned_recent_bytes_per_s)
+        return f"; pinned copies ran at {fmt.rate(pinned_recent)}" \
+            if pinned_recent is not None else ""
+    if mk == "pinned" and kind == "pcie_starved":
+        return ": pinned, yet slow: link trained down or contended?"
+    if mk == "pinned" and kind == "transfer_bound":
+        return ": at full speed, but not overlapped with compute"
+    return ""
 
 
 def process_memory_words(processes: list[ProcessEvidence]) -> str:

@@ -26,6 +26,7 @@ from textual.widgets import Static
 
 from gapwatch.core import fmt
 from gapwatch.core.evidence_types import CopiesEvidence, known
+from gapwatch.core.hints import before_words
 from gapwatch.core.models import Gap, GpuSample, LogEvent
 from gapwatch.core.payoff import IfClosed, if_closed
 from gapwatch.core.store_snapshot import StoreSnapshot
@@ -92,15 +93,22 @@ def advice_section(gap: Gap, snap: StoreSnapshot) -> list[str]:
 
 
 def copy_lines(copies: CopiesEvidence) -> list[str]:
-    out = ["", "copies by host memory kind"]
+    """The gap's copies by memory kind: those of its evidence window (the gap and the time
+    before it, said), each kind's time and bytes in the gap itself where known."""
+    head = "copies by host memory kind"
+    if copies.kinds():
+        head += f", in the gap and {before_words(copies)}"
+    out = ["", head]
     kind, source = known(copies.memory_kind), known(copies.memory_kind_source)
     if kind is None and not copies.kinds() and not copies.process_list():
         return [*out, "  nothing known of the copies around it"]
     if kind:
         out.append(f"  memory behind the copies: {kind}" + (f" (from {source})" if source else ""))
     for name, k in sorted(copies.kinds().items()):
+        moved = known(k.in_gap_bytes)
+        in_gap = f"{k.in_gap_s:.2f} s" + (f", {fmt.size(moved)}" if moved is not None else "")
         out.append(f"  {name:<9} {k.count:>4} copies  {fmt.size(k.bytes):>10}  at "
-                   f"{fmt.rate(k.bytes_per_s)}  ({k.in_gap_s:.2f} s of it in the gap)")
+                   f"{fmt.rate(k.bytes_per_s)}  ({in_gap} of it in the gap)")
     if not copies.kinds() and not known(copies.traced):
         out.append("  no copy trace: kind inferred, not measured")
     for p in copies.process_list():

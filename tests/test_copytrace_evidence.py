@@ -106,6 +106,12 @@ def test_a_gaps_copy_words_say_what_moved_during_it_and_the_copies_before_it_as_
                               "4.0 GB/s (7.5 GiB in copies that ran in it and the 2 s before "
                               "it, on streams 13, 17); SMs idle 0.5 s while H2D ran at 3.2 "
                               "GB/s"), starved
+    # Pinned copies that ended before a starved gap are not its slow copies.
+    pinned = _said([copy(9.0, 9.03, "pinned", stream=14)], "pcie_starved", 3.2e9)
+    assert pinned.startswith("no traced copy during the gap: another process's traffic?; 1.0 "
+                             "GiB copied from pinned host memory in the 2 s before it, at 35.8 "
+                             "GB/s on stream 14; SMs idle"), pinned
+    assert "pinned, yet slow" not in pinned
     # All of the window's copies inside the gap: said once, as the gap's.
     inside = [copy(10.05, 10.45, "pageable", nbytes=PART)]
     assert _said(inside, "pcie_starved", 3.2e9).startswith(

@@ -419,7 +419,9 @@ def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
         # Every copy of the window ended before the gap: none is the gap's.
         head = "no traced copy during the gap" + (
             ": another process's traffic?" if other_process else "")
-        return f"{head}; {_kinds_words(present, False, f' in {before},')}{on}"
+        # No "pinned, yet slow" of copies that ended before it (`_kind_words` of no gap kind).
+        return f"{head}; {_kinds_words(present, False, f' in {before},')}{on}" + _kind_words(
+            copies, mk, "")
     if any(known(e.in_gap_bytes) is None for _, e in during):
         words = _kinds_words(present, False, f" in the gap and {before}") + on
     else:

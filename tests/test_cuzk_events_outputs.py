@@ -23,9 +23,11 @@ from gapwatch.core.models import (
     GpuInfo,
     LogEvent,
     Notice,
+    ProcessMemory,
     ProofTiming,
     ProofVerdict,
     ProverEvent,
+    ProverStatus,
     SessionHeader,
     StateChange,
 )
@@ -576,3 +578,79 @@ def test_a_post_advice_that_cannot_be_built_costs_its_family_only(
     errors = fams["gapwatch_exporter_verdict_errors"]
     assert {s.labels["family"]: s.value for s in errors.samples
             if s.name.endswith("_total")} == {"verdict": 0.0, "proof_advice": 1.0}
+
+
+# -- counts nothing read could give: not known, never 0 -------------------------------------------
+
+def _status(t_s: float, uptime_s: float | None) -> ProverStatus:
+    return ProverStatus("127.0.0.1:9821", int(t_s * 1e9), t_s, 1.0, uptime_s, {}, [], 0, 0, 0, 0)
+
+
+def _pid(t_s: float, pid: int, name: str) -> ProcessMemory:
+    return ProcessMemory(int(t_s * 1e9), t_s, 0, pid, name, 1 << 30, 1 << 20)
+
+
+def test_a_restart_recorded_without_its_log_has_its_counts_not_known_and_its_pids_said() -> None:
+    # The H200 recording of a stand-in prover (python3) killed and started again, no log
+    # recorded: --json said "0 restart(s), 0 error(s)" while its Blind spots said pid 558
+    # exited and pid 592 pinned its pool.
+    from gapwatch.config import Config
+    from gapwatch.offline.report import build_report
+
+    case = Path(__file__).parent / "data" / "h200-restart" / "restart.jsonl.gz"
+    report = build_report(case, Config(), workers=1)
+    doc = to_json(report)["prover_events"]
+    assert doc["counts"]["restart"] is None and doc["counts"]["proof"] is None
+    assert doc["counts"]["error"] is None and doc["counts"]["lost_job"] is None
+    assert doc["not_known"]["proof"] == "no cuzk log line read"
+    summary = doc["summary"]
+    assert "0 restart(s)" not in summary and "0 error(s)" not in summary
+    assert "PoSt proofs, errors and lost GPU jobs not known: no cuzk log line read" in summary
+    assert "restarts not known: no cuzk log line, /status uptime or process named cuzk" in summary
+    shown = ("/proc readings show a new pid on a GPU: GPU 0 pid 592 (python3) first read at "
+             "13:24:40, pid 558 (python3) last read at 13:24:33")
+    assert doc["shown"] == [shown] and summary.endswith(shown)
+    assert summary in format_text(report)  # the text says it too, though nothing was counted
+
+
+def test_a_status_uptime_counts_restarts_where_no_log_was_read_and_nothing_else() -> None:
+    recs = [_status(100.0 + i, 50.0 + i) for i in range(5)] + [_status(110.0, 1.0)]
+    found = detect_records(HEADER, recs, DetectorConfig(), [], watch=CuzkWatch())
+    doc = prover_events.prover_events_json(found.prover_events)
+    assert doc["counts"]["restart"] == 1 and doc["counts"]["error"] is None
+    assert doc["summary"] == ("Prover events: 1 restart(s); PoSt proofs, errors and lost GPU "
+                              "jobs not known: no cuzk log line read")
+
+
+def test_a_new_pid_of_cuzks_name_counts_restarts_and_one_of_another_name_is_only_said() -> None:
+    cuzk = [_pid(100.0, 4242, "cuzk"), _pid(101.0, 4242, "cuzk"), _pid(130.0, 5151, "cuzk")]
+    found = detect_records(HEADER, cuzk, DetectorConfig(), [], watch=CuzkWatch())
+    doc = prover_events.prover_events_json(found.prover_events)
+    assert doc["counts"]["restart"] == 1 and doc["shown"] == []
+    # No pid of cuzk's name: nothing could count restarts; the readings' pids are said.
+    other = [_pid(100.0, 4242, "python3"), _pid(130.0, 5151, "python3")]
+    found = detect_records(HEADER, other, DetectorConfig(), [], watch=CuzkWatch())
+    doc = prover_events.prover_events_json(found.prover_events)
+    assert doc["counts"]["restart"] is None
+    assert doc["shown"] == ["/proc readings show a new pid on a GPU: GPU 0 pid 5151 (python3) "
+                            "first read at 00:02:10, pid 4242 (python3) last read at 00:01:40"]
+
+
+def test_the_pids_of_a_gpus_first_round_are_not_new() -> None:
+    both = [_pid(100.0, 1, "a"), _pid(100.0, 2, "b"), _pid(101.0, 1, "a"), _pid(101.0, 2, "b")]
+    found = detect_records(HEADER, both, DetectorConfig(), [], watch=CuzkWatch())
+    assert found.prover_events.unheard.shown == ()
+
+
+def test_a_report_that_read_the_log_knows_every_count() -> None:
+    found = detect_records(HEADER, [], DetectorConfig(), events_of(*ALL), watch=CuzkWatch())
+    doc = to_json(summarise("rec.jsonl", found, ["x.log"]))["prover_events"]
+    assert None not in doc["counts"].values() and doc["not_known"] == {} and doc["shown"] == []
+    assert doc["counts"]["restart"] == 5 and doc["counts"]["proof"] == 3
+
+
+def test_a_run_without_a_prover_watcher_knows_no_count() -> None:
+    found = detect_records(HEADER, [], DetectorConfig(), events_of(*ALL), watch=None)
+    doc = prover_events.prover_events_json(found.prover_events)
+    assert set(doc["counts"].values()) == {None}
+    assert "not known: no prover watcher (cuzk's rules off" in doc["summary"]

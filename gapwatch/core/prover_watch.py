@@ -14,11 +14,23 @@ import dataclasses
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 from gapwatch.core import fmt
-from gapwatch.core.models import Notice, ProofTiming, ProverEvent, Record
+from gapwatch.core.models import Notice, ProofTiming, ProverEvent, ProverEventKind, Record
+
+
+@dataclass(frozen=True, slots=True)
+class Unheard:
+    """What a prover's watcher could not count from what it read (`ProverWatch.unheard`): each
+    event kind whose count is not known, with why (`why`: a report's count of it is None, never
+    0), and what other readings showed instead (`shown`: e.g. a new pid on a GPU where nothing
+    read could count restarts). Empty: every count is known. The report's prover events say it
+    (`gapwatch.offline.prover_events`)."""
+
+    why: dict[ProverEventKind, str] = field(default_factory=dict)
+    shown: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +89,12 @@ class ProverWatch(Protocol):
     def running(self) -> list[RunningProof]:
         """The proofs in flight at the data's latest time, the most of their deadline used
         first (asked about once a second by the dashboard)."""
+        ...
+
+    def unheard(self) -> Unheard:
+        """The event kinds whose count the records fed so far could not give (no record of the
+        kind that shows them was read), with why, and what other readings showed instead: a
+        report's counts of those are not known, never 0."""
         ...
 
 

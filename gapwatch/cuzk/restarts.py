@@ -162,6 +162,13 @@ NO_INFO = ("(how the previous run ended is not known: its log kept no INFO lines
            "of cuzk's shutdown line, main.rs:237)")
 
 
+def is_cuzk_process(name: str) -> bool:
+    """Whether a process NVML lists on a GPU is cuzk by its name (`PROCESS_NAMES`): its new pid
+    is a restart sign (`RestartWatch.feed_process`), and its readings are something that could
+    count restarts (`gapwatch.cuzk.watch.CuzkWatch.unheard`)."""
+    return name.rsplit("/", 1)[-1] in PROCESS_NAMES
+
+
 @dataclass(frozen=True, slots=True)
 class Ended:
     """How the run before a restart ended, in every form it is said: its token
@@ -805,7 +812,7 @@ class RestartWatch:
         before is a restart, unless one was already seen since that pid was last read (a new
         process shows on the GPU only at its first CUDA work, maybe minutes after its start
         lines)."""
-        if r.name.rsplit("/", 1)[-1] not in PROCESS_NAMES:
+        if not is_cuzk_process(r.name):
             return []
         pids = self._pids.setdefault(r.gpu, {})
         known = r.pid in pids

@@ -30,14 +30,17 @@ from __future__ import annotations
 from itertools import count
 from typing import TYPE_CHECKING
 
+from gapwatch.core.gpu_pids import GpuPids
 from gapwatch.core.models import (
+    PROVER_EVENT_KINDS,
     LogEvent,
     ProcessMemory,
     ProverEvent,
+    ProverEventKind,
     ProverStatus,
     Record,
 )
-from gapwatch.core.prover_watch import RunningProof
+from gapwatch.core.prover_watch import RunningProof, Unheard
 from gapwatch.cuzk.config import CuzkConfig
 from gapwatch.cuzk.daemons import PerDaemon
 from gapwatch.cuzk.errors import Incidents, error_event
@@ -47,7 +50,7 @@ from gapwatch.cuzk.log_lines import says_when_written
 from gapwatch.cuzk.pipeline import PANIC_KIND
 from gapwatch.cuzk.pool_churn import PoolChurn, churn_event
 from gapwatch.cuzk.post import Deadlines, PostTracker
-from gapwatch.cuzk.restarts import RestartWatch
+from gapwatch.cuzk.restarts import RestartWatch, is_cuzk_process
 
 if TYPE_CHECKING:
     from gapwatch.cuzk.prover import CuzkProver
@@ -56,6 +59,11 @@ if TYPE_CHECKING:
 CHECK_EVERY_S = 0.5
 #: The log events the parts read: TIMELINE, tracing lines and panics.
 _WATCHED = frozenset(("timeline", "tracing", PANIC_KIND))
+#: Why a count is not known (`CuzkWatch.unheard`): every kind but restarts comes of log lines
+#: alone; a restart also of `/status` uptime going back or a new pid of cuzk's name on a GPU
+#: (`gapwatch.cuzk.restarts`).
+NO_LOG = "no cuzk log line read"
+NO_RESTART_SIGN = "no cuzk log line, /status uptime or process named cuzk on a GPU read"
 
 
 def deadlines_of(config: CuzkConfig) -> Deadlines:
@@ -83,6 +91,13 @@ class CuzkWatch:
         numbers = count()  # `PerDaemon` makes them in order, daemon 0 first: each its index
         self.daemons = PerDaemon(lambda: _DaemonWatch(
             deadlines, arrival_timed=arrival_timed, holds=holds, daemon=next(numbers)))
+        #: What was read that can count events (`unheard`): a log line (every kind), a
+        #: restart sign of another source (`/status` uptime, a process of cuzk's name).
+        self._log_read = False
+        self._restart_signs_read = False
+        #: Every pid on the GPUs, whatever its name: what /proc showed where no restart could
+        #: be counted (a stand-in, a renamed binary).
+        self.pids = GpuPids()
 
     # The first daemon's parts (the only one's, where the logs are of one daemon).
     @property
@@ -100,9 +115,12 @@ class CuzkWatch:
             return self._log(record)
         if kind is ProverStatus:
             assert isinstance(record, ProverStatus)
+            self._restart_signs_read |= record.uptime_s is not None
             d = self.daemons.router.of_status(record)
         elif kind is ProcessMemory:
             assert isinstance(record, ProcessMemory)
+            self.pids.feed(record)
+            self._restart_signs_read |= is_cuzk_process(record.name)
             d = self.daemons.router.of_process(record)
         else:
             return []
@@ -119,6 +137,7 @@ class CuzkWatch:
     def _log(self, ev: LogEvent) -> list[ProverEvent]:
         """`ev` to its daemon's watcher, its events naming the daemon where there are several
         (`Daemons.named`); the daemons said once the second shows."""
+        self._log_read = True
         out, new = self.daemons.feed_log(ev, _DaemonWatch.feed_log)
         router = self.daemons.router
         out = router.named(router.of_stream(ev.stream), out)
@@ -167,6 +186,22 @@ class CuzkWatch:
         """The PoSt in flight at the data's latest time (`PostTracker.running`), of every
         daemon."""
         return [r for each in self.daemons.each for r in each.running()]
+
+    def unheard(self) -> Unheard:
+        """The counts the records fed could not give (`ProverWatch.unheard`): with no log line
+        read, every kind but restarts (PoSt, errors, lost GPU jobs, a restart's cost, ...);
+        restarts too where no `/status` uptime or process of cuzk's name was read either,
+        then with what /proc showed of the GPUs' pids (`GpuPids.words`). A report of a
+        restart recorded without its log said "0 restart(s)" in its JSON."""
+        if self._log_read:
+            return Unheard()
+        why: dict[ProverEventKind, str] = {k: NO_LOG for k in PROVER_EVENT_KINDS
+                                           if k != "restart"}
+        if self._restart_signs_read:
+            return Unheard(why)
+        why["restart"] = NO_RESTART_SIGN
+        shown = self.pids.words()
+        return Unheard(why, (shown,) if shown is not None else ())
 
 
 class _DaemonWatch:

@@ -27,6 +27,7 @@ from gapwatch.core.detector import GapDetector
 from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, event_count
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
+    PROVER_EVENT_KINDS,
     BlindSpot,
     CopyRecord,
     Gap,
@@ -42,7 +43,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
-from gapwatch.core.prover_watch import ProverWatch, SaidWithin
+from gapwatch.core.prover_watch import ProverWatch, SaidWithin, Unheard
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
@@ -168,6 +169,11 @@ class LogInput:
     def close(self) -> None:
         self.spool.close()
 
+
+#: A run without a prover's watcher (cuzk's rules off, `[logs] cuzk = false`): no count of its
+#: events is known.
+NO_WATCHER: Final = Unheard({k: "no prover watcher (cuzk's rules off: [logs] cuzk = false)"
+                             for k in PROVER_EVENT_KINDS})
 
 #: Closed gaps counted between two looks at which of them are final (then spooled).
 SETTLE_EVERY: Final = 256
@@ -483,6 +489,8 @@ def detect_records(
         # Live, the reader's passes moved the watcher's "now" on where no line came; the
         # recording's end tells where they had got to (a PoSt said LATE live is late here too).
         side.say(watch.finish(read_by_at_end(header, last_host_mono_ns)))
+    # The counts nothing read could give are not known, never 0 (`ProverEvents.unheard`).
+    side.prover_events.unheard = watch.unheard() if watch is not None else NO_WATCHER
     take(det.finish())
     states.sort(key=_state_order)
     return Detected(

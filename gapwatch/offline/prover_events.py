@@ -14,8 +14,14 @@ from typing import Any, NamedTuple, overload
 import msgspec
 
 from gapwatch.core import fmt
-from gapwatch.core.models import PHASE_WORDS, ProofTiming, ProverEvent
-from gapwatch.core.prover_watch import LastWords, ProofTroubles, Trouble
+from gapwatch.core.models import (
+    PHASE_WORDS,
+    PROVER_EVENT_KINDS,
+    ProofTiming,
+    ProverEvent,
+    ProverEventKind,
+)
+from gapwatch.core.prover_watch import LastWords, ProofTroubles, Trouble, Unheard
 
 #: Rows of each list shown in text (--json has every one kept).
 MAX_ROWS = 40
@@ -155,6 +161,9 @@ class ProverEvents(Sequence[ProverEvent]):
         self._troubles = ProofTroubles()
         #: Job ids whose latest word kept is a running proof's.
         self._kept_running: set[str | None] = set()
+        #: The kinds whose count is not known, from what the watcher read (`ProverWatch.
+        #: unheard`, told at the end of the run): their counts are None, never 0.
+        self.unheard = Unheard()
         self.extend(events)
 
     @property
@@ -229,6 +238,31 @@ def prover_events_of(events: Sequence[ProverEvent]) -> ProverEvents:
 _GIVEN_UP = {"restart": "lost in restart", "too_many": "given up: too many in flight"}
 
 
+#: The summary's counts, by kind, as it names them (`known_counts`, `summary_line`).
+_COUNTED: tuple[tuple[ProverEventKind, str], ...] = (
+    ("proof", "PoSt proofs"), ("restart", "restarts"), ("error", "errors"),
+    ("lost_job", "lost GPU jobs"))
+
+
+def known_counts(log: ProverEvents) -> dict[str, int | None]:
+    """Each kind's count ("proof": PoSt rows, `ProofRows`), None where what was read could not
+    give it (`ProverEvents.unheard`): `--json`'s `counts`."""
+    rows = log.proofs().rows
+    return {k: None if k in log.unheard.why else rows if k == "proof" else log.counts.get(k, 0)
+            for k in PROVER_EVENT_KINDS}
+
+
+def _not_known(unheard: Unheard) -> str:
+    """The summary's words for the counts not known, grouped by why ("PoSt proofs, errors and
+    lost GPU jobs not known: no cuzk log line read"), then what other readings showed."""
+    by_why: dict[str, list[str]] = {}
+    for kind, name in _COUNTED:
+        if (why := unheard.why.get(kind)) is not None:
+            by_why.setdefault(why, []).append(name)
+    said = [f"{fmt.and_list(names)} not known: {why}" for why, names in by_why.items()]
+    return "; ".join(said + list(unheard.shown))
+
+
 def summary_line(events: Sequence[ProverEvent]) -> str:
     log = prover_events_of(events)
     t = log.proofs()
@@ -239,9 +273,16 @@ def summary_line(events: Sequence[ProverEvent]) -> str:
     unknown = f", {t.unknown} not timed (on time or late not known)" if t.unknown else ""
     warned = f", {n['warning']} warning(s)" if n["warning"] else ""
     setup = f", {n['setup']} setup note(s)" if n["setup"] else ""
-    return (f"Prover events: {t.rows} PoSt proof(s) ({failed}{t.late} late, {t.at_risk} at "
-            f"risk{unknown}{without}), {n['restart']} restart(s), {n['error']} error(s), "
-            f"{n['lost_job']} lost GPU job(s){warned}{setup}")
+    figures = {"proof": f"{t.rows} PoSt proof(s) ({failed}{t.late} late, {t.at_risk} at "
+                        f"risk{unknown}{without})",
+               "restart": f"{n['restart']} restart(s)", "error": f"{n['error']} error(s)",
+               "lost_job": f"{n['lost_job']} lost GPU job(s)"}
+    # A count the input could not give is not known, never 0 (a restart recorded without its
+    # log read "0 restart(s)" while /proc showed the prover's pid replaced).
+    known = [words for kind, words in figures.items() if kind not in log.unheard.why]
+    not_known = _not_known(log.unheard)
+    return (f"Prover events: {', '.join(known)}{warned}{setup}"
+            + ("; " if known and not_known else "") + not_known)
 
 
 def _more(listed: int, total: int, kind_not_kept: int) -> str:
@@ -346,7 +387,9 @@ def prover_event_lines(events: Sequence[ProverEvent], since_s: float | None = No
     window's start; `judged`: what the proofs were judged by, where the reader would expect
     other (`PostDeadlines.said`), said under the summary."""
     log = prover_events_of(events)
-    if not log:
+    # Nothing said: no section, unless other readings show what no count could (/proc: a new
+    # pid on a GPU where nothing read could count restarts).
+    if not log and not log.unheard.shown:
         return []
     lines = [summary_line(log), *(f"  {line}" for line in judged)]
     lines += proof_lines(log, since_s)
@@ -361,10 +404,14 @@ def prover_event_lines(events: Sequence[ProverEvent], since_s: float | None = No
 
 def prover_events_json(events: Sequence[ProverEvent]) -> dict[str, Any]:
     """Every event kept, by kind, as the recording writes them (plus each stretch's length and
-    its cost, `ProverEvent.cost_s`: the length less any wait for work in it);
+    its cost, `ProverEvent.cost_s`: the length less any wait for work in it); `counts`: each
+    kind's count, null where what was read could not give it (`known_counts`), `not_known`
+    why, `shown` what other readings showed instead (`ProverEvents.unheard`);
     `not_kept`: how many of each kind were counted but not kept (only when some were)."""
     log = prover_events_of(events)
-    out: dict[str, Any] = {"summary": summary_line(log)}
+    out: dict[str, Any] = {"summary": summary_line(log), "counts": known_counts(log),
+                           "not_known": dict(log.unheard.why),
+                           "shown": list(log.unheard.shown)}
     for kind in ("proof", "restart", "restart_cost", "error", "lost_job", "warning", "setup"):
         rows = []
         for e in ([e for e in log if e.kind == kind] if kind == "proof"

@@ -53,11 +53,11 @@ def format_text(r: ReportData, all_rows: bool = False,
         out += ["", *_blind_lines(r)]
     if r.copies is not None:
         out += ["", *_copy_lines(r.copies)]
-    if r.prover_events:
-        judged = r.post_deadlines.said() if r.post_deadlines is not None else None
-        out += ["", *prover_event_lines(
-            r.prover_events, r.window.since_s if r.window is not None else None,
-            [judged] if judged else [])]
+    judged = r.post_deadlines.said() if r.post_deadlines is not None else None
+    if said := prover_event_lines(r.prover_events,
+                                  r.window.since_s if r.window is not None else None,
+                                  [judged] if judged else []):
+        out += ["", *said]
     if r.partitions is not None:
         out += ["", *_partition_lines(r.partitions, all_rows)]
     out += ["", *_payoff_lines(r.payoff)]

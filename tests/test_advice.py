@@ -443,7 +443,7 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
 
     lines = settings_lines(SimpleNamespace(  # type: ignore[arg-type]
         before=SimpleNamespace(settings=settings), after=SimpleNamespace(
-            settings=ProverSettings()), setting_changes=[]))
+            settings=ProverSettings()), setting_changes=[], settings_not_shown=[]))
     said = [x for x in lines if "no count" in x]
     assert said and said[0].startswith("  BEFORE: 4 startup field(s) no count, not used: ")
     assert "synth_worker_count=-5" in said[0]

@@ -998,6 +998,51 @@ def test_an_advised_setting_is_said_changed_by_what_shows_it_and_unknown_where_n
     assert said["[memory] safety_margin"]["changed"] is True  # the budget is what shows it
 
 
+
+def test_a_setting_one_side_does_not_show_is_not_shown_never_changed_in_every_output() -> None:
+    # The H200 host-stall pair: BEFORE's log lacks the 'starting pipeline' and 'memory
+    # budget' lines. Its table marked "*synth_worker_count  -  2" and "what changed:
+    # total_budget - → 512, ..." a few lines under "changed? not known: not shown by both
+    # runs (synth_worker_count)": one output, both changed and not known.
+    advice = AdviceReport(advice=[_advice("host_stall", "[pipeline] max_parallel_synthesis")])
+    before = _side("BEFORE", _every(20.0, 2.0, "host_stall", "waits_on_synthesis"))
+    before.settings = _settings_of(_VALIDATE)
+    before.advice = advice
+    after = _side("AFTER", _every(20.0, 1.0, "host_stall", "waits_on_synthesis"))
+    after.settings = _settings_of(_BUDGET.format(512), _PIPELINE.format(2))
+    c = compare(before, after)
+    assert not c.setting_changes
+    text = format_text(c)
+    rows = [line for line in text.splitlines() if "synth_worker_count" in line
+            and line.rstrip().endswith("2")]
+    assert rows and not any(line.startswith(" *") for line in rows)
+    assert not any(line.startswith(" *") for line in text.split("Settings")[1]
+                   .split("\n\n")[0].splitlines())
+    assert "what changed" not in text and "no setting the sides show changed" in text
+    assert "changed? not known: not shown by both runs (synth_worker_count)" in text
+    assert "changed? not known: not shown by both runs: [memory] total_budget (GiB), " \
+           "effective_lookahead" in text
+    md = format_markdown(c)
+    assert "**changed**" not in md and "what changed" not in md
+    doc = to_json(c)["settings"]
+    assert doc["changed"] == []
+    shown_once = {x["setting"]: (x["before"], x["after"]) for x in doc["not_shown"]}
+    assert shown_once["synth_worker_count"] == (None, "2")
+    assert shown_once["[memory] total_budget (GiB)"] == (None, "512")
+    # The env knob BEFORE's line shows, its line not in AFTER's: not known, not a change.
+    assert shown_once["CUZK_VALIDATE_PARTITIONS"][0] == "1"
+    # Shown by both and different: changed, marked, and said.
+    after.settings = _settings_of(_VALIDATE, _BUDGET.format(512), _PIPELINE.format(2))
+    before.settings = _settings_of(_VALIDATE, _BUDGET.format(256), _PIPELINE.format(2))
+    c = compare(before, after)
+    assert [(x.setting, x.before, x.after) for x in c.setting_changes] == [
+        ("[memory] total_budget (GiB)", "256", "512")]
+    assert " *[memory] total_budget (GiB)" in format_text(c)
+    assert "what changed: [memory] total_budget (GiB) 256 → 512" in format_text(c)
+    assert "| \\[memory\\] total\\_budget (GiB) **changed** | 256 | 512 |" in format_markdown(c)
+    assert to_json(c)["settings"]["not_shown"] == []
+
+
 _DISPATCHER = ("2026-05-12T14:00:00.081000Z  INFO cuzk_core::engine: synthesis dispatcher started "
                "(budget-gated) max_batch_size={} max_batch_wait_ms={} slot_size=0 "
                "synthesis_concurrency=1")

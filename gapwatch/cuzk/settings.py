@@ -161,11 +161,36 @@ def runs_after(s: ProverSettings, t0_s: float, until_s: float | None = None) -> 
     return Restarts(times, changed, more)
 
 
+#: An env knob's value where the side's log would have shown its line and did not (`_shown`):
+#: unset, or set and not used in that run: no value to compare.
+NOT_SEEN = "not seen"
+#: A deprecated key's value on a side whose log read cuzk's start and no warning of the key.
+NOT_SET = "not set"
+
+
 @dataclass(frozen=True, slots=True)
 class SettingChange:
+    """One setting (a startup value, an env knob, a deprecated key) as two sides show it: its
+    value on each (None: that side does not show it). The one rule of whether it changed
+    (`changed`) and whether it is known (`shown_by_both`), which `compare`'s table, its "what
+    changed", `--markdown` and `--json` and each advice's "changed?" read."""
+
     setting: str
     before: str | None
     after: str | None
+
+    @property
+    def shown_by_both(self) -> bool:
+        """Both sides show a value (an env knob's `NOT_SEEN` is none: its line comes only when
+        cuzk acts on it)."""
+        return all(v is not None and v != NOT_SEEN for v in (self.before, self.after))
+
+    @property
+    def changed(self) -> bool:
+        """Shown by both, and different. A setting one side does not show is not a change:
+        whether it changed is not known (it read "*synth_worker_count  -  2" and "what
+        changed: ... - → 2" beside "changed? not known: not shown by both runs")."""
+        return self.shown_by_both and self.before != self.after
 
 
 def _text(v: FieldValue | None) -> str:
@@ -325,23 +350,35 @@ def split_prove_disabled(gpu_pickups: int, gpu_starts: int, split_prove_lines: i
             and split_prove_lines == 0)
 
 
-def changes(before: ProverSettings, after: ProverSettings) -> list[SettingChange]:
-    """Every setting, deprecated key and env knob whose value differs between the sides (one
-    side not showing it counts as a change only when the other does show it)."""
-    out: list[SettingChange] = []
-    for key in sorted(set(before.values) | set(after.values)):
-        b, a = before.values.get(key), after.values.get(key)
-        if b != a:
-            out.append(SettingChange(key, b, a))
-    for key in sorted(set(before.env) | set(after.env)):
-        b, a = before.env.get(key), after.env.get(key)
-        if (b is None) != (a is None):
-            out.append(SettingChange(key, b and "1", a and "1"))
-    for key in sorted(set(before.deprecated) ^ set(after.deprecated)):
-        out.append(SettingChange(f"{key} (deprecated, ignored)",
-                                 "set" if key in before.deprecated else None,
-                                 "set" if key in after.deprecated else None))
+def compared(before: ProverSettings, after: ProverSettings) -> list[SettingChange]:
+    """Every setting, env knob and deprecated key either side shows, with each side's value
+    (`SettingChange`; None where that side does not show it), in that order, each sorted."""
+    out = [SettingChange(key, before.values.get(key), after.values.get(key))
+           for key in sorted(set(before.values) | set(after.values))]
+    out += [SettingChange(key, _shown(before, key), _shown(after, key))
+            for key in sorted(set(before.env) | set(after.env))]
+    for key in sorted(set(before.deprecated) | set(after.deprecated)):
+        out.append(SettingChange(f"{key} (deprecated, ignored)", _deprecated(before, key),
+                                 _deprecated(after, key)))
     return out
+
+
+def changes(before: ProverSettings, after: ProverSettings) -> list[SettingChange]:
+    """The settings that changed (`SettingChange.changed`: shown by both sides, different)."""
+    return [c for c in compared(before, after) if c.changed]
+
+
+def not_shown(before: ProverSettings, after: ProverSettings) -> list[SettingChange]:
+    """The settings one side shows and the other does not: changed or not, not known."""
+    return [c for c in compared(before, after) if not c.shown_by_both]
+
+
+def _deprecated(s: ProverSettings, key: str) -> str | None:
+    """A deprecated key on a side: "set" where cuzk warned of it, `NOT_SET` where the side's
+    log read cuzk's start (its warnings come as it reads its config) and none, else None."""
+    if key in s.deprecated:
+        return "set"
+    return NOT_SET if s.start_times or s.starts_dropped else None
 
 
 #: An advised setting (`gapwatch.cuzk.advice.Advice.setting`) -> the settings a run shows it by
@@ -387,7 +424,7 @@ def _shown(s: ProverSettings, key: str) -> str | None:
     if key in ENV_KNOBS:
         if key in s.env:
             return "1"
-        return "not seen" if s.engine_info_lines else None
+        return NOT_SEEN if s.engine_info_lines else None
     return s.values.get(key)
 
 
@@ -405,7 +442,7 @@ def advised_change(setting: str, before: ProverSettings,
     if not moved:
         return AdvisedChange(setting, False, shown)
     for s in moved:
-        if s.setting in ENV_KNOBS and "not seen" in (s.before, s.after):
+        if s.setting in ENV_KNOBS and NOT_SEEN in (s.before, s.after):
             # An env knob's line comes only when cuzk acts on it (a PoRep validated, a GPU
             # proof): "not seen" is unset, or set and not used in that run.
             return AdvisedChange(setting, None, shown,

@@ -66,6 +66,7 @@ from gapwatch.cuzk.settings import (
     SettingsSeen,
     advised_change,
     changes,
+    not_shown,
     runs_after,
 )
 from gapwatch.offline.compare_stats import (
@@ -361,6 +362,9 @@ class Comparison:
     load_same_words: str = "idle for want of work did not change"
     #: The rate figure's label (`RATE`) with the sides' units (`rate_label`).
     rate_label: str = "partitions/h"
+    #: The settings one side shows and the other does not (`settings.not_shown`): changed or
+    #: not, not known; never among `setting_changes`.
+    settings_not_shown: list[SettingChange] = field(default_factory=list)
 
 
 def compare(before: Side, after: Side, window_s: float | None = None) -> Comparison:
@@ -428,7 +432,8 @@ def compare(before: Side, after: Side, window_s: float | None = None) -> Compari
                       notes, load_differs, load_known,
                       hardware_differs=bool(hardware_differences(before, after)),
                       load_same_words=_load_same_words(figures, batch_changed),
-                      rate_label=rate_label(before, after))
+                      rate_label=rate_label(before, after),
+                      settings_not_shown=not_shown(before.settings, after.settings))
 
 
 def _deadlines_unlike(before: Side, after: Side, figures: list[Figure]
@@ -553,11 +558,8 @@ def _survivors_note(fails: Figure, after_favoured: bool, told: bool) -> str:
 def batch_settings_changed(before: Side, after: Side) -> bool:
     """Whether the sides' cuzk logs show different batch settings (`BATCH_SETTINGS`, each
     read on both sides): then idle while the batch collector held a request is the change's."""
-    for key in BATCH_SETTINGS:
-        b, a = before.settings.values.get(key), after.settings.values.get(key)
-        if b is not None and a is not None and b != a:
-            return True
-    return False
+    return any(SettingChange(key, before.settings.values.get(key),
+                             after.settings.values.get(key)).changed for key in BATCH_SETTINGS)
 
 
 def batch_rows_unlike(before: Side, after: Side) -> str | None:
@@ -1258,8 +1260,12 @@ def to_json(c: Comparison) -> dict[str, Any]:
         "settings": {
             "before": _settings_json(c.before.settings),
             "after": _settings_json(c.after.settings),
+            # Shown by both sides and different (`SettingChange.changed`); "not_shown": shown
+            # by one side only, changed or not not known, never among "changed".
             "changed": [{"setting": ch.setting, "before": ch.before, "after": ch.after}
                         for ch in c.setting_changes],
+            "not_shown": [{"setting": ch.setting, "before": ch.before, "after": ch.after}
+                          for ch in c.settings_not_shown],
         },
         "figures": [_figure_json(f) for f in c.figures],
         "payoff": predicted_vs_achieved(c),

@@ -12,6 +12,7 @@ from typing import Any
 
 from gapwatch.core import fmt
 from gapwatch.core.payoff import gpu_time_words
+from gapwatch.cuzk.settings import SettingChange
 from gapwatch.offline.compare import (
     METHOD,
     Comparison,
@@ -198,16 +199,35 @@ def head_lines(c: Comparison) -> list[str]:
     return out
 
 
+def _setting_rows(c: Comparison) -> list[tuple[str, str, str, bool]]:
+    """The table's rows, text and Markdown alike: each startup setting either side shows,
+    each side's value ("-": not shown) and whether it changed (`SettingChange.changed`: shown
+    by both and different; one side's "-" is not a change)."""
+    b, a = c.before.settings, c.after.settings
+    return [(k, b.values.get(k, "-"), a.values.get(k, "-"),
+             SettingChange(k, b.values.get(k), a.values.get(k)).changed)
+            for k in sorted(set(b.values) | set(a.values))]
+
+
+def _not_shown_lines(c: Comparison, prefix: str = "  ") -> list[str]:
+    """The settings one side does not show, said as such (never a change), wrapped."""
+    if not c.settings_not_shown:
+        return []
+    names = ", ".join(fmt.visible(ch.setting) for ch in c.settings_not_shown)
+    return _wrap(f"changed? not known: not shown by both runs: {names}", first=prefix,
+                 rest=prefix + "  ")
+
+
 def settings_lines(c: Comparison) -> list[str]:
     b, a = c.before.settings, c.after.settings
-    keys = sorted(set(b.values) | set(a.values))
-    out = ["Settings (as each side's cuzk log and /status show them; * changed)"]
-    for k in keys:
-        bv, av = b.values.get(k, "-"), a.values.get(k, "-")
-        mark = "*" if bv != av else " "
+    rows = _setting_rows(c)
+    out = ["Settings (as each side's cuzk log and /status show them; * changed, - not shown)"]
+    for k, bv, av, changed in rows:
+        mark = "*" if changed else " "
         out.append(f" {mark}{fmt.fit(fmt.visible(k), 38)} "
                    f"{fmt.fit(fmt.visible(bv), VALUE_CELLS, right=True)} "
                    f"{fmt.fit(fmt.visible(av), VALUE_CELLS, right=True)}")
+    keys = [k for k, *_ in rows]
     for label, s in (("BEFORE", b), ("AFTER", a)):
         if s.deprecated:
             out.append(_said(f"  {label}: deprecated keys, ignored by cuzk: ",
@@ -222,8 +242,10 @@ def settings_lines(c: Comparison) -> list[str]:
                        "job(s)")
     if not keys and not (b.deprecated or a.deprecated or b.env or a.env):
         out.append("  neither side shows any (no cuzk startup line, no /status)")
-    elif not c.setting_changes:
-        out.append("  no setting differs in what the sides show")
+        return out
+    out += _not_shown_lines(c)
+    if not c.setting_changes:
+        out.append("  no setting differs in what both sides show")
     return out
 
 
@@ -383,11 +405,11 @@ def format_markdown(c: Comparison) -> str:
     out = ["### gapwatch compare", ""]
     out += [f"- {_md(line.strip(), None)}" for line in head_lines(c)[1:]]
     out += ["", "| setting | BEFORE | AFTER |", "| --- | --- | --- |"]
-    b, a = c.before.settings, c.after.settings
-    for k in sorted(set(b.values) | set(a.values)):
-        bv, av = b.values.get(k, "-"), a.values.get(k, "-")
-        star = " **changed**" if bv != av else ""
+    for k, bv, av, changed in _setting_rows(c):
+        star = " **changed**" if changed else ""
         out.append(f"| {_md(k)}{star} | {_md(bv)} | {_md(av)} |")
+    if c.settings_not_shown:
+        out += ["", f"- {_md(' '.join(x.strip() for x in _not_shown_lines(c, '')), None)}"]
     out += ["", "| GPU | figure | BEFORE | AFTER | change | verdict |",
             "| --- | --- | --- | --- | --- | --- |"]
     for f in c.figures:

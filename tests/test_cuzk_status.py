@@ -197,6 +197,82 @@ def test_every_failure_is_counted_by_reason_said_once_and_polling_goes_on() -> N
         notices[-1].message
 
 
+
+def _refused_at(port: int) -> socket.socket:
+    """A socket bound to `port` and never listening: a connection there is refused, and no
+    other process takes the port meanwhile."""
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    return sock
+
+
+def test_a_poll_refused_after_answered_ones_says_the_prover_stopped_answering_not_the_address(
+        ) -> None:
+    # The H200 cuzk-status recording: 36 snapshots from 127.0.0.1:38043, then the prover
+    # exited and the next poll was said as "connection refused (is cuzk's [daemon]
+    # status_listen set to this address?)": the address was right.
+    notices: list[Notice] = []
+    clock = FakeClock()
+    with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS) as server:
+        port = server.port
+        poller = StatusPoller(server.url, 1.0, 2.0, lambda _s: None, notices.append,
+                              clock=clock)
+        for _ in range(3):
+            assert poller.poll_once() is not None
+            clock.advance_ns(1_000_000_000)
+    with _refused_at(port):
+        assert poller.poll_once() is None and poller.poll_once() is None
+    said = [n.message for n in notices if n.level == "warning"]
+    assert said == [f"cuzk status {poller.url}: connection refused after 3 answered polls (the "
+                    "last at 00:53:22 UTC): the prover no longer answers at this address (it "
+                    "exited, or is restarting); polling goes on, failures counted (refused)"]
+    # It answers again, then stops again: said again, with what it had answered by then.
+    with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS, port=port):
+        assert poller.poll_once() is not None
+    with _refused_at(port):
+        assert poller.poll_once() is None
+    said = [n.message for n in notices if n.level == "warning"]
+    assert len(said) == 2 and "connection refused after 4 answered polls" in said[1]
+    assert poller.status().errors == {"refused": 3}
+    # Never answered: the address may be wrong, and the hint stays.
+    with _refused_at(port):
+        fresh = StatusPoller(poller.url, 1.0, 2.0, lambda _s: None, notices.append,
+                             clock=FakeClock())
+        assert fresh.poll_once() is None
+    assert notices[-1].message.startswith(
+        f"cuzk status {poller.url}: connection refused (is cuzk's [daemon] status_listen set "
+        "to this address?)")
+
+
+
+def test_a_replay_of_a_recording_made_before_says_its_refusal_after_answered_polls_as_such(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The recording holds the address question its poller said then; its 39 snapshots (36
+    # whole, 3 unchanged markers) before it say the prover had answered there.
+    from gapwatch.cli import main
+
+    rec = DATA / "h200-cuzk-status" / "host-stall-status" / "rec.jsonl.gz"
+    assert main(["replay", "--headless", "--speed", "0", str(rec)]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "refused" in line]
+    assert said == ["warning: cuzk status http://127.0.0.1:38043/status: connection refused "
+                    "after 39 answered polls (the last at 01:09:18 UTC): the prover no longer "
+                    "answers at this address (it exited, or is restarting); polling goes on, "
+                    "failures counted (refused)"]
+
+
+def test_a_recorded_refusal_of_a_url_that_never_answered_keeps_the_address_question() -> None:
+    from gapwatch.sources.cuzk_status import REFUSED_NEVER_ANSWERED, RecordedRefusals
+
+    said = (f"cuzk status http://10.0.0.9:9821/status: {REFUSED_NEVER_ANSWERED}; polling goes "
+            "on, failures counted (refused)")
+    notice = Notice(t_mono_ns=1, t_wall_s=1.0, level="warning", message=said)
+    refusals = RecordedRefusals()
+    other = ProverStatus("127.0.0.1:9821", 0, 0.5, 1.0, 1.0, {}, [], 0, 0, 0, 0)
+    assert refusals.said(other) is other
+    assert refusals.said(notice) is notice  # another prover's snapshots say nothing of it
+
+
 def test_polling_on_its_own_thread_keeps_going_through_failures() -> None:
     with CuzkStatusServer(respond=lambda line: not_found()) as server:
         poller = StatusPoller(server.url, 0.1, 1.0, lambda s: None)

@@ -51,11 +51,13 @@ from gapwatch.core.models import (
     HostSample,
     LogEvent,
     Notice,
+    ProverStatus,
     StateChange,
 )
 from gapwatch.engine.session import Session
 from gapwatch.logs.files import merge_by_time
 from gapwatch.logs.follow import read_by_at_end
+from gapwatch.sources.cuzk_status import RecordedRefusals
 from gapwatch.sources.recording import Recording, RecordingError
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ MAX_PACED_STEP_S = 10.0
 CHECK_EVERY_RECORDS = 1000
 #: Record types still fed while a seek back skips samples (they carry the pipeline's facts).
 _KEPT_WHILE_SKIPPING = ("log", "prover", "prover_same", "notice")
+#: Records `RecordedRefusals` reads (the `/status` snapshots) or may say again (notices).
+_SAID_AGAIN = (ProverStatus, Notice)
 #: Speeds `faster`/`slower` step through (x the recorded pace).
 SPEEDS = (0.25, 0.5, 1.0, 2.0, 4.0, 10.0, 30.0, 100.0)
 
@@ -335,6 +339,9 @@ class ReplayDriver(Background):
 
         merged = (merge_by_time(self.recording.records, logs, after_end) if logs is not None
                   else self.recording.records)
+        # A recording made before the poller said a refusal after answered polls as the
+        # prover gone: its notices said by that rule from the snapshots before them.
+        refusals = RecordedRefusals()
         for record in merged:
             if self.stop_event.is_set():
                 return False
@@ -374,6 +381,8 @@ class ReplayDriver(Background):
                     # sample period at this speed (a step of data time is capped above).
                     if delay > 0 and self.stop_event.wait(delay):
                         return False
+            if timed is None and type(record) in _SAID_AGAIN:
+                record = refusals.said(record)
             self.session.on_record(record)
             if timed is not None:
                 wall = timed.t_wall_s

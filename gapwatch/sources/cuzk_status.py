@@ -34,13 +34,18 @@ from dataclasses import dataclass, field
 from typing import cast
 from urllib.parse import urlsplit
 
+import msgspec
+
 from gapwatch.base.background import Background
 from gapwatch.base.clock import Clock, SystemClock
 from gapwatch.base.host_connect import CUT_LOOK_S, Resolver, connect_any
+from gapwatch.core import fmt
+from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.models import (
     Notice,
     NoticeLevel,
     ProverStatus,
+    Record,
 )
 from gapwatch.cuzk.status import (
     MAX_PARTITIONS_PER_POLL,
@@ -67,6 +72,26 @@ MAX_BODY_BYTES = 1 << 20
 MAX_HEADER_BYTES = 64 << 10
 #: What a failure's message keeps of the server's own words (cuzk's reasons are a few words).
 SAID_CHARS = 120
+#: A refused connection where the URL never answered: nothing listens there, and the address
+#: may be the wrong one (`refused_words`).
+REFUSED_NEVER_ANSWERED = ("connection refused (is cuzk's [daemon] status_listen set to this "
+                          "address?)")
+
+
+def refused_words(answered: int, last_answer_wall_s: float | None) -> str:
+    """Why a poll was refused, as what the URL answered before tells it: the one rule of the
+    poller's warning (`StatusPoller._failed`) and of a replay's of a recording made before it
+    (`RecordedRefusals`). Never answered: the address may be wrong (`REFUSED_NEVER_ANSWERED`).
+    Answered before: the address was right and the prover stopped answering there (it exited,
+    or is restarting): the H200 cuzk-status recording's 36 answered polls were followed by the
+    address question when its prover exited."""
+    if answered <= 0:
+        return REFUSED_NEVER_ANSWERED
+    last = (f" (the last at {fmt.clock(last_answer_wall_s)} UTC)"
+            if last_answer_wall_s is not None else "")
+    return (f"connection refused after {answered} answered poll{'s' if answered != 1 else ''}"
+            f"{last}: the prover no longer answers at this address (it exited, or is "
+            "restarting)")
 
 
 def prover_name(url: str) -> str:
@@ -192,8 +217,7 @@ def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES,
             sock.sendall(request)
             data = _receive(sock, deadline, max_bytes, timeout_s, stopped)
     except ConnectionRefusedError:
-        raise StatusError("refused", "connection refused (is cuzk's [daemon] status_listen "
-                                     "set to this address?)") from None
+        raise StatusError("refused", REFUSED_NEVER_ANSWERED) from None
     except TimeoutError:
         if stopped():
             raise StatusError("stopped", "the poller was stopped") from None
@@ -218,6 +242,45 @@ def fetch_status(url: str, timeout_s: float, max_bytes: int = MAX_BODY_BYTES,
         raise StatusError(f"http_{resp.status}",
                           f"HTTP {resp.status} {_words(resp.reason)}".rstrip())
     return body
+
+
+#: How the poller's failure notices begin and end (`StatusPoller._failed`).
+_SAID_HEAD = "cuzk status "
+_REFUSED_TAIL = "; polling goes on, failures counted (refused)"
+
+
+class RecordedRefusals:
+    """A replay's view of a recording made before `refused_words`: every refused poll was said
+    as the address question, also after the URL had answered (the H200 cuzk-status recording:
+    36 snapshots, then its prover exited). Fed the replayed records in order, it counts each
+    prover's snapshots and says such a notice by the one rule, from the snapshots recorded
+    before it (`said`); any other record is handed back as it is. Who calls it: the replay
+    driver (`gapwatch.engine.replay`), a new one each pass of the file."""
+
+    def __init__(self) -> None:
+        #: Each prover's snapshots so far, and the wall time of its latest (bounded: names
+        #: come from the recording).
+        self._answered: dict[str, tuple[int, float]] = {}
+
+    def said(self, record: Record) -> Record:
+        """`record`, or the refusal notice it is said again by the one rule."""
+        if type(record) is ProverStatus:
+            n, _ = self._answered.get(record.prover, (0, 0.0))
+            keep_latest(self._answered, record.prover, (n + 1, record.t_wall_s), MAX_PROVERS)
+            return record
+        if type(record) is not Notice:
+            return record
+        message = record.message
+        middle = f": {REFUSED_NEVER_ANSWERED}{_REFUSED_TAIL}"
+        if not (message.startswith(_SAID_HEAD) and message.endswith(middle)):
+            return record
+        url = message[len(_SAID_HEAD):-len(middle)]
+        answered = self._answered.get(prover_name(url))
+        if answered is None:
+            return record  # it never answered (as far as recorded): the hint stands
+        words = refused_words(*answered)
+        return msgspec.structs.replace(
+            record, message=f"{_SAID_HEAD}{url}: {words}{_REFUSED_TAIL}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,6 +327,8 @@ class StatusPoller(Background):
         self._last_latency_ms: float | None = None
         self._last_ok_wall_s: float | None = None
         self._failing_since: int | None = None  # errors in a row, once a failure was said
+        #: A refusal after answered polls was said since the last answer (said once a stop).
+        self._refused_said_since_ok = False
         #: The host's addresses, looked up within each poll's deadline and kept a while.
         self._resolver = Resolver(*_host_port(url), _LOOKUP_THREAD)
 
@@ -317,6 +382,7 @@ class StatusPoller(Background):
             self._last_latency_ms = latency_ms
             self._last_ok_wall_s = t_wall
             recovered, self._failing_since = self._failing_since, None
+            self._refused_said_since_ok = False
         if recovered:
             self._notice(t_mono, t_wall, "info",
                          f"cuzk status {self.url}: answering again after {recovered} failed "
@@ -328,15 +394,23 @@ class StatusPoller(Background):
         return status
 
     def _failed(self, exc: StatusError, t_mono: int, t_wall: float) -> None:
+        """A failed poll counted, and said where it is the first of its reason, or a refusal
+        after the URL had answered (the prover stopped answering: said each time, with what
+        it had answered, never as a question about the address: `refused_words`)."""
+        said = str(exc)
         with self._lock:
             self.polls += 1
-            first_of_kind = exc.reason not in self.errors
+            say = exc.reason not in self.errors
             self.errors[exc.reason] = self.errors.get(exc.reason, 0) + 1
             self._state = exc.reason
             self._failing_since = (self._failing_since or 0) + 1
-        if first_of_kind:
+            if exc.reason == "refused" and self.ok:
+                said = refused_words(self.ok, self._last_ok_wall_s)
+                say = not self._refused_said_since_ok
+                self._refused_said_since_ok = True
+        if say:
             self._notice(t_mono, t_wall, "warning",
-                         f"cuzk status {self.url}: {exc}; polling goes on, failures counted "
+                         f"{_SAID_HEAD}{self.url}: {said}; polling goes on, failures counted "
                          f"({exc.reason})")
 
     def _notice(self, t_mono: int, t_wall: float, level: NoticeLevel, message: str) -> None:

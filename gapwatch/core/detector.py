@@ -350,7 +350,7 @@ class GapDetector:
         if idle:
             if self._idle_sample(tr, s, t, cover, low, offset, phase, out):
                 return out
-        elif self._busy_sample(tr, t, covered_from, cover, level, low, offset, wall, out):
+        elif self._busy_sample(tr, s, t, covered_from, cover, level, low, offset, wall, out):
             return out
         # Re-evaluate the state only when something happened or the window says so: in a
         # BREAKDOWN most samples are neither, and this keeps the per-sample cost flat.
@@ -422,12 +422,14 @@ class GapDetector:
         return last if start < last else start
 
     def _busy_sample(
-        self, tr: Track, t: int, covered_from: int, cover: int, level: float, low: bool,
-        offset: float, wall: float, out: list[Gap | StateChange],
+        self, tr: Track, s: GpuSample, t: int, covered_from: int, cover: int, level: float,
+        low: bool, offset: float, wall: float, out: list[Gap | StateChange],
     ) -> bool:
         """A busy sample: counted busy; it closes an idle stretch (a gap if long enough) or
-        starts the run's first busy period; it becomes the run's last busy sample. True when
-        nothing in the window can change the state (a CHAINED GPU with no gap in it)."""
+        starts the run's first busy period; it becomes the run's last busy sample, its PCIe
+        bytes the working span's (the link's floor under the payoff, `GpuTotals.link_floor_s`).
+        True when nothing in the window can change the state (a CHAINED GPU with no gap in
+        it)."""
         tr.cur_busy_ns += cover
         tr.busy_ns += cover
         tr.data_ns_at_last_busy = tr.data_ns
@@ -437,6 +439,14 @@ class GapDetector:
                 tr.busy_peak = level
         else:
             self._busy_starts(tr, t, covered_from, cover, level, low, offset, phase, out)
+        # Its bytes are the working span's (the idle samples' before it joined it in
+        # `_busy_starts`). A rate that is None, NaN or negative is no reading (inline).
+        rx = s.pcie_rx_bytes_per_s
+        if rx is not None and rx >= 0:
+            tr.span_rx_sum = (tr.span_rx_sum or 0.0) + rx * cover
+        tx = s.pcie_tx_bytes_per_s
+        if tx is not None and tx >= 0:
+            tr.span_tx_sum = (tr.span_tx_sum or 0.0) + tx * cover
         tr.last_busy_t = t
         tr.last_busy_from = covered_from
         tr.last_busy_level = level
@@ -465,17 +475,23 @@ class GapDetector:
             self._start_idle(tr, low)
         # Classified by its dominant PCIe direction, so that one fast 80 ms copy inside a
         # 1.5 s quiet wait is not averaged into a "trickle". A rate that is None, NaN or
-        # negative is no reading (`readings.reading`, inline).
+        # negative is no reading (`readings.reading`, inline). Its bytes are the working
+        # span's once the GPU is busy again (`_busy_starts`): idle after the last busy
+        # sample is not in it.
         rate = -1.0
         rx = s.pcie_rx_bytes_per_s
         if rx is not None and rx >= 0:
-            tr.rx_sum += rx * cover
+            moved = rx * cover
+            tr.rx_sum += moved
             tr.rx_weight_ns += cover
+            tr.since_busy_rx_sum = (tr.since_busy_rx_sum or 0.0) + moved
             rate = rx
         tx = s.pcie_tx_bytes_per_s
         if tx is not None and tx >= 0:
-            tr.tx_sum += tx * cover
+            moved = tx * cover
+            tr.tx_sum += moved
             tr.tx_weight_ns += cover
+            tr.since_busy_tx_sum = (tr.since_busy_tx_sum or 0.0) + moved
             if tx > rate:
                 rate = tx
         if rate >= 0:
@@ -643,6 +659,7 @@ class GapDetector:
         busy sample of the data segment (the run's working span starts). The gaps that holes
         cut before it are gaps now (`_publish_held`), published first (they are older)."""
         pieces = self._publish_held(tr, t, out) if tr.held else []
+        self._span_bytes_since_busy(tr)
         if phase == _IDLE:
             closed = self._close(tr, t, cover, level, offset, low, out)
             if closed is not None:
@@ -661,6 +678,18 @@ class GapDetector:
         tr.phase = _BUSY
         tr.busy_peak = level
         tr.stretch_after_hole = False  # busy ends the idle stretch, whatever holes cut it
+
+    @staticmethod
+    def _span_bytes_since_busy(tr: Track) -> None:
+        """Busy again: the idle samples' PCIe bytes since the last busy sample (over holes too)
+        are the working span's now, as their time is (`data_ns_at_last_busy`)."""
+        rx, tx = tr.since_busy_rx_sum, tr.since_busy_tx_sum
+        if rx is not None:
+            tr.span_rx_sum = (tr.span_rx_sum or 0.0) + rx
+            tr.since_busy_rx_sum = None
+        if tx is not None:
+            tr.span_tx_sum = (tr.span_tx_sum or 0.0) + tx
+            tr.since_busy_tx_sum = None
 
     def _start_idle(self, tr: Track, low: bool) -> None:
         """Busy -> idle: the stretch starts inside the last busy sample, at the share of it that
@@ -764,6 +793,9 @@ class GapDetector:
                 last_sample_wall_s=_last_sample_wall(tr),
                 silent_after_s=self._nodata * tr.expected_ns / _NS,
                 open_at_end=tr.open_at_end,
+                # Bytes/s x ns summed: / 1e9 is bytes. None where no reading fell in the span.
+                pcie_rx_bytes=None if tr.span_rx_sum is None else tr.span_rx_sum / _NS,
+                pcie_tx_bytes=None if tr.span_tx_sum is None else tr.span_tx_sum / _NS,
             ))  # fmt: skip
         return out
 

@@ -5,6 +5,12 @@ Work is taken as fixed: closing `closed_s` of idle time shrinks the working span
 so the busy fraction becomes busy / (span - closed) and throughput scales by
 span / (span - closed). An upper bound (`PAYOFF_METHOD` says so in words).
 
+Copies are work too: the span never shrinks below the time the GPU's link needs to carry the
+bytes it carried in it (`link_floor_s`: PCIe RX and TX each at the link's speed). The H200
+transfer-bound run's gaps copied at 94 % of the link, and closing them was said "~4.48x",
+222 GB/s of copies over a 63 GB/s link; bounded by its floor it is ~1.2x, said as the link's
+limit (`IfClosed.link_limited`, `gain_words`).
+
 Who calls it: the report's payoff per kind and per GPU (`gapwatch.offline.payoff`), each
 advice's payoff (`gapwatch.cuzk.advice`, the caller gives the span), the dashboard's gap detail
 and the snapshot (throughput only: they do not sum busy time), the verdict (`cuzk.why_now`).
@@ -26,9 +32,12 @@ from dataclasses import dataclass
 PAYOFF_METHOD = (
     "Work is taken as fixed: closing the gaps of a kind removes their idle time from the working "
     "span (first to last busy reading), so busy fraction becomes busy / (span - gap time) and "
-    "throughput scales by span / (span - gap time). Upper bound: assumes compute itself does "
-    "not slow down and that nothing else (synthesis, a second bottleneck) becomes the limit; "
-    "idle stretches shorter than min_gap_ms stay."
+    "throughput scales by span / (span - gap time). Copies are work too: the span never "
+    "shrinks below the time the GPU's link needs for the bytes it carried in it (the larger "
+    "of PCIe RX and TX over the link's speed, each GPU's own link; no PCIe reading, no such "
+    "floor), and a figure that floor limits says so. Upper bound: assumes compute itself "
+    "does not slow down and that nothing else (synthesis, a second bottleneck) becomes the "
+    "limit; idle stretches shorter than min_gap_ms stay."
 )
 
 
@@ -47,25 +56,62 @@ class IfClosed:
     #: How many gaps `idle_s` is (None: not counted). Said with the figure
     #: (`gpu_time_words`), not in `json()`: an advice's JSON has its own `gaps`.
     gaps: int | None = None
+    #: The shortest the span can be, the time its link needs for the bytes it carried
+    #: (`link_floor_s`; of several GPUs, their sum); None: no PCIe reading in the span, or
+    #: the caller has no bytes (the live window's).
+    link_floor_s: float | None = None
+    #: The floor, not the gaps, set the figure: closing them would leave less than the link
+    #: needs. Said with the figure (`gain_words`'s `link_floor_s`).
+    link_limited: bool = False
 
-    def json(self) -> dict[str, float | None]:
+    @property
+    def link_limit_s(self) -> float | None:
+        """The floor where it set the figure (what `gain_words` says), else None."""
+        return self.link_floor_s if self.link_limited else None
+
+    def json(self) -> dict[str, float | bool | None]:
         """As the report's and the advice's JSON give it (docs/detection.md, docs/advice.md)."""
         return {"idle_s": self.idle_s, "busy_fraction": self.busy_fraction,
-                "throughput_gain": self.throughput_gain, "span_s": self.span_s}
+                "throughput_gain": self.throughput_gain, "span_s": self.span_s,
+                "link_floor_s": self.link_floor_s, "link_limited": self.link_limited}
+
+
+def link_floor_s(rx_bytes: float | None, tx_bytes: float | None,
+                 link_bytes_per_s: float) -> float | None:
+    """The shortest a span can be that carried `rx_bytes` host-to-device and `tx_bytes`
+    device-to-host over a link of `link_bytes_per_s` each way (PCIe is full duplex: the larger
+    direction sets it). None where neither direction has a reading (never 0: a span with no
+    PCIe reading has no floor, not one of nothing) or the link is not a positive number.
+
+    Who calls it: `GpuTotals.link_floor_s` (the detector's bytes over a GPU's working span)."""
+    if not (link_bytes_per_s > 0 and math.isfinite(link_bytes_per_s)):
+        return None
+    read = [b for b in (rx_bytes, tx_bytes) if b is not None and math.isfinite(b) and b >= 0]
+    return max(read) / link_bytes_per_s if read else None
 
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float,
-              gaps: int | None = None) -> IfClosed:
+              gaps: int | None = None, floor_s: float | None = None) -> IfClosed:
     """The payoff of closing `closed_s` of idle time (`gaps` gaps, None: not counted) in a
-    working span of `active_s`. `busy_s` None: the busy time is not known (only the gain is).
-    A span or idle time that is not a finite number gives no figure (NaN compares false with
-    everything, and was said `~nanx`)."""
+    working span of `active_s`, which never shrinks below `floor_s` (`link_floor_s`: the time
+    the link needs for the span's bytes; None: not known, no floor). `busy_s` None: the busy
+    time is not known (only the gain is). A span or idle time that is not a finite number
+    gives no figure (NaN compares false with everything, and was said `~nanx`)."""
+    floor = floor_s if floor_s is not None and floor_s >= 0 and math.isfinite(floor_s) else None
+    span = active_s if math.isfinite(active_s) and active_s > 0 else 0.0
+    if not (math.isfinite(active_s) and math.isfinite(closed_s)) or active_s <= 0:
+        return IfClosed(closed_s, None, None, span, gaps, floor)
     left = active_s - closed_s
-    if not (math.isfinite(active_s) and math.isfinite(closed_s)) or active_s <= 0 or left <= 0:
-        return IfClosed(closed_s, None, None,
-                        active_s if math.isfinite(active_s) and active_s > 0 else 0.0, gaps)
+    limited = False
+    if floor is not None and floor > left:
+        # Never below what the span's copies need; never above the span either: a floor past
+        # it (rates read above the link assumed) says the link was full, not that closing
+        # gaps would slow the GPU.
+        left, limited = min(floor, active_s), True
+    if left <= 0:
+        return IfClosed(closed_s, None, None, span, gaps, floor)
     return IfClosed(closed_s, None if busy_s is None else min(1.0, busy_s / left),
-                    active_s / left, active_s, gaps)
+                    active_s / left, active_s, gaps, floor, limited)
 
 
 #: The longest span a payoff is said over: ten years of GPU time (a month's recording of
@@ -90,23 +136,30 @@ def span_words(seconds: float, *, whole_seconds: bool = False) -> str | None:
     return f"{seconds / 3600:.1f} h"
 
 
-def gain_words(gain: float, over: str | None, gaps: int | None = None) -> str:
+def gain_words(gain: float, over: str | None, gaps: int | None = None,
+               link_floor_s: float | None = None) -> str:
     """`~1.58x over the last 30 s (20 gaps)`: a throughput gain as every output says it, with
     the span it is over (`over`: "the last 21 s", "3.0 min of GPU time"; None: not said) and
     the gaps it would close (None: not said). Two decimals: `1.0x` of a 3 % gain read
-    "nothing to gain". A gain that is not a finite number is said `not known`."""
+    "nothing to gain". A gain that is not a finite number is said `not known`.
+    `link_floor_s`: the floor that set the figure (`IfClosed.link_limit_s`; None: none did),
+    said after it: `(the link's limit: its bytes need 27 s)`."""
     if not math.isfinite(gain):
         return "not known"
     span = "" if over is None else f" over {over}"
     count = "" if gaps is None else f" ({gaps} gap{'' if gaps == 1 else 's'})"
-    return f"~{gain:.2f}x{span}{count}"
+    need = None if link_floor_s is None else span_words(link_floor_s)
+    limit = "" if need is None else f" (the link's limit: its bytes need {need})"
+    return f"~{gain:.2f}x{span}{count}{limit}"
 
 
-def gpu_time_words(gain: float, span_s: float, gaps: int | None) -> str:
+def gpu_time_words(gain: float, span_s: float, gaps: int | None,
+                   link_floor_s: float | None = None) -> str:
     """`~1.58x over 3.3 min of GPU time (103 gaps)`: a recording's payoff, over its GPUs'
     working spans summed, as the report's Payoff section, its advice, summary.md and `compare`
-    say it (`gain_words`; the live verdict says `over the last 30 s`, `WhyNow.payoff_words`).
-    The report's Payoff section said `about 1.58× throughput` with neither span nor gaps
-    beside its advice's words for the same figure."""
+    say it (`gain_words`, with the link's floor where it set the figure; the live verdict says
+    `over the last 30 s`, `WhyNow.payoff_words`). The report's Payoff section said `about
+    1.58× throughput` with neither span nor gaps beside its advice's words for the same
+    figure."""
     span = span_words(span_s)
-    return gain_words(gain, None if span is None else f"{span} of GPU time", gaps)
+    return gain_words(gain, None if span is None else f"{span} of GPU time", gaps, link_floor_s)

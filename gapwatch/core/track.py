@@ -18,6 +18,7 @@ from typing import Final, NamedTuple
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
 from gapwatch.core.evidence import GapEvidence
 from gapwatch.core.models import Gap, GapKind
+from gapwatch.core.payoff import link_floor_s
 
 #: `Track.cur_k` before the first sample: no second a sample can fall in.
 NO_BUCKET: Final = -(1 << 62)
@@ -47,6 +48,7 @@ class Track:
         "pageable_ends",
         "state", "recheck_ns",
         "data_ns", "busy_ns", "data_ns_at_first_busy", "data_ns_at_last_busy",
+        "span_rx_sum", "span_tx_sum", "since_busy_rx_sum", "since_busy_tx_sum",
         "first_busy_s", "last_busy_s", "last_wall", "wall_offset_s", "samples", "held",
         "last_miss_t", "last_miss_wall", "miss_from", "miss_from_wall", "first_opens_interval",
         "open_at_end",
@@ -139,6 +141,15 @@ class Track:
         self.busy_ns = 0
         self.data_ns_at_first_busy: int | None = None
         self.data_ns_at_last_busy = 0
+        # PCIe over the working span, for the link's floor under the payoff: time-weighted
+        # rate sums (bytes/s x covered ns) of each direction, None while no reading came. The
+        # span's, up to the last busy sample's end; and the idle samples' since it, which are
+        # in the span only once the GPU is busy again (added to it then: `_busy_starts`), so
+        # that a busy sample adds its own bytes and no more.
+        self.span_rx_sum: float | None = None
+        self.span_tx_sum: float | None = None
+        self.since_busy_rx_sum: float | None = None
+        self.since_busy_tx_sum: float | None = None
         self.first_busy_s: float | None = None
         self.last_busy_s: float | None = None
         self.last_wall = 0.0
@@ -254,6 +265,16 @@ class GpuTotals:
     silent_after_s: float = 0.0
     #: The gap still open when the data ended (retracted by the detector), None: none was.
     open_at_end: OpenAtEnd | None = None
+    #: Bytes PCIe carried each way over the working span (host-to-device: RX; each sample's
+    #: rate x the time it covers, where the rate is a reading); None: no reading in the span.
+    pcie_rx_bytes: float | None = None
+    pcie_tx_bytes: float | None = None
+
+    @property
+    def link_floor_s(self) -> float | None:
+        """The shortest the working span could be, the time the link needs for its bytes
+        (`core.payoff.link_floor_s`): the payoff's floor. None: no PCIe reading in it."""
+        return link_floor_s(self.pcie_rx_bytes, self.pcie_tx_bytes, self.link_bytes_per_s)
 
 
 def median_int(values: list[int]) -> int:

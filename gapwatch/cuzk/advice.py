@@ -1308,8 +1308,9 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
             to = f"busy → {busy * 100:.0f} %, " if busy is not None else ""
             # Said with the span it is over and the gaps it closes (`gain_words`), as the
             # headline, the alert and --on-event say theirs over the live window.
-            out.append(f"{indent}    payoff if closed: {to}throughput "
-                       f"{gpu_time_words(pay.throughput_gain, pay.span_s, first.gaps)}")
+            gain = gpu_time_words(pay.throughput_gain, pay.span_s, first.gaps,
+                                  pay.link_limit_s)
+            out.append(f"{indent}    payoff if closed: {to}throughput {gain}")
     for n in report.no_setting:
         out.append(f"{indent}{_count_words(n.gaps, n.idle_s, n.open_gaps)}: "
                    f"{STALL_WORDS.get(n.stall, n.stall)}: no setting: {n.why}")

@@ -1144,6 +1144,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
             "busy_fraction": None if x.payoff is None else x.payoff.busy_fraction,
             "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
             "span_s": None if x.payoff is None else x.payoff.span_s,
+            "link_limit_s": None if x.payoff is None else x.payoff.link_limit_s,
             **_changed_json(advised_change(x.setting, b.settings, a.settings))})
     top = c.figures[0].gpu if c.figures else ALL
     proofs = [_proof_advice_payoff(x, c, top) for x in b.advice.proofs if x.setting is not None]
@@ -1192,7 +1193,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         "advice_changed": advice_changed([x["changed"] for x in (*advice, *proofs)]),
         "all_gaps": {"busy_fraction": b.payoff_all.busy_fraction,
                      "throughput_gain": predicted, "span_s": b.payoff_all.span_s,
-                     "gaps": b.payoff_all.gaps},
+                     "gaps": b.payoff_all.gaps, "link_limit_s": b.payoff_all.link_limit_s},
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
                      "throughput_ratio": ratio, "basis": basis, "verdict": verdict,
                      "share_of_predicted_gain": share,

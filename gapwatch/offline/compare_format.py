@@ -272,8 +272,8 @@ def payoff_lines(c: Comparison) -> list[str]:
         out.append(f"  {a['setting']}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
                    # Its gaps are said at the head of the line.
-                   + (f"throughput {gpu_time_words(gain, a['span_s'], None)}" if gain
-                      else "gain unknown"))
+                   + (f"throughput {gpu_time_words(gain, a['span_s'], None, a['link_limit_s'])}"
+                      if gain else "gain unknown"))
         out.append(_changed_line(a["changed"], a["shown_by"], a["changed_not_known_why"]))
     for x in p["proof_advice"]:
         out += _proof_advice_lines(x, c)
@@ -283,7 +283,7 @@ def payoff_lines(c: Comparison) -> list[str]:
     if allg["throughput_gain"]:
         out.append(f"  closing every BEFORE gap: busy → {fmt.frac_pct(allg['busy_fraction'])}, "
                    "throughput " + gpu_time_words(allg["throughput_gain"], allg["span_s"],
-                                                  allg["gaps"])
+                                                  allg["gaps"], allg["link_limit_s"])
                    + " (upper bound, work fixed)")
     ach = p["achieved"]
     line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "

@@ -100,9 +100,9 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
             was = all_by_kind.get(k, Tally())
             all_by_kind[k] = Tally(was.count + v.count, was.seconds + v.seconds)
         per_gpu.append(GpuPayoff(t.gpu, _closing(busy_fraction(t), t.busy_s, t.active_s,
-                                                 by_kind)))
+                                                 by_kind, t.link_floor_s)))
     overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
-                       all_by_kind)
+                       all_by_kind, link_floor_sum(totals))
     ends = None if partitions is None else ((p.gpu, p.gpu_end_s) for p in partitions.partitions)
     rate = partitions_per_hour(ends, totals, no_data or [], stepped_back_s)
     if partitions is None:
@@ -115,20 +115,29 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
 
 def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:
     """The payoff of closing these gaps, over every GPU's working span (the figure each advice
-    carries)."""
+    carries), bounded by their links' floor (`link_floor_sum`)."""
     busy = sum(t.busy_s for t in totals)
     active = sum(t.active_s for t in totals)
-    return if_closed(busy, active, gaps.idle_s, len(gaps))
+    return if_closed(busy, active, gaps.idle_s, len(gaps), link_floor_sum(totals))
+
+
+def link_floor_sum(totals: list[GpuTotals]) -> float | None:
+    """The floor under the working spans of several GPUs summed: the sum of theirs (each GPU
+    has its own link); None where no GPU has one. A GPU without a PCIe reading adds none, and
+    the sum of the others' is still a floor (its own span is at least 0)."""
+    floors = [f for f in (t.link_floor_s for t in totals) if f is not None]
+    return sum(floors) if floors else None
 
 
 def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
-             idle_by_kind: dict[str, Tally]) -> Closing:
+             idle_by_kind: dict[str, Tally], floor_s: float | None = None) -> Closing:
     """Closing each kind with idle time (in `GAP_KINDS` order), then all of them; each with
-    its gaps, said beside the figure (`core.payoff.gpu_time_words`)."""
+    its gaps, said beside the figure (`core.payoff.gpu_time_words`), and never below the
+    link's floor `floor_s` (`core.payoff.if_closed`; None: no PCIe reading, no floor)."""
     kept = [(k, idle_by_kind[k]) for k in GAP_KINDS if k in idle_by_kind]
-    by_kind: dict[str, IfClosed] = {k: if_closed(busy_s, active_s, v.seconds, v.count)
+    by_kind: dict[str, IfClosed] = {k: if_closed(busy_s, active_s, v.seconds, v.count, floor_s)
                                     for k, v in kept if v.seconds > 0}
     by_kind[ALL] = if_closed(busy_s, active_s, sum((v.seconds for _, v in kept), 0.0),
-                             sum(v.count for _, v in kept))
+                             sum(v.count for _, v in kept), floor_s)
     return Closing(busy_fraction, by_kind)
 

@@ -1,0 +1,220 @@
+"""The payoff of closing gaps is bounded by the GPU's link (`core.payoff.if_closed`'s floor).
+
+Copies are work too: whatever the gaps, a working span can never be shorter than the time the
+GPU's link needs to carry the bytes it carried in that span (PCIe RX and TX each at the link's
+speed). The H200 transfer-bound run copies 64.4 GB host-to-device per partition over a 63 GB/s
+link, its gaps already at 94 % of the link; its report said "throughput ~4.48x ..., 2769 ->
+12399 partitions per hour", 222 GB/s of copies (finding F1 of the r1 read).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from functools import cache
+from pathlib import Path
+
+import pytest
+from test_detect_unit import LINK, detector, run, sample
+
+from gapwatch.config import Config
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import GpuSample
+from gapwatch.core.payoff import IfClosed, gain_words, gpu_time_words, if_closed, link_floor_s
+from gapwatch.core.track import GpuTotals
+from gapwatch.cuzk.advice import StallGaps
+from gapwatch.offline.payoff import gap_payoff, report_payoff
+from gapwatch.offline.report import ReportData, build_report
+
+E2E = Path(__file__).parent / "data" / "h200-e2e"
+
+
+@cache
+def _report(case: str) -> ReportData:
+    return build_report(E2E / case / "rec.jsonl.gz", Config(), workers=1)
+
+
+# -- the rule --------------------------------------------------------------------------------
+
+
+def test_the_floor_is_the_larger_directions_bytes_over_the_link() -> None:
+    assert link_floor_s(63e9, 6.3e9, 63e9) == pytest.approx(1.0)
+    assert link_floor_s(1e9, 31.5e9, 63e9) == pytest.approx(0.5)
+    assert link_floor_s(None, 31.5e9, 63e9) == pytest.approx(0.5)  # one direction read
+
+
+@pytest.mark.parametrize(("rx", "tx", "link"), [
+    (None, None, 63e9),  # no byte reading: no floor, never 0
+    (1e9, None, 0.0), (1e9, None, math.nan), (math.nan, None, 63e9), (-1.0, None, 63e9),
+])
+def test_no_byte_reading_or_no_link_is_no_floor(rx: float | None, tx: float | None,
+                                                 link: float) -> None:
+    assert link_floor_s(rx, tx, link) is None
+
+
+def test_closing_gaps_never_shrinks_the_span_below_the_links_floor() -> None:
+    closed = if_closed(5.0, 30.0, 25.0, 10, floor_s=20.0)
+    assert closed.throughput_gain == pytest.approx(30.0 / 20.0)
+    assert closed.busy_fraction == pytest.approx(5.0 / 20.0)
+    assert closed.link_limited and closed.link_floor_s == 20.0
+    assert closed.json()["link_limited"] is True and closed.json()["link_floor_s"] == 20.0
+
+
+def test_a_floor_below_the_shortened_span_changes_nothing_but_is_kept() -> None:
+    closed = if_closed(5.0, 30.0, 10.0, 4, floor_s=2.0)
+    assert closed == IfClosed(10.0, 0.25, 1.5, 30.0, 4, link_floor_s=2.0, link_limited=False)
+    assert if_closed(5.0, 30.0, 10.0, 4).link_floor_s is None
+
+
+def test_idle_filling_the_span_gives_the_links_figure_where_the_floor_is_known() -> None:
+    """Without a floor closing all the span has no figure (nothing left); with one, the
+    copies still need their time."""
+    assert if_closed(None, 10.0, 10.0).throughput_gain is None
+    assert if_closed(None, 10.0, 10.0, floor_s=4.0).throughput_gain == pytest.approx(2.5)
+
+
+def test_a_floor_above_the_span_never_says_closing_gaps_slows_the_gpu() -> None:
+    """Rates read above the link the detector assumes (a faster link than it knows) put the
+    floor past the span: the gain stays 1, said as the link's limit."""
+    closed = if_closed(5.0, 30.0, 10.0, floor_s=40.0)
+    assert closed.throughput_gain == pytest.approx(1.0) and closed.link_limited
+
+
+def test_a_gain_the_link_limits_says_so_with_the_time_its_bytes_need() -> None:
+    assert gain_words(1.27, "34 s of GPU time", 18, link_floor_s=26.6) == (
+        "~1.27x over 34 s of GPU time (18 gaps) (the link's limit: its bytes need 27 s)")
+    assert gpu_time_words(1.27, 34.0, 18, link_floor_s=26.6) == (
+        "~1.27x over 34 s of GPU time (18 gaps) (the link's limit: its bytes need 27 s)")
+    assert gpu_time_words(1.27, 34.0, 18) == "~1.27x over 34 s of GPU time (18 gaps)"
+
+
+# -- the detector's bytes --------------------------------------------------------------------
+
+
+def _totals(samples: list[GpuSample]) -> GpuTotals:
+    det = detector()
+    run(det, samples)
+    (t,) = det.totals()
+    return t
+
+
+def test_the_bytes_are_those_of_the_working_span_only() -> None:
+    """Idle before the first busy reading and after the last one is outside the working span:
+    its bytes are too (2 s busy at 10 GB/s, 1 s idle at 1 GB/s between, idle around)."""
+    samples = [sample(0.1 * k, 0.0, rx=50e9, tx=5e9) for k in range(1, 11)]  # before: out
+    samples += [sample(1.0 + 0.1 * k, 80.0, rx=10e9, tx=1e9) for k in range(1, 11)]
+    samples += [sample(2.0 + 0.1 * k, 0.0, rx=1e9, tx=0.0) for k in range(1, 11)]
+    samples += [sample(3.0 + 0.1 * k, 80.0, rx=10e9, tx=1e9) for k in range(1, 11)]
+    samples += [sample(4.0 + 0.1 * k, 0.0, rx=50e9, tx=5e9) for k in range(1, 11)]  # after: out
+    t = _totals(samples)
+    assert t.active_s == pytest.approx(3.0)
+    assert t.pcie_rx_bytes == pytest.approx(2 * 10e9 + 1e9)
+    assert t.pcie_tx_bytes == pytest.approx(2 * 1e9)
+    assert t.link_floor_s == pytest.approx(21e9 / LINK)
+
+
+@pytest.mark.parametrize("bad", [None, math.nan, -5.0])
+def test_a_rate_that_is_no_reading_adds_no_bytes(bad: float | None) -> None:
+    samples = [sample(0.1 * k, 80.0, rx=10e9 if k % 2 else bad, tx=bad) for k in range(1, 21)]
+    t = _totals(samples)
+    assert t.pcie_rx_bytes == pytest.approx(10 * 0.1 * 10e9)
+    assert t.pcie_tx_bytes is None
+
+
+def test_no_pcie_reading_gives_no_floor_and_the_payoff_unchanged() -> None:
+    """A GPU with no PCIe reading (utilization only, say) has no floor: None, never 0, and its
+    payoff is work-fixed alone."""
+    samples = [sample(0.1 * k, 80.0 if k < 10 or k > 30 else 0.0, rx=None, tx=None)
+               for k in range(1, 41)]
+    det = detector()
+    events = run(det, samples)
+    assert any(getattr(e, "gap_id", None) is not None for _, e in events)
+    (t,) = det.totals()
+    assert (t.pcie_rx_bytes, t.pcie_tx_bytes, t.link_floor_s) == (None, None, None)
+    pay = report_payoff([t], {}, None).overall.all
+    assert pay.link_floor_s is None and not pay.link_limited
+
+
+def test_a_gpu_with_no_busy_reading_has_no_bytes() -> None:
+    t = _totals([sample(0.1 * k, 0.0, rx=10e9) for k in range(1, 21)])
+    assert t.active_s == 0.0 and t.pcie_rx_bytes is None and t.link_floor_s is None
+
+
+def test_over_several_gpus_the_floor_is_the_sum_of_theirs() -> None:
+    det = GapDetector(detector().config, [])
+    for gpu in (0, 1):
+        for k in range(1, 21):
+            det.feed_gpu(sample(0.1 * k, 80.0, rx=(gpu + 1) * 10e9, tx=0.0, gpu=gpu))
+    totals = det.totals()
+    pay = report_payoff(totals, {}, None).overall.all
+    assert pay.link_floor_s == pytest.approx(sum(t.link_floor_s or 0.0 for t in totals))
+    assert pay.link_floor_s == pytest.approx(2.0 * 10e9 / totals[0].link_bytes_per_s
+                                             + 2.0 * 20e9 / totals[1].link_bytes_per_s)
+
+
+# -- the H200 recordings ---------------------------------------------------------------------
+
+
+def test_a_transfer_bound_payoff_is_capped_at_the_links_limit() -> None:
+    """F1: 12,399 partitions an hour at 64.4 GB each is 222 GB/s over a 63 GB/s link. At
+    most the link's 63 GB/s of partitions is 1.27x the 2769/h the run did."""
+    rep = _report("transfer-bound")
+    truth = json.loads((E2E / "transfer-bound" / "truth.json").read_text())
+    (t,) = rep.totals
+    pph = rep.payoff.partitions_per_hour
+    assert pph is not None
+    link_pph = t.link_bytes_per_s / truth["intervals"][0]["copy_bytes"] * 3600
+    for closed in rep.payoff.overall.if_closed_by_kind.values():
+        assert closed.link_limited
+        assert closed.throughput_gain is not None
+        assert pph * closed.throughput_gain <= link_pph * 1.02
+        assert 1.0 < closed.throughput_gain < 1.35
+    # Each advice's payoff (`gap_payoff`, over the same totals) rests on the same floor.
+    gaps = StallGaps("transfer")
+    for g in rep.gaps:
+        gaps.add(g)
+    every = gap_payoff(rep.totals, gaps)
+    assert every.link_limited and every.throughput_gain == pytest.approx(
+        rep.payoff.overall.all.throughput_gain)
+
+
+def test_the_transfer_bound_report_says_the_links_limit() -> None:
+    from gapwatch.offline.report_text import format_text
+
+    text = format_text(_report("transfer-bound"))
+    line = next(x for x in text.splitlines() if x.startswith("  closing transfer_bound gaps"))
+    assert "(the link's limit: its bytes need " in line
+    assert "~4.48x" not in text
+
+
+@pytest.mark.parametrize("case", ["pageable", "host-stall"])
+def test_a_payoff_whose_floor_is_far_below_the_span_is_unchanged(case: str) -> None:
+    """Pageable copies and host stalls move a few GB in a span of 30 s: the floor is known and
+    far below the shortened span, and the figure is the work-fixed one it always was."""
+    rep = _report(case)
+    (t,) = rep.totals
+    assert t.link_floor_s is not None and t.link_floor_s < 0.1 * t.active_s
+    for closed in rep.payoff.overall.if_closed_by_kind.values():
+        assert not closed.link_limited and closed.link_floor_s == t.link_floor_s
+        assert closed.throughput_gain == pytest.approx(t.active_s / (t.active_s - closed.idle_s))
+
+
+def test_compares_prediction_says_the_links_limit_of_a_transfer_bound_before(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`compare`'s prediction is the report's payoff of every BEFORE gap: bounded by the same
+    floor, and said so, in its text and its JSON."""
+    from gapwatch.cli import main
+
+    before = str(E2E / "transfer-bound" / "rec.jsonl.gz")
+    after = str(E2E / "chained" / "rec.jsonl.gz")
+    assert main(["compare", before, after, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    every = doc["payoff"]["all_gaps"]
+    assert every["link_limit_s"] == pytest.approx(_report("transfer-bound").totals[0].link_floor_s)
+    assert every["throughput_gain"] < 1.35
+    assert main(["compare", before, after]) == 0
+    said = capsys.readouterr().out.replace("\n    ", " ")
+    words = gpu_time_words(every["throughput_gain"], every["span_s"], every["gaps"],
+                           every["link_limit_s"])
+    assert f"closing every BEFORE gap: busy → 29%, throughput {words} (upper bound" in said
+    assert "(the link's limit: its bytes need 26 s)" in said

@@ -18,7 +18,7 @@ import pytest
 from test_detect_unit import LINK, detector, run, sample
 
 from gapwatch.config import Config
-from gapwatch.core.detector import GapDetector
+from gapwatch.core.ledger import Tally
 from gapwatch.core.models import GpuSample
 from gapwatch.core.payoff import IfClosed, gain_words, gpu_time_words, if_closed, link_floor_s
 from gapwatch.core.track import GpuTotals
@@ -140,16 +140,34 @@ def test_a_gpu_with_no_busy_reading_has_no_bytes() -> None:
     assert t.active_s == 0.0 and t.pcie_rx_bytes is None and t.link_floor_s is None
 
 
-def test_over_several_gpus_the_floor_is_the_sum_of_theirs() -> None:
-    det = GapDetector(detector().config, [])
-    for gpu in (0, 1):
-        for k in range(1, 21):
-            det.feed_gpu(sample(0.1 * k, 80.0, rx=(gpu + 1) * 10e9, tx=0.0, gpu=gpu))
-    totals = det.totals()
-    pay = report_payoff(totals, {}, None).overall.all
-    assert pay.link_floor_s == pytest.approx(sum(t.link_floor_s or 0.0 for t in totals))
-    assert pay.link_floor_s == pytest.approx(2.0 * 10e9 / totals[0].link_bytes_per_s
-                                             + 2.0 * 20e9 / totals[1].link_bytes_per_s)
+def _gpu_totals(gpu: int, rx_bytes: float) -> GpuTotals:
+    """A GPU busy 50 s of a 100 s working span whose link carried `rx_bytes` in it."""
+    link = 63e9
+    return GpuTotals(gpu=gpu, link_bytes_per_s=link, data_s=100.0, busy_s=50.0, active_s=100.0,
+                     first_busy_s=0.0, last_busy_s=100.0, last_wall_s=100.0, confidence="high",
+                     final_state="CHAINED", pcie_rx_bytes=rx_bytes, pcie_tx_bytes=0.0)
+
+
+def test_over_several_gpus_each_gpus_span_keeps_its_own_links_floor() -> None:
+    """GPU 0 transfer-bound (its bytes need 95 s of its 100 s span, 50 s of gaps), GPU 1
+    host-stalled with no copies (50 s of gaps). Summed, GPU 1's spare span hid GPU 0's full
+    link: closing every gap was said ~1.33x with no limit, closing the transfer-bound gaps
+    ~1.33x; each GPU's span shrinks by its own gaps, never below its own floor: 200 / (95 + 50)
+    and 200 / (95 + 100), the link's limit said."""
+    totals = [_gpu_totals(0, 95 * 63e9), _gpu_totals(1, 0.0)]
+    tally = {(0, "transfer_bound"): Tally(10, 50.0), (1, "host_stall"): Tally(10, 50.0)}
+    overall = report_payoff(totals, tally, None).overall.if_closed_by_kind
+    assert overall["all"].throughput_gain == pytest.approx(200 / 145)
+    assert overall["transfer_bound"].throughput_gain == pytest.approx(200 / 195)
+    assert overall["transfer_bound"].link_limited and overall["all"].link_limited
+    # The host stalls close on GPU 1 alone, whose link carried nothing: no limit.
+    assert overall["host_stall"].throughput_gain == pytest.approx(200 / 150)
+    assert not overall["host_stall"].link_limited
+    # An advice over GPU 0's transfer-bound gaps: the same rule.
+    gaps = StallGaps("transfer_bound")
+    gaps.idle_by_gpu[0] = 50.0
+    gaps.durations.append(50.0)
+    assert gap_payoff(totals, gaps).throughput_gain == pytest.approx(200 / 195)
 
 
 # -- the H200 recordings ---------------------------------------------------------------------

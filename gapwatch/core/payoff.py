@@ -27,6 +27,7 @@ says it by `gain_words`.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 PAYOFF_METHOD = (
@@ -112,6 +113,31 @@ def if_closed(busy_s: float | None, active_s: float, closed_s: float,
         return IfClosed(closed_s, None, None, span, gaps, floor)
     return IfClosed(closed_s, None if busy_s is None else min(1.0, busy_s / left),
                     active_s / left, active_s, gaps, floor, limited)
+
+
+def floor_over_gpus(parts: Iterable[tuple[float, float, float | None]]) -> float | None:
+    """The floor under several GPUs' working spans summed, once idle time is closed on each:
+    (span, closed, floor) a GPU, each GPU's span less its own closed time and never below its
+    own link's floor (`link_floor_s`; None: none). Summed floors let one GPU's spare span hide
+    another's full link (two GPUs: ~1.33x said where ~1.03x is the bound). Where no link
+    limits its GPU, the sum of the floors (below the shortened span: `if_closed` says no
+    limit); where one does, the shortest the summed span can be (each GPU's span less its
+    gaps or its floor, the larger): `if_closed` then computes on it. One GPU: its own floor.
+    None where no GPU has a floor."""
+    floors = 0.0
+    shortest = 0.0
+    limits = any_floor = False
+    for span_s, closed_s, floor_s in parts:
+        left = max(0.0, span_s - closed_s)
+        if floor_s is not None and math.isfinite(floor_s) and floor_s >= 0:
+            any_floor = True
+            floors += floor_s
+            if min(floor_s, span_s) > left:
+                limits, left = True, min(floor_s, span_s)
+        shortest += left
+    if not any_floor:
+        return None
+    return shortest if limits else floors
 
 
 #: The longest span a payoff is said over: ten years of GPU time (a month's recording of

@@ -293,6 +293,9 @@ class StallGaps:
     #: (`gap_moment`), in the same order, 8 bytes more a gap: whether the gaps as a whole are a
     #: first wave's is asked of all of them (`gapwatch.cuzk.paths`), not of the latest alone.
     moments: array[float] = field(default_factory=lambda: array("d"))
+    #: Their idle seconds by GPU: each GPU's span shrinks by its own gaps alone, never below
+    #: its own link's floor (`gapwatch.offline.payoff.gap_payoff`).
+    idle_by_gpu: dict[int, float] = field(default_factory=dict)
     #: The last gap taken (its evidence is cited).
     latest: Gap | None = None
     #: Of them, those still open (live only: their idle time is so far).
@@ -338,6 +341,7 @@ class StallGaps:
 
     def add(self, g: Gap) -> None:
         self.durations.append(g.duration_s)
+        self.idle_by_gpu[g.gpu] = self.idle_by_gpu.get(g.gpu, 0.0) + g.duration_s
         self.ids.append(g.gap_id)
         if self.stall in WAVE_JUDGED:
             self.moments.append(gap_moment(g))

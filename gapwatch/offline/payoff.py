@@ -10,12 +10,13 @@ through `gap_payoff`), its text and JSON (`gapwatch.offline.report_text`, `repor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import GAP_KINDS
-from gapwatch.core.payoff import PAYOFF_METHOD, IfClosed, if_closed
+from gapwatch.core.payoff import PAYOFF_METHOD, IfClosed, floor_over_gpus, if_closed
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import StallGaps
 from gapwatch.cuzk.partitions import RunTimeline
@@ -100,9 +101,16 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
             was = all_by_kind.get(k, Tally())
             all_by_kind[k] = Tally(was.count + v.count, was.seconds + v.seconds)
         per_gpu.append(GpuPayoff(t.gpu, _closing(busy_fraction(t), t.busy_s, t.active_s,
-                                                 by_kind, t.link_floor_s)))
+                                                 by_kind, _fixed(t.link_floor_s))))
+
+    def floor_of(kind: str) -> float | None:
+        """The GPUs' floor once `kind`'s gaps (`ALL`: every kind's) are closed on each."""
+        return floor_over_gpus(
+            (t.active_s, _idle_s(idle_by_gpu.get(t.gpu, {}), kind), t.link_floor_s)
+            for t in totals)
+
     overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
-                       all_by_kind, link_floor_sum(totals))
+                       all_by_kind, floor_of)
     ends = None if partitions is None else ((p.gpu, p.gpu_end_s) for p in partitions.partitions)
     rate = partitions_per_hour(ends, totals, no_data or [], stepped_back_s)
     if partitions is None:
@@ -115,29 +123,41 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
 
 def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:
     """The payoff of closing these gaps, over every GPU's working span (the figure each advice
-    carries), bounded by their links' floor (`link_floor_sum`)."""
+    carries), each GPU's span never below its own link's floor (`core.payoff.floor_over_gpus`:
+    the gaps' idle time by GPU, `StallGaps.idle_by_gpu`)."""
     busy = sum(t.busy_s for t in totals)
     active = sum(t.active_s for t in totals)
-    return if_closed(busy, active, gaps.idle_s, len(gaps), link_floor_sum(totals))
+    floor = floor_over_gpus((t.active_s, gaps.idle_by_gpu.get(t.gpu, 0.0), t.link_floor_s)
+                            for t in totals)
+    return if_closed(busy, active, gaps.idle_s, len(gaps), floor)
 
 
-def link_floor_sum(totals: list[GpuTotals]) -> float | None:
-    """The floor under the working spans of several GPUs summed: the sum of theirs (each GPU
-    has its own link); None where no GPU has one. A GPU without a PCIe reading adds none, and
-    the sum of the others' is still a floor (its own span is at least 0)."""
-    floors = [f for f in (t.link_floor_s for t in totals) if f is not None]
-    return sum(floors) if floors else None
+def _fixed(floor_s: float | None) -> Callable[[str], float | None]:
+    """One GPU's floor, whichever of its kinds is closed."""
+    return lambda _kind: floor_s
+
+
+def _idle_s(by_kind: dict[str, Tally], kind: str) -> float:
+    """One GPU's idle seconds in `kind`'s gaps (`ALL`: every kind's)."""
+    if kind == ALL:
+        return sum((v.seconds for v in by_kind.values()), 0.0)
+    kept = by_kind.get(kind)
+    return 0.0 if kept is None else kept.seconds
 
 
 def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
-             idle_by_kind: dict[str, Tally], floor_s: float | None = None) -> Closing:
+             idle_by_kind: dict[str, Tally],
+             floor_of: Callable[[str], float | None] = lambda _k: None) -> Closing:
     """Closing each kind with idle time (in `GAP_KINDS` order), then all of them; each with
     its gaps, said beside the figure (`core.payoff.gpu_time_words`), and never below the
-    link's floor `floor_s` (`core.payoff.if_closed`; None: no PCIe reading, no floor)."""
+    links' floor once that kind is closed (`floor_of(kind)`, `ALL` for every kind: one GPU's
+    own `link_floor_s`, several GPUs' `core.payoff.floor_over_gpus`; None: no PCIe reading,
+    no floor)."""
     kept = [(k, idle_by_kind[k]) for k in GAP_KINDS if k in idle_by_kind]
-    by_kind: dict[str, IfClosed] = {k: if_closed(busy_s, active_s, v.seconds, v.count, floor_s)
-                                    for k, v in kept if v.seconds > 0}
+    by_kind: dict[str, IfClosed] = {
+        k: if_closed(busy_s, active_s, v.seconds, v.count, floor_of(k))
+        for k, v in kept if v.seconds > 0}
     by_kind[ALL] = if_closed(busy_s, active_s, sum((v.seconds for _, v in kept), 0.0),
-                             sum(v.count for _, v in kept), floor_s)
+                             sum(v.count for _, v in kept), floor_of(ALL))
     return Closing(busy_fraction, by_kind)
 

@@ -15,7 +15,8 @@ by a real pageable upload, the sampler beside a Textual redraw.
 
 Writes `--out/pane.txt` (every screen, each under a line naming when and after what) and
 `--out/pane.json` (when BREAKDOWN was first on screen, the sampler's lateness p50/p99/max ms
-over the run and between each screen and the next, the snapshot folders written). `--smoke`:
+over the samples the dashboard's store still holds at the end, its last minutes, and between
+each screen and the next, the snapshot folders written). `--smoke`:
 the simulated prover (`sim:pageable`) instead of NVML and the load generator, for the
 plumbing's test on a box without a GPU.
 """
@@ -203,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             if load is not None and load.poll() is None:
                 load.terminate()
-                load.wait(20)
+                try:
+                    load.wait(20)
+                except subprocess.TimeoutExpired:  # the screens are written all the same
+                    load.kill()
+                    load.wait(5)
         write(Path(a.out), seen, work)
     return 0

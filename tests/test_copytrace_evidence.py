@@ -184,3 +184,17 @@ def test_metrics_count_copies_and_bytes_by_gpu_direction_and_memory_kind() -> No
     counts = sink.copy_counts()
     assert counts.copies[("0", "h2d", "pageable")] == 3
     assert counts.copy_bytes[("0", "h2d", "pinned")] == 3 << 30
+
+
+def test_a_copy_of_another_kind_inside_the_gap_is_the_gaps_though_the_window_was_mostly_pageable(
+        ) -> None:
+    """A long pageable copy ended before the gap, a pinned one ran inside it: the window's copy
+    time was mostly pageable (its `memory_kind`), and the hint, reading that kind alone, said
+    "no traced copy during the gap: another process's traffic?" of a gap with 6 GiB moving in
+    it. The kind that ran in the gap is the gap's."""
+    cs = [copy(8.2, 9.9, "pageable", nbytes=6 * GIB, corr=1),
+          copy(10.1, 10.4, "pinned", stream=17, nbytes=6 * GIB, corr=2)]
+    assert summarise_copies(cs, WINDOW_LO, GAP_HI, GAP_LO, GAP_HI).memory_kind == "pageable"
+    said = _said(cs, "pcie_starved", 20e9)
+    assert "no traced copy during the gap" not in said, said
+    assert said.startswith("6.0 GiB copied from pinned host memory during the gap"), said

@@ -272,7 +272,7 @@ def test_major_faults_with_no_swap_in_use_are_file_pages_never_swapping() -> Non
     back from disk; the hint said "(swapping?)" beside the header's "swap 0 B"."""
     g = _faulting_gap(swap_used_bytes=0)
     assert g.host.swap_used_bytes_max == 0
-    assert "6599 major faults/s (no swap in use: file pages read back from disk)" in g.hint
+    assert "6599 major faults/s (no swap in use: file pages read from disk)" in g.hint
     assert "swapping" not in g.hint
 
 

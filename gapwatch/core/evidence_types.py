@@ -39,7 +39,7 @@ class HostEvidence(Struct, frozen=True, gc=False):
     major_faults_per_s_max: float | None | UnsetType = UNSET
     mem_bandwidth_bytes_per_s_max: float | None | UnsetType = UNSET
     #: Swap in use (SwapTotal - SwapFree): 0 where the box has none or uses none, which tells
-    #: major faults apart: file pages read back from disk, not pages swapped back in. UNSET in
+    #: major faults apart: file pages read from disk, not pages swapped back in. UNSET in
     #: a gap line of an older recording (it reads back as it was written).
     swap_used_bytes_max: float | None | UnsetType = UNSET
 

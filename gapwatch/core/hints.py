@@ -165,13 +165,13 @@ def host_pressure(host: HostEvidence) -> str:
 
 def _faults_from(swap_used_bytes: float | None) -> str:
     """Where major faults read their pages from, as far as swap tells: with no swap in use
-    they are file pages (a program's code, mapped files) read back from disk after the page
-    cache let them go, never swapping (seen on the H100 host, no swap, as a load generator
-    exited: 6,599/s, once said "swapping?")."""
+    they are file pages (a program's code, a mapped file read for the first time, such as
+    cuzk's SRS, or pages the page cache let go), never swapping (seen on the H100 host, no
+    swap, as a load generator exited: 6,599/s, once said "swapping?")."""
     if swap_used_bytes is None:
         return "(pages read from disk)"
     if swap_used_bytes == 0:
-        return "(no swap in use: file pages read back from disk)"
+        return "(no swap in use: file pages read from disk)"
     return f"(swapping? {fmt.size(swap_used_bytes)} of swap in use)"
 
 
@@ -409,12 +409,18 @@ def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
         if other_process:
             return "no traced copy in or just before the gap: another process's traffic?"
         return "no traced copy in or just before the gap"
-    present = [(mk, by[mk])] if mk in ("pageable", "pinned") and mk in by else [
-        (name, by[name]) for name in _COPY_KINDS if name in by]
+    every = [(name, by[name]) for name in _COPY_KINDS if name in by]
+    present = [(mk, by[mk])] if mk in ("pageable", "pinned") and mk in by else every
+    during = [(name, e) for name, e in present if _in_gap(e)]
+    if not during and present is not every:
+        # The kind that ran most of the window's copy time ended before the gap; another
+        # kind ran in it (a pinned copy after a long pageable one): that one is the gap's.
+        during = [(name, e) for name, e in every if _in_gap(e)]
+        if during:
+            present = every
     before = before_words(copies)
     one = present[0][1] if len(present) == 1 else None
     on = f" on {_streams(one.streams)}" if one is not None else ""
-    during = [(name, e) for name, e in present if _in_gap(e)]
     if not during:
         # Every copy of the window ended before the gap: none is the gap's.
         head = "no traced copy during the gap" + (

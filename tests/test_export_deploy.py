@@ -67,7 +67,10 @@ def _served_names() -> set[str]:
         store.upsert_gap(Gap(1, 0, "pcie_starved", 0, 0.0, None, None, 0.5, 1e9, None, 63e9))
         # A closed gap inside the chaining window: the verdict's payoff exists only then.
         store.upsert_gap(Gap(2, 0, "pcie_starved", 0, 0.2, 1, 0.9, 0.7, 1e9, None, 63e9))
-        store.set_window(WindowNow(gpu=0, t_mono_ns=1, end_wall_s=1.0, window_s=30.0))
+        # Its PCIe bytes need 29 s of the 30 s window: the link, not the gaps, sets the payoff
+        # (the link-limit gauge exists only then).
+        store.set_window(WindowNow(gpu=0, t_mono_ns=1, end_wall_s=1.0, window_s=30.0,
+                                   pcie_rx_bytes=29 * 63e9, link_bytes_per_s=63e9))
         # A completed WinningPoSt: the last-latency gauge exists only after the first. Prover
         # events are derived (the session takes none from outside): handed to its sinks as
         # the prover's watcher hands them.

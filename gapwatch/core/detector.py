@@ -463,7 +463,9 @@ class GapDetector:
         cannot change (idle before the first busy period, on a GPU already IDLE)."""
         if phase == _PRE:
             if tr.data_ns_at_first_busy is None:
-                # Idle before the run's first busy period: not a gap candidate.
+                # Idle before the run's first busy period: not a gap candidate. Its bytes are
+                # in no working span, but in the window's seconds (the verdict's floor).
+                self._bytes_before_work(tr, s, cover)
                 return tr.state == "IDLE"
             # Idle after a hole (or a GPU's silence) in a run that has worked: busy came
             # before it, so it is a gap candidate from the first reading after the hole. Not
@@ -678,6 +680,18 @@ class GapDetector:
         tr.phase = _BUSY
         tr.busy_peak = level
         tr.stretch_after_hole = False  # busy ends the idle stretch, whatever holes cut it
+
+    @staticmethod
+    def _bytes_before_work(tr: Track, s: GpuSample, cover: int) -> None:
+        """An idle sample before the run's first busy one: its PCIe bytes count in the window's
+        seconds (`Track.byte_sums`), not in the working span. A rate that is None, NaN or
+        negative is no reading."""
+        rx = s.pcie_rx_bytes_per_s
+        if rx is not None and rx >= 0:
+            tr.before_work_rx_sum = (tr.before_work_rx_sum or 0.0) + rx * cover
+        tx = s.pcie_tx_bytes_per_s
+        if tx is not None and tx >= 0:
+            tr.before_work_tx_sum = (tr.before_work_tx_sum or 0.0) + tx * cover
 
     @staticmethod
     def _span_bytes_since_busy(tr: Track) -> None:
@@ -1231,10 +1245,14 @@ class GapDetector:
         starved_ns = self._starved_ns(tr, t, lo, self._current_kind(tr) == "pcie_starved")
         open_kind = tr.kind if tr.gap_id is not None else None
         busy, cover = self._window_busy(tr, t)
+        rx, tx = self._window_bytes(tr, t)
         return WindowNow(
             gpu=gpu, t_mono_ns=t, end_wall_s=tr.last_wall, window_s=self.config.window_s,
             gaps=kinds, starved_idle_s=starved_ns / _NS, open_kind=open_kind,
             busy_fraction=busy / cover if cover > 0 else None,
+            # Bytes/s x ns summed: / 1e9 is bytes (the link's floor under the verdict's payoff).
+            pcie_rx_bytes=None if rx is None else rx / _NS,
+            pcie_tx_bytes=None if tx is None else tx / _NS, link_bytes_per_s=tr.link,
             # The window as far as the session has data (its first seconds hold less).
             data_s=min(self.config.window_s, tr.data_ns / _NS),
             pageable_gaps=self._pageable_witnesses(tr, t, lo) if kinds.get("pcie_starved")
@@ -1256,16 +1274,47 @@ class GapDetector:
         """A sample in a new second `k`: the second counted so far goes into the window's
         lists, and `k`'s slot starts empty (its counts grow in `tr.cur_*` meanwhile)."""
         nb = self._n_buckets
+        # The run's byte sums now (`Track.byte_sums`, inline and None as 0: this runs once a
+        # second per GPU): what they grew by since the second began is its bytes (the sample
+        # that starts `k` has not added its own yet).
+        rx = ((tr.span_rx_sum or 0.0) + (tr.since_busy_rx_sum or 0.0)
+              + (tr.before_work_rx_sum or 0.0))
+        tx = ((tr.span_tx_sum or 0.0) + (tr.since_busy_tx_sum or 0.0)
+              + (tr.before_work_tx_sum or 0.0))
         if tr.cur_k != NO_BUCKET:
             i = tr.cur_k % nb
             tr.bucket_busy_ns[i] = tr.cur_busy_ns
             tr.bucket_cover_ns[i] = tr.cur_cover_ns
+            tr.bucket_rx_sum[i] = rx - tr.cur_rx_from
+            tr.bucket_tx_sum[i] = tx - tr.cur_tx_from
         j = k % nb
         tr.bucket_ids[j] = k
         tr.bucket_busy_ns[j] = 0
         tr.bucket_cover_ns[j] = 0
+        tr.bucket_rx_sum[j] = tr.bucket_tx_sum[j] = 0.0
         tr.cur_k = k
         tr.cur_busy_ns = tr.cur_cover_ns = 0
+        tr.cur_rx_from = rx
+        tr.cur_tx_from = tx
+
+    def _window_bytes(self, tr: Track, t: int) -> tuple[float | None, float | None]:
+        """PCIe bytes per direction in the window's seconds as of `t`, as time-weighted rate
+        sums (bytes/s x ns): the lists' seconds (`_window_busy`'s), and what the run's sums
+        grew by in the one being counted. None: no reading in that direction since the run
+        began (a window whose seconds read none after earlier ones did counts 0). Called by
+        `window_now` (about once a second), never per sample."""
+        k = t // _NS
+        nb = self._n_buckets
+        ids = tr.bucket_ids
+        rx_now, tx_now = tr.byte_sums()
+        rx = tx = 0.0
+        if k - tr.cur_k < nb:
+            rx, tx = (rx_now or 0.0) - tr.cur_rx_from, (tx_now or 0.0) - tr.cur_tx_from
+        for i in range(nb):
+            if k - ids[i] < nb:  # (the second being counted holds 0 there)
+                rx += tr.bucket_rx_sum[i]
+                tx += tr.bucket_tx_sum[i]
+        return None if rx_now is None else rx, None if tx_now is None else tx
 
     def _window_edge_idle(self, tr: Track, sample_end_ns: int, idle_ns: int) -> None:
         """A gap edge placed inside a busy sample (the one ending at `sample_end_ns`) says that

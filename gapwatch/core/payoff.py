@@ -29,6 +29,10 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gapwatch.core.models import GpuSample
 
 PAYOFF_METHOD = (
     "Work is taken as fixed: closing the gaps of a kind removes their idle time from the working "
@@ -59,7 +63,7 @@ class IfClosed:
     gaps: int | None = None
     #: The shortest the span can be, the time its link needs for the bytes it carried
     #: (`link_floor_s`; of several GPUs, their sum); None: no PCIe reading in the span, or
-    #: the caller has no bytes (the live window's).
+    #: the caller gives none.
     link_floor_s: float | None = None
     #: The floor, not the gaps, set the figure: closing them would leave less than the link
     #: needs. Said with the figure (`gain_words`'s `link_floor_s`).
@@ -89,6 +93,32 @@ def link_floor_s(rx_bytes: float | None, tx_bytes: float | None,
         return None
     read = [b for b in (rx_bytes, tx_bytes) if b is not None and math.isfinite(b) and b >= 0]
     return max(read) / link_bytes_per_s if read else None
+
+
+def samples_link_floor_s(samples: Iterable[GpuSample],
+                         link_bytes_per_s: float | None) -> float | None:
+    """The link's floor (`link_floor_s`) under the span of one GPU's samples, first to last in
+    time order: each later sample's PCIe bytes, its rate x the time it covers (its reading's
+    interval, never more than the time since the sample before it; the first one's lies before
+    the span). None: no rate reading among them, or no link (None: not known).
+
+    Who calls it: the payoffs worked out over the samples in memory, not the detector's
+    (summary.md's, `gapwatch.sinks.snapshot`; the gap detail's, `gapwatch.ui.gap_detail`)."""
+    rx: float | None = None
+    tx: float | None = None
+    prev: int | None = None
+    for s in samples:
+        if prev is not None and s.t_mono_ns > prev:
+            cover = s.t_mono_ns - prev
+            if s.interval_ns is not None and 0 < s.interval_ns < cover:
+                cover = s.interval_ns
+            r, x = s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s
+            if r is not None and r >= 0:  # None, NaN or negative: no reading
+                rx = (rx or 0.0) + r * cover / 1e9
+            if x is not None and x >= 0:
+                tx = (tx or 0.0) + x * cover / 1e9
+        prev = s.t_mono_ns
+    return None if link_bytes_per_s is None else link_floor_s(rx, tx, link_bytes_per_s)
 
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float,

@@ -44,6 +44,8 @@ class Track:
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
+        "bucket_rx_sum", "bucket_tx_sum", "cur_rx_from", "cur_tx_from",
+        "before_work_rx_sum", "before_work_tx_sum",
         "window_gaps", "window_starved", "stretch_after_hole",
         "pageable_ends",
         "state", "recheck_ns",
@@ -122,6 +124,15 @@ class Track:
         self.cur_k = NO_BUCKET
         self.cur_busy_ns = 0
         self.cur_cover_ns = 0
+        #: Each second's PCIe bytes per direction in the window, as time-weighted rate sums
+        #: (bytes/s x covered ns), for the link's floor under the verdict's payoff
+        #: (`WindowNow.link_floor_s`). Not summed per sample: a second's is what the run's
+        #: running sums (`byte_sums`, None taken as 0 here) grew by in it, taken when the next
+        #: one starts; `cur_*_from` are those sums as the second being counted began.
+        self.bucket_rx_sum = [0.0] * n_buckets
+        self.bucket_tx_sum = [0.0] * n_buckets
+        self.cur_rx_from = 0.0
+        self.cur_tx_from = 0.0
         self.window_gaps: deque[WindowGap] = deque()
         self.window_starved = 0
         #: The idle stretch going on now began after a hole (its busy may be long gone).
@@ -150,6 +161,10 @@ class Track:
         self.span_tx_sum: float | None = None
         self.since_busy_rx_sum: float | None = None
         self.since_busy_tx_sum: float | None = None
+        # And the idle samples' before the run's first busy one, in no working span but in
+        # the window's seconds (a transfer-bound run copies before it computes).
+        self.before_work_rx_sum: float | None = None
+        self.before_work_tx_sum: float | None = None
         self.first_busy_s: float | None = None
         self.last_busy_s: float | None = None
         self.last_wall = 0.0
@@ -168,6 +183,20 @@ class Track:
         #: Gaps cut by a hole in the data, oldest first, waiting for this GPU's next busy
         #: sample (`GapDetector._hold`): published closed then, retracted if it never comes.
         self.held: list[HeldGap] = []
+
+    def byte_sums(self) -> tuple[float | None, float | None]:
+        """The run's PCIe bytes so far per direction, as time-weighted rate sums (bytes/s x
+        ns): the working span's, the idle samples' since its last busy one and those before
+        its first (each sample's once); None: no reading yet in that direction. Called by
+        `GapDetector.window_now` (about once a second), never per sample: the once-a-second
+        roll of the window's seconds (`GapDetector._next_bucket`) sums the same inline."""
+        rx = (None if self.span_rx_sum is None and self.since_busy_rx_sum is None
+              and self.before_work_rx_sum is None else (self.span_rx_sum or 0.0)
+              + (self.since_busy_rx_sum or 0.0) + (self.before_work_rx_sum or 0.0))
+        tx = (None if self.span_tx_sum is None and self.since_busy_tx_sum is None
+              and self.before_work_tx_sum is None else (self.span_tx_sum or 0.0)
+              + (self.since_busy_tx_sum or 0.0) + (self.before_work_tx_sum or 0.0))
+        return rx, tx
 
 
 class IdlePiece(NamedTuple):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from gapwatch.core import fmt
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import StateChange
+from gapwatch.core.payoff import link_floor_s
 
 STARVED = "pcie_starved"
 
@@ -50,6 +51,22 @@ class WindowNow:
     #: entered 21 s into a session the window held 21 s, and the payoff worked out over 30 s
     #: understated it.
     data_s: float | None = None
+    #: Bytes PCIe carried each way in the window's seconds (host-to-device: RX; each sample's
+    #: rate x the time it covers, where the rate is a reading), and the link's bytes per
+    #: second each way: the floor under the verdict's payoff (`link_floor_s`). None: no
+    #: reading in the window, or no link said.
+    pcie_rx_bytes: float | None = None
+    pcie_tx_bytes: float | None = None
+    link_bytes_per_s: float | None = None
+
+    @property
+    def link_floor_s(self) -> float | None:
+        """The shortest the window's span could be, the time the link needs for its bytes
+        (`core.payoff.link_floor_s`): the floor under the verdict's payoff (`cuzk.why_now`).
+        None: no PCIe reading in it, or no link."""
+        if self.link_bytes_per_s is None:
+            return None
+        return link_floor_s(self.pcie_rx_bytes, self.pcie_tx_bytes, self.link_bytes_per_s)
 
     @property
     def start_wall_s(self) -> float:

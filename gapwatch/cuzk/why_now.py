@@ -13,7 +13,10 @@ there is the cause, its first setting the one to change, and the payoff is closi
 over the window (`gapwatch.core.payoff.if_closed`: the throughput gain, work taken as fixed),
 the window as far as it holds data (`WindowNow.data_s`: 21 s at a BREAKDOWN entered 21 s into
 a session), said with that span and the gaps it rests on (`WhyNow.payoff_words`, the rule of
-`core.payoff.gain_words`): entered on 2 gaps, the figure is small and says so.
+`core.payoff.gain_words`): entered on 2 gaps, the figure is small and says so. Copies are
+work too: the window never shrinks below the time its link needs for the PCIe bytes it
+carried (`WindowNow.link_floor_s`), and a figure that floor set says so (`(the link's limit:
+its bytes need 24 s)`): a transfer-bound window said ~6.1x where its link allows ~1.3x.
 Every value is one of a fixed set (stall names, cuzk's setting names), so it is safe as a
 Prometheus label; a stall no setting closes has setting "none". The gaps' advice alone, without
 the PoSt lines every "What to change" says first (`gapwatch.cuzk.advice.with_proofs`): the
@@ -56,6 +59,10 @@ class WhyNow:
     #: data_s`; None: not said) and the cause's gaps in them.
     payoff_span_s: float | None = None
     payoff_gaps: int | None = None
+    #: The link's floor where it set the payoff (`IfClosed.link_limit_s`: the seconds the
+    #: window's PCIe bytes need at the link's speed, more than closing the gaps would leave);
+    #: None: the gaps set it (or no PCIe reading, no floor).
+    payoff_link_limit_s: float | None = None
 
     def payoff_words(self, said_span_s: float | None = None, said_gaps: int | None = None,
                      gaps: bool = True) -> str:
@@ -79,9 +86,11 @@ class WhyNow:
             # The line says this span already: the figure, and its count where it differs.
             n = self.payoff_gaps
             same = n is None or n == said_gaps or not gaps
-            return f"payoff {gain_words(self.payoff_gain, None, None if same else n)}"
+            return ("payoff " + gain_words(self.payoff_gain, None, None if same else n,
+                                           self.payoff_link_limit_s))
         over = None if span is None else f"the last {span}"
-        return f"payoff {gain_words(self.payoff_gain, over, self.payoff_gaps)}"
+        return ("payoff " + gain_words(self.payoff_gain, over, self.payoff_gaps,
+                                       self.payoff_link_limit_s))
 
     def change_words(self) -> str:
         """`set [scheduler] max_batch_size = 1`, `raise [memory] safety_margin (or lower
@@ -135,6 +144,7 @@ def why_now(snap: StoreSnapshot, gpu: int) -> WhyNow:
         (a.idle_s, a.gaps, a.stall, a.setting, a.change, a.step) for a in report.advice[:1]]
     by_idle += [(n.idle_s, n.gaps, n.stall, NO_CAUSE, "", None) for n in report.no_setting[:1]]
     idle_s, n_gaps, stall, setting, change, step = max(by_idle, key=lambda t: t[0])
-    gain = if_closed(None, span_s, idle_s).throughput_gain
-    return WhyNow(gpu, state, stall, STALL_WORDS.get(stall, stall), setting, change, gain,
-                  idle_s, step, span_s, n_gaps)
+    window = snap.windows.get(gpu)
+    pay = if_closed(None, span_s, idle_s, floor_s=None if window is None else window.link_floor_s)
+    return WhyNow(gpu, state, stall, STALL_WORDS.get(stall, stall), setting, change,
+                  pay.throughput_gain, idle_s, step, span_s, n_gaps, pay.link_limit_s)

@@ -47,7 +47,7 @@ from gapwatch.core.models import (
     Record,
     SessionHeader,
 )
-from gapwatch.core.payoff import IfClosed, if_closed
+from gapwatch.core.payoff import IfClosed, if_closed, samples_link_floor_s
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, open_gap_words, session_advice
@@ -214,8 +214,10 @@ def render_summary(
     out += ["", "## Hints", "", "One line per distinct cause (gaps of the same kind that idled for "
             "the same reason), with the latest such gap's hint in full.", ""]
     out += hint_lines(gaps, config.detector.evidence_before_s) or ["- none"]
+    links = {i.index: config.detector.link_or_default(i.link_bytes_per_s) for i in snap.gpus}
     out += _advice_section(snap, gaps, records,
-                           _events_since(snap, history_since(snap, config.snapshot.history_s)))
+                           _events_since(snap, history_since(snap, config.snapshot.history_s)),
+                           links)
     out += _warnings_section(records)
     out += _host_section(hosts)
     if status_lines:
@@ -237,10 +239,11 @@ def _events_since(snap: StoreSnapshot, since: float | None) -> list[ProverEvent]
 
 
 def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Record],
-                    events: Sequence[ProverEvent]) -> list[str]:
+                    events: Sequence[ProverEvent], links: dict[int, float]) -> list[str]:
     """What to change (`gapwatch.cuzk.advice`), with the payoff over the span recorded here:
     the snapshot's GPU time, first to last sample of each GPU (busy time is not summed here,
-    so only the throughput gain is given).
+    so only the throughput gain is given), never below what the span's PCIe bytes need at
+    each GPU's link (`links`, bytes/s by GPU; the GPUs' floors summed, as the report's).
 
     Over every gap of the span the snapshot holds, the ones still open included: a snapshot is
     taken while gaps happen (by hand, or the moment a GPU enters BREAKDOWN, often on the gap
@@ -248,16 +251,19 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     open gap is as the detector last published it (its idle time so far, its kind and cause
     of that moment), each named first as still open; retracted gaps are never in `gaps`. The
     PoSt troubles first, of the span's prover events (`events`) as the gaps are of its span."""
-    first: dict[int, float] = {}
-    last: dict[int, float] = {}
+    by_gpu: dict[int, list[GpuSample]] = {}
     for r in records:
         if isinstance(r, GpuSample):
-            first.setdefault(r.gpu, r.t_wall_s)
-            last[r.gpu] = r.t_wall_s
-    span = sum(last[g] - first[g] for g in last)
+            by_gpu.setdefault(r.gpu, []).append(r)
+    span = sum(s[-1].t_wall_s - s[0].t_wall_s for s in by_gpu.values())
+    # Copies are work too: each GPU's span never below what its bytes need at its link (a
+    # GPU whose link is not known here, or with no PCIe reading, adds no floor).
+    floors = [f for f in (samples_link_floor_s(s, links[g]) if g in links else None
+                          for g, s in by_gpu.items()) if f is not None]
+    floor = sum(floors) if floors else None
 
     def payoff(these: Sequence[Gap]) -> IfClosed:
-        return if_closed(None, span, sum(g.duration_s for g in these))
+        return if_closed(None, span, sum(g.duration_s for g in these), floor_s=floor)
 
     # The PoSt that failed or were late, of the span's events (as its gaps are), first.
     report = session_advice(snap, gaps, payoff, events)

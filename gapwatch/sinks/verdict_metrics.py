@@ -23,6 +23,10 @@ Families:
   what the payoff rests on, the cause's gaps and the seconds of data it is over (both absent
   with the ratio): the alert's `why` says the figure with them, as the headline and
   `--on-event` do (`WhyNow.payoff_words`).
+- `gapwatch_gpu_verdict_payoff_link_limit_seconds{gpu}`: where the link's floor, not the
+  gaps, set the ratio (`WhyNow.payoff_link_limit_s`), the seconds the window's PCIe bytes
+  need at the link's speed (absent otherwise): the alert's `why` says `(the link's limit: its
+  bytes need 24 s)` with it, as the headline does.
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
     span = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_span_seconds", "Seconds of data the "
                              "payoff ratio is over (the detector's window, as far as it holds "
                              "data).", labels=["gpu"])
+    limit = GaugeMetricFamily("gapwatch_gpu_verdict_payoff_link_limit_seconds", "Where the "
+                              "link, not the gaps, set the payoff ratio: the seconds the "
+                              "window's PCIe bytes need at the link's speed.", labels=["gpu"])
     for g in snap.gpus:
         why = why_now(snap, g.index)
         label = [str(g.index)]
@@ -66,5 +73,7 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
                 gaps.add_metric(label, why.payoff_gaps)
             if why.payoff_span_s is not None:
                 span.add_metric(label, why.payoff_span_s)
+            if why.payoff_link_limit_s is not None:
+                limit.add_metric(label, why.payoff_link_limit_s)
         idle.add_metric(label, why.idle_s)
-    yield from (info, payoff, idle, gaps, span)
+    yield from (info, payoff, idle, gaps, span, limit)

@@ -28,7 +28,7 @@ from gapwatch.core import fmt
 from gapwatch.core.evidence_types import CopiesEvidence, known
 from gapwatch.core.hints import before_words
 from gapwatch.core.models import Gap, GpuSample, LogEvent
-from gapwatch.core.payoff import IfClosed, if_closed
+from gapwatch.core.payoff import IfClosed, if_closed, samples_link_floor_s
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.prover import view_of
@@ -81,12 +81,17 @@ def evidence_lines(gap: Gap, lacks: Sequence[str]) -> list[str]:
 
 def advice_section(gap: Gap, snap: StoreSnapshot) -> list[str]:
     """What to change for this gap, with the payoff of closing it over the GPU's span in
-    memory (the dashboard's history). An open gap gets its advice too, on its idle time so far
-    (`cuzk.advice` says it is still open): it is the one an operator opens while it happens."""
-    span = _span_s(snap.gpu_samples.get(gap.gpu, ()))
+    memory (the dashboard's history), never below what that span's PCIe bytes need at the
+    gap's link (`core.payoff.samples_link_floor_s`). An open gap gets its advice too, on its
+    idle time so far (`cuzk.advice` says it is still open): it is the one an operator opens
+    while it happens."""
+    samples = snap.gpu_samples.get(gap.gpu, ())
+    span = _span_s(samples)
+    # Copies are work too: never below what the span's bytes need at the gap's link.
+    floor = samples_link_floor_s(samples, gap.link_bytes_per_s)
 
     def payoff(these: Sequence[Gap]) -> IfClosed:
-        return if_closed(None, span, sum(g.duration_s for g in these))
+        return if_closed(None, span, sum(g.duration_s for g in these), floor_s=floor)
 
     return ["", f"what to change (payoff over the last {span:.0f} s of this GPU)",
             *advice_lines(advise([gap], view_of(snap.pipeline), payoff))]

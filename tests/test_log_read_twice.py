@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from shared_files import made_once
 
@@ -245,6 +246,34 @@ def test_the_same_line_is_its_text_and_event_and_its_time_never_its_stream() -> 
     assert once.paired(file[3]) and not once.paired(file[4])
     [note] = once.notes()
     assert note.startswith("4 events of cuzk.log were already in the recording")
+
+
+def test_a_recorded_lines_reading_is_told_once_the_callers_file_copy_is_fed() -> None:
+    """The file's copy is fed in the recorded copy's place, and only the recorded copy says
+    when the live reader read the line (`t_arrival_mono_ns`): that reading is told (the end's
+    reader's clock runs from it), never before the caller fed the file's copy. The merge holds
+    the last line given until the recording's data reaches its time, and a line read ahead is
+    not given yet: told when the caller takes the next. A recorded copy with no reading tells
+    nothing."""
+    from gapwatch.logs.once import LinesOnce, itself
+
+    file = [_ev(1000.0 + i, f"line {i}") for i in range(4)]
+    once = LinesOnce(file, itself)
+    told: list[tuple[str, float, int]] = []
+    once.tell_lines_read(lambda stream, t, read_ns: told.append((stream, t, read_ns)))
+    given = iter(once)
+    assert [next(given), next(given)] == file[:2]  # line 0 fed, line 1 held by the caller
+    rec = "/var/log/cuzk/cuzk.log"
+    assert once.recorded(msgspec.structs.replace(file[0], stream=rec, t_arrival_mono_ns=5))
+    assert told == [("cuzk.log", 1000.0, 5)]  # fed already: told at once
+    assert once.recorded(msgspec.structs.replace(file[1], t_arrival_mono_ns=6))  # held
+    assert once.recorded(msgspec.structs.replace(file[3], t_arrival_mono_ns=8))  # read ahead
+    assert once.recorded(file[2])  # no reading recorded
+    assert told == [("cuzk.log", 1000.0, 5)]
+    assert next(given) is file[2]
+    assert told[1:] == [("cuzk.log", 1001.0, 6)]  # line 1 fed: the caller took the next
+    assert list(given) == file[3:]
+    assert told[2:] == [("cuzk.log", 1003.0, 8)]  # line 3 fed: the caller took them all
 
 
 def test_what_is_held_to_match_the_recording_stays_bounded() -> None:

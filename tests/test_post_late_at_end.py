@@ -2,10 +2,11 @@
 reader's clock (`gapwatch.logs.follow.read_by_at_end`: the recording's last host sample, less
 one idle pass of the tailer), not by its last line's time. A WinningPoSt whose lines stopped
 mid-proof, said LATE live, was `ok (running)` at its last line in `report` and `replay`; it is
-late in both now, at the recording's end. Never late where live could not have said it: a
-recording that ends right after its last line, one that ends before the reader's next pass
-could read an end written on time, or a `--log` file read whole whose end line the recording
-never saw.
+late in both now, at the recording's end, and so it stays when they are given the log the
+recording followed (`--log cuzk.log`: each line fed once, as the file has it). Never late where
+live could not have said it: a recording that ends right after its last line, one that ends
+before the reader's next pass could read an end written on time, or a `--log` file read whole
+whose end line the recording never saw.
 
 Each recording is made in-process through the real follower, session and recorder on a fake
 clock (the tailer's passes called by hand, a host sample at each), then read back by the real
@@ -21,7 +22,7 @@ from live_log_lines import stamp, winningpost_begun
 from gapwatch.base.clock import FakeClock
 from gapwatch.cli import main
 from gapwatch.config import Config, LogsConfig
-from gapwatch.core.models import GpuInfo, HostSample, ProverEvent, SessionHeader
+from gapwatch.core.models import GpuInfo, GpuSample, HostSample, ProverEvent, SessionHeader
 from gapwatch.cuzk.post import Deadlines
 from gapwatch.cuzk.watch import CuzkWatch
 from gapwatch.engine.session import Session
@@ -65,12 +66,22 @@ def _host_sample(clock: FakeClock) -> HostSample:
                       psi_mem_full_share=None, major_faults_per_s=None)
 
 
+def _gpu_sample(clock: FakeClock) -> GpuSample:
+    """GPU 0's sample at the clock's time."""
+    return GpuSample(gpu=0, t_mono_ns=clock.monotonic_ns(), t_wall_s=clock.wall_s(),
+                     interval_ns=100_000_000, sm_active_pct=90.0, gpu_util_pct=90.0,
+                     pcie_rx_bytes_per_s=None, pcie_tx_bytes_per_s=None)
+
+
 class _Recorded:
     """`record --log FILE` on a fake clock: the real follower, session and recorder; a host
     sample at each pass of the tailer (called by hand), as the sampler writes one a period."""
 
-    def __init__(self, tmp_path: Path, beside: Path | None = None) -> None:
-        """`beside`: another daemon's log followed too (the same follower)."""
+    def __init__(self, tmp_path: Path, beside: Path | None = None,
+                 gpu_samples: bool = False) -> None:
+        """`beside`: another daemon's log followed too (the same follower). `gpu_samples`: GPU
+        0's sample too at each pass, before the host's."""
+        self.gpu_samples = gpu_samples
         self.log = tmp_path / "cuzk.log"
         self.log.write_text("")
         logs = [self.log, *([beside] if beside is not None else [])]
@@ -86,6 +97,8 @@ class _Recorded:
     def at(self, dt_s: float) -> None:
         """The clock moved on to T0 + `dt_s`: a host sample, then a pass of the tailer."""
         self.clock.advance_ns(round((T0_S + dt_s - self.clock.wall_s()) * 1e9))
+        if self.gpu_samples:
+            self.session.on_record(_gpu_sample(self.clock))
         self.session.on_record(_host_sample(self.clock))
         self.follower.tailer.poll_once()
 
@@ -111,17 +124,19 @@ def _reported(path: Path, logs: list[str] | None = None) -> ProverEvent:
     return _last_word(list(build_report(path, Config(), logs, workers=1).prover_events))
 
 
-def _replayed(path: Path, capsys: pytest.CaptureFixture[str]) -> list[str]:
-    """What `replay --headless` says of the PoSt (its stderr lines naming it)."""
+def _replayed(path: Path, capsys: pytest.CaptureFixture[str],
+              logs: list[str] | None = None) -> list[str]:
+    """What `replay --headless` (given `logs`) says of the PoSt (its stderr lines naming it)."""
     capsys.readouterr()
-    main(["replay", str(path), "--headless", "--speed", "0"])
+    main(["replay", str(path), "--headless", "--speed", "0",
+          *(x for log in logs or [] for x in ("--log", log))])
     return [x for x in capsys.readouterr().err.splitlines() if JOB in x]
 
 
-def _stopped_mid_proof(tmp_path: Path, end_s: float) -> Path:
+def _stopped_mid_proof(tmp_path: Path, end_s: float, gpu_samples: bool = False) -> Path:
     """A WinningPoSt whose lines stop on its GPU (cuzk hung, or dead), recorded to T0 +
-    `end_s`, a pass and a host sample every second."""
-    rec = _Recorded(tmp_path)
+    `end_s`, a pass and a host sample (and GPU 0's, `gpu_samples`) every second."""
+    rec = _Recorded(tmp_path, gpu_samples=gpu_samples)
     _write(rec.log, winningpost_begun(T0_S, JOB))
     rec.at(1.5)  # read as written; then nothing more is written
     t = 2.0
@@ -146,6 +161,34 @@ def test_the_report_of_a_winningpost_said_late_live_says_it_late_at_the_recordin
     assert word.proof.total_s == pytest.approx(60.0 - IDLE_PASS_S - BEGIN_S, abs=1e-3)
     [replayed] = _replayed(path, capsys)
     assert "still running: 58.0 s of its 30 s deadline" in replayed and "LATE" in replayed
+
+
+@pytest.mark.parametrize("gpu_samples", [False, True],
+                         ids=["file_copy_fed_after_the_recorded", "file_copy_fed_first"])
+def test_a_winningpost_said_late_live_is_late_too_given_the_log_the_recording_followed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu_samples: bool) -> None:
+    """`report REC --log cuzk.log` and `replay --log`, given the very file `record --log`
+    followed: each line is fed once, the file's copy in place of the recording's, and the
+    file's copy has no arrival (read whole, later), so the end had no reader's clock to move
+    the PoSt's "now" by: `ok (running)`, 0.5 s at its last line, where the recording alone
+    said it late (a lost block gone from the report because its log was given). The recorded
+    copy left out still says when its line was read live: late, 58 s of its 30, with the log
+    or without. Without GPU samples the file's lines are fed at the end, after the recording
+    claimed them; with a GPU sample at each pass, at the first sample past their time, before
+    their recorded copies come."""
+    path = _stopped_mid_proof(tmp_path, end_s=60.0, gpu_samples=gpu_samples)
+    log = str(tmp_path / "cuzk.log")
+    assert _said_late_live(path)
+    report = build_report(path, Config(), [log], workers=1)
+    assert report.counters["log_already_recorded"] == len(winningpost_begun(T0_S, JOB))
+    alone, again = _reported(path), _last_word(list(report.prover_events))
+    for word in (alone, again):
+        assert word.proof is not None
+        assert (word.proof.verdict, word.proof.done) == ("late", False), word.message
+        assert word.proof.total_s == pytest.approx(60.0 - IDLE_PASS_S - BEGIN_S, abs=1e-3)
+    for logs in ([], [log]):
+        [replayed] = _replayed(path, capsys, logs)
+        assert "still running: 58.0 s of its 30 s deadline" in replayed and "LATE" in replayed
 
 
 def test_a_recording_that_ends_right_after_the_last_line_says_the_proof_running_on_time(

@@ -73,6 +73,15 @@ class ProverWatch(Protocol):
         then was read, and never in a replay or a report."""
         ...
 
+    def line_read(self, stream: str, t_wall_s: float, read_mono_ns: int) -> None:
+        """A log line fed before (of `stream`, at `t_wall_s`) without the time the live reader
+        read it was read at `read_mono_ns`, on `at`'s clock: a report or a replay given the log
+        its recording followed feeds the file's copy of a line, and the recording's copy, left
+        out, says when it was read (`gapwatch.logs.once.LinesOnce.tell_lines_read`). What
+        `finish`'s `read_by_mono_ns` moves the data's time on from, as it would from the
+        recorded copy's arrival. Says nothing itself."""
+        ...
+
     def waits(self) -> bool:
         """Whether `at` may say anything now or later (a panic's half waiting for its other, a
         proof in flight whose deadline the clock may pass): the reader's clock, ticking after

@@ -628,17 +628,31 @@ class PostTracker:
         mono_s = (ev.t_arrival_mono_ns / 1e9
                   if self.arrival_timed and ev.t_arrival_mono_ns is not None else None)
         if mono_s is not None:
-            if self._mono_now_s is not None and mono_s < self._mono_now_s - OFFSETS_BACK_S:
-                self._mono_run += 1  # another boot's clock (stdout's and stderr's lines
-                self._mono_now_s = None  # come a little out of arrival order: not this)
-            if self._mono_now_s is None or mono_s > self._mono_now_s:
-                self._mono_now_s = mono_s
+            self._read_at(mono_s)
         if ev.kind == "timeline":
             self._engine_clock_of(ev, mono_s)
         out = self._feed(ev)
         if self._said:  # PoSt given up to make room for this one: said before it
             out, self._said = self._said + out, []
         return out
+
+    def _read_at(self, mono_s: float) -> None:
+        """A line arrived at `mono_s` (gapwatch's monotonic clock, s): the latest arrival, on
+        the clock of this boot."""
+        if self._mono_now_s is not None and mono_s < self._mono_now_s - OFFSETS_BACK_S:
+            self._mono_run += 1  # another boot's clock (stdout's and stderr's lines
+            self._mono_now_s = None  # come a little out of arrival order: not this)
+        if self._mono_now_s is None or mono_s > self._mono_now_s:
+            self._mono_now_s = mono_s
+
+    def line_read(self, mono_s: float) -> None:
+        """A line fed before without its arrival was read live at `mono_s` (a `--log` file's
+        copy of a recorded line: `gapwatch.cuzk.watch._DaemonWatch.line_read`): an arrival, as
+        `feed` takes one. Not a lead for its engine clock: a `--log` file's TIMELINE line is
+        placed by its anchor, never timed by its offsets (one without is dropped:
+        `gapwatch.logs.files`)."""
+        if self.arrival_timed:
+            self._read_at(mono_s)
 
     def heard_at(self, mono_s: float) -> None:
         """Followed live, every line written before the reader's monotonic clock read `mono_s`

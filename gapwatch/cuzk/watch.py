@@ -158,6 +158,15 @@ class CuzkWatch:
                for e in router.named(i, d.incidents.heard_by(t_mono_ns, panic_read_s))]
         return out + [e for i, d in enumerate(each) for e in router.named(i, d.at(t_mono_ns))]
 
+    def line_read(self, stream: str, t_wall_s: float, read_mono_ns: int) -> None:
+        """A log line fed before (of `stream`, at `t_wall_s`) without the time the live reader
+        read it was read at `read_mono_ns` (`ProverWatch.line_read`): told to its daemon's
+        watcher (`_DaemonWatch.line_read`)."""
+        each = self.daemons.each
+        d = self.daemons.router.of_stream(stream)
+        if d < len(each):
+            each[d].line_read(t_wall_s, read_mono_ns)
+
     def waits(self) -> bool:
         """Whether a daemon's panic half waits for its other, or a PoSt of it is in flight or
         waits for its completion line (`ProverWatch.waits`)."""
@@ -286,6 +295,20 @@ class _DaemonWatch:
         # Every pass, not every `CHECK_EVERY_S`: a pass is one call (a record may be one of
         # thousands a second), and the late PoSt is said at the first past its deadline.
         return self._moved_to(now_s + (t_mono_ns - read_ns) / 1e9, every=True)
+
+    def line_read(self, t_s: float, read_mono_ns: int) -> None:
+        """A line of this daemon fed before (at `t_s`) without its arrival was read live at
+        `read_mono_ns` (a `--log` file's copy fed in place of the recording's, which says when
+        it was read: `gapwatch.logs.once.LinesOnce.tell_lines_read`): where that line moved the
+        data's "now" (its time is "now", and no reading of it is known), that reading is the
+        one `at` moves "now" on from, as it was of the recorded copy; and it is an arrival to
+        the PoSt's engine clocks (`PostTracker.line_read`). So the end of a recording reported
+        with the log it followed says a PoSt whose lines stopped mid-proof late, as the
+        recording alone says it. A line fed since that moved "now" later has its own (or
+        none): nothing changes then."""
+        if t_s == self._now_s and self._now_read_mono_ns is None:
+            self._now_read_mono_ns = read_mono_ns
+        self.post.line_read(read_mono_ns / 1e9)
 
     def _moved_to(self, t: float, incidents: bool = True,
                   every: bool = False) -> list[ProverEvent]:

@@ -318,6 +318,9 @@ class ReplayDriver(Background):
         logs = None
         if self.logs is not None:
             logs = self.logs.events()
+            # A line the recording holds too is fed as the file has it; when the recording's
+            # copy was read live, the watcher is told (the end's reader's clock runs from it).
+            logs.tell_lines_read(self.session.on_line_read)
             # At each play: a seek back empties the store, its counters and notices with it.
             for key, n in self.logs.counters.items():
                 if n:

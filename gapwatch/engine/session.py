@@ -335,6 +335,21 @@ class Session:
             for ev in events:
                 self._prover_event(ev)
 
+    def on_line_read(self, stream: str, t_wall_s: float, read_mono_ns: int) -> None:
+        """(A replay with `--log`) A log line fed from a `--log` file, without the time the live
+        reader read it, was read at `read_mono_ns`: the recording's copy of it, left out, says
+        so (`gapwatch.logs.once.LinesOnce.tell_lines_read`). Told to the watcher
+        (`ProverWatch.line_read`), whose end (`finish`'s `read_by_mono_ns`) moves its data's
+        time on from there, as from the recording's own copy."""
+        with self._lock:
+            if self._closed or self.watch is None:
+                return
+            try:
+                self.watch.line_read(stream, t_wall_s, read_mono_ns)
+            except Exception as exc:  # noqa: BLE001 - said and counted; the feeder goes on
+                self._failed("the prover watch", Notice(*self._last_times, "info",
+                                                        "a log line's reading"), exc)
+
     def _derived(self, events: list[Gap | StateChange]) -> None:
         for ev in events:
             if isinstance(ev, Gap):

@@ -65,6 +65,7 @@ lines, read by each worker of a split report) paid ~1.4 us a line for an index n
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -108,10 +109,16 @@ def line_key(ev: LogEvent) -> int:
     return hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition, own))
 
 
-#: A file line held for matching: its time, `line_key` and stream (the `--log` path). A plain
-#: tuple, each one itself (two copies of a line are two): every file line makes one, and a
-#: dataclass cost seven times as much to make (~0.35 us a line, a day's log ~6 M of them).
-_Held = tuple[float, int, str]
+#: A file line held for matching: its time, `line_key`, stream (the `--log` path) and number
+#: (its place among the items read, from 0: whether the caller has fed it yet). A plain tuple,
+#: each one itself (two copies of a line are two): every file line makes one, and a dataclass
+#: cost seven times as much to make (~0.35 us a line, a day's log ~6 M of them).
+_Held = tuple[float, int, str, int]
+
+#: Told of each file line fed whose recorded copy carried the time the live reader read it
+#: (`LogEvent.t_arrival_mono_ns`): the file copy's stream and time, and that reading (see
+#: `LinesOnce.tell_lines_read`).
+LineRead = Callable[[str, float, int], None]
 
 
 class LinesOnce(Generic[T]):
@@ -157,26 +164,58 @@ class LinesOnce(Generic[T]):
         #: `record --log` paired them as the lines came, where the files read whole may not
         #: (a stderr given apart from its stdout: `LogSpan.notes` says which stand in).
         self.locks_kept = 0
+        #: Items read from the source (each numbered by its place: `_Held`), and whether the
+        #: caller has taken them all (then it has fed them all).
+        self._n_read = 0
+        self._ended = False
+        #: Who is told of the lines read live (`tell_lines_read`; None: nobody, nothing kept),
+        #: and those to tell once the caller has fed them: (number, stream, time, reading),
+        #: a heap by number.
+        self._line_read: LineRead | None = None
+        self._unfed: list[tuple[int, str, float, int]] = []
+
+    def tell_lines_read(self, to: LineRead) -> None:
+        """Tell `to` of each file line the caller fed whose recorded copy says when the live
+        reader read it (`LogEvent.t_arrival_mono_ns`): its stream, its time (the file's copy's),
+        that reading. The copy fed is the file's, which has no such time (it was read whole
+        later), and the recorded copy left out held the only word of it: the end of a recording
+        judges a PoSt in flight by the reader's clock from it (`CuzkWatch.finish`), and without
+        it a PoSt said LATE live was `ok (running)` once its log was given.
+
+        Told after the caller fed the line, never before: a file's copy is given where the
+        recording's data reaches its time, and its recorded copy comes at its arrival, mostly
+        after that (its file copy fed already: told at once), else after the file copy was read
+        ahead, or given and held by the caller until its place among the records (told when the
+        caller takes the next item, by which it has fed this one: the caller holds at most the
+        last item given, unfed: `detect_records`, `merge_by_time`)."""
+        self._line_read = to
 
     def __iter__(self) -> Iterator[T]:
         if not self._look:
             yield from self._source
             return
-        ahead, take, given = self._ahead, self._take, self._given
+        ahead, take, given, unfed = self._ahead, self._take, self._given, self._unfed
         while True:
             while ahead:
                 item = ahead.popleft()
                 self._ahead_chars -= len(self._event_of(item).raw)
                 given(item)
+                n = self._n_read - len(ahead) - 1  # its number: the items ahead are the last read
                 yield item
+                if unfed:  # taken again: `item` was fed
+                    self._fed(n)
             # The source read here, one item at a time, until `recorded` reads ahead of it.
             for item in self._source:
                 take(item, True)
+                n = self._n_read - 1
                 yield item
+                if unfed:
+                    self._fed(n)
                 if ahead:
                     break
             else:
-                self._done = True
+                self._done = self._ended = True
+                self._fed(self._n_read)
                 return
 
     def _read(self) -> bool:
@@ -209,6 +248,8 @@ class LinesOnce(Generic[T]):
         """Hold a file item's line for matching (as it is read: every one, the hot path);
         `given`: to the caller at once (not read ahead)."""
         ev = self._event_of(item)
+        n = self._n_read
+        self._n_read = n + 1
         t = ev.t_wall_s
         if t > self._latest_s:
             self._latest_s = t
@@ -219,7 +260,7 @@ class LinesOnce(Generic[T]):
             return  # timed when it was read: matched with nothing
         key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
                     t if source in own_times else None))  # `line_key`, inlined
-        held: _Held = (t, key, ev.stream)
+        held: _Held = (t, key, ev.stream, n)
         lines = self._held
         lines.append(held)
         if self._indexed:
@@ -256,7 +297,7 @@ class LinesOnce(Generic[T]):
             return
         while lines and (lines[0][0] < cut or len(lines) > MAX_HELD):
             held = lines.popleft()
-            t, key, _stream = held
+            t, key, _stream, _n = held
             copies = self._free.get(key)
             if copies is not None and _remove(copies, held):
                 if not copies:
@@ -309,7 +350,29 @@ class LinesOnce(Generic[T]):
             del self._free[key]
         self._claimed[(key, held[0])] = self._claimed.get((key, held[0]), 0) + 1
         self.found[held[2]] = self.found.get(held[2], 0) + 1
+        read_ns = ev.t_arrival_mono_ns
+        if read_ns is not None and self._line_read is not None:
+            self._read_live(held, read_ns)
         return True
+
+    def _read_live(self, held: _Held, read_ns: int) -> None:
+        """The file line `held` was read live at `read_ns` (its recorded copy's arrival): told
+        now if the caller has fed it (given, and not the last given, which it may still hold),
+        else once it has (`_fed`)."""
+        assert self._line_read is not None
+        t, _key, stream, n = held
+        if self._ended or n < self._n_read - len(self._ahead) - 1:
+            self._line_read(stream, t, read_ns)
+        else:
+            heapq.heappush(self._unfed, (n, stream, t, read_ns))
+
+    def _fed(self, n: int) -> None:
+        """The caller has fed every item up to number `n`: those of them read live told."""
+        unfed, tell = self._unfed, self._line_read
+        while unfed and unfed[0][0] <= n:
+            _n, stream, t, read_ns = heapq.heappop(unfed)
+            if tell is not None:
+                tell(stream, t, read_ns)
 
     def paired(self, ev: LogEvent) -> bool:
         """Whether the file's event `ev` (one of the items, still held) was found to be a

@@ -414,6 +414,10 @@ def detect_records(
     # A line both the recording and a `--log` file hold is fed once, as the file has it.
     once = LinesOnce(span.kept(_bounded(extra_logs)), itemgetter(0),
                      look=may_hold_log_lines(header), since_s=span.start_s)
+    if watch is not None:
+        # The recording's copy of a line fed as the file has it says when it was read live:
+        # the watcher's end (`finish`'s reader's clock) runs from there, as with it alone.
+        once.tell_lines_read(watch.line_read)
     extra = iter(once)
     recorded_too = once.recorded
     head = next(extra, None)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 
 from gapwatch.config import Config
 from gapwatch.core.models import LogEvent
-from gapwatch.logs.once import LinesOnce, itself
+from gapwatch.logs.once import LineRead, LinesOnce, itself
 from gapwatch.offline.log_span import LogSpan
 from gapwatch.sources.time_window import TimeWindow
 
@@ -86,6 +86,10 @@ class LogPass:
     def paired(self, ev: LogEvent) -> bool:
         """`LinesOnce.paired`."""
         return self._once.paired(ev)
+
+    def tell_lines_read(self, to: LineRead) -> None:
+        """`LinesOnce.tell_lines_read`."""
+        self._once.tell_lines_read(to)
 
     def after_end(self, ev: LogEvent, end_s: float | None) -> bool:
         """Whether an event left after the last sample (at `end_s`) is fed, as the report

@@ -14,6 +14,7 @@ clock (the tailer's passes called by hand, a host sample at each), then read bac
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -167,15 +168,15 @@ def test_the_report_of_a_winningpost_said_late_live_says_it_late_at_the_recordin
                          ids=["file_copy_fed_after_the_recorded", "file_copy_fed_first"])
 def test_a_winningpost_said_late_live_is_late_too_given_the_log_the_recording_followed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu_samples: bool) -> None:
-    """`report REC --log cuzk.log` and `replay --log`, given the very file `record --log`
-    followed: each line is fed once, the file's copy in place of the recording's, and the
-    file's copy has no arrival (read whole, later), so the end had no reader's clock to move
-    the PoSt's "now" by: `ok (running)`, 0.5 s at its last line, where the recording alone
-    said it late (a lost block gone from the report because its log was given). The recorded
-    copy left out still says when its line was read live: late, 58 s of its 30, with the log
-    or without. Without GPU samples the file's lines are fed at the end, after the recording
-    claimed them; with a GPU sample at each pass, at the first sample past their time, before
-    their recorded copies come."""
+    """`report REC --log cuzk.log`, `replay --log` and `export --log`, given the very file
+    `record --log` followed: each line is fed once, the file's copy in place of the
+    recording's, and the file's copy has no arrival (read whole, later), so the end had no
+    reader's clock to move the PoSt's "now" by: `ok (running)`, 0.5 s at its last line, where
+    the recording alone said it late (a lost block gone from the report because its log was
+    given). The recorded copy left out still says when its line was read live: late, 58 s of
+    its 30, with the log or without. Without GPU samples the file's lines are fed at the end,
+    after the recording claimed them; with a GPU sample at each pass, at the first sample past
+    their time, before their recorded copies come."""
     path = _stopped_mid_proof(tmp_path, end_s=60.0, gpu_samples=gpu_samples)
     log = str(tmp_path / "cuzk.log")
     assert _said_late_live(path)
@@ -189,6 +190,11 @@ def test_a_winningpost_said_late_live_is_late_too_given_the_log_the_recording_fo
     for logs in ([], [log]):
         [replayed] = _replayed(path, capsys, logs)
         assert "still running: 58.0 s of its 30 s deadline" in replayed and "LATE" in replayed
+        # `export`'s trace draws the report's words.
+        trace = tmp_path / f"trace{len(logs)}.json"
+        main(["export", str(path), "--out", str(trace), *(x for y in logs for x in ("--log", y))])
+        assert [e["args"]["message"] for e in json.loads(trace.read_text())["traceEvents"]
+                if e.get("name") == f"error: proof {JOB}"] == [replayed.split(": ", 2)[2]]
 
 
 def test_a_recording_that_ends_right_after_the_last_line_says_the_proof_running_on_time(

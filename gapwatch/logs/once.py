@@ -48,12 +48,22 @@ stand in for them (`gapwatch.offline.log_span.LogSpan.notes`). A file line given
 was read (`parse` times an untimed line so) is matched with nothing: its time says nothing of
 when it was written.
 
+One fact of the recording's copy is not the file's: when the live reader read the line
+(`LogEvent.t_arrival_mono_ns`; the file was read whole, later). The end of a recording judges a
+PoSt still in flight by that reader's clock, from when its latest line was read
+(`gapwatch.cuzk.watch.CuzkWatch.finish`): given the log it followed, a WinningPoSt said LATE live
+was `ok (running)` at its last line. The caller is told each such reading (`tell_lines_read`:
+the file copy's stream and time), once it has fed the file's copy: a copy is mostly fed before
+its recorded copy comes (at the first GPU sample past its time; the recorded copy where it
+arrived), so it cannot carry the reading itself.
+
 Memory: of the files' lines, a 64-bit key and a time for those within `HOLD_S` of the latest
 given to the caller (at most `MAX_HELD`), and the events read ahead of the caller, up to
 `SAME_LINE_S` past a recorded event's time (at most `MAX_AHEAD`, and `MAX_AHEAD_CHARS` of
-text); never a set of every line seen. Past them (a recorded copy written more than a few
-minutes after its line, a million lines a second, more than `MAX_COPIES` copies of one line not
-timed by its own text within the read-ahead's minute) a line may count twice.
+text), with the readings to tell of those and of the line the caller holds; never a set of
+every line seen. Past them (a recorded copy written more than a few minutes after its line, a
+million lines a second, more than `MAX_COPIES` copies of one line not timed by its own text
+within the read-ahead's minute) a line may count twice.
 
 Cost: most recordings hold no log event (made without `--log`). A recording of the GPUs whose
 header names no log followed cannot (`may_hold_log_lines`): nothing is held or looked for.
@@ -109,11 +119,10 @@ def line_key(ev: LogEvent) -> int:
     return hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition, own))
 
 
-#: A file line held for matching: its time, `line_key`, stream (the `--log` path) and number
-#: (its place among the items read, from 0: whether the caller has fed it yet). A plain tuple,
-#: each one itself (two copies of a line are two): every file line makes one, and a dataclass
-#: cost seven times as much to make (~0.35 us a line, a day's log ~6 M of them).
-_Held = tuple[float, int, str, int]
+#: A file line held for matching: its time, `line_key` and stream (the `--log` path). A plain
+#: tuple, each one itself (two copies of a line are two): every file line makes one, and a
+#: dataclass cost seven times as much to make (~0.35 us a line, a day's log ~6 M of them).
+_Held = tuple[float, int, str]
 
 #: Told of each file line fed whose recorded copy carried the time the live reader read it
 #: (`LogEvent.t_arrival_mono_ns`): the file copy's stream and time, and that reading (see
@@ -164,15 +173,12 @@ class LinesOnce(Generic[T]):
         #: `record --log` paired them as the lines came, where the files read whole may not
         #: (a stderr given apart from its stdout: `LogSpan.notes` says which stand in).
         self.locks_kept = 0
-        #: Items read from the source (each numbered by its place: `_Held`), and whether the
-        #: caller has taken them all (then it has fed them all).
-        self._n_read = 0
+        #: Whether the caller has taken every item (then it has fed them all).
         self._ended = False
         #: Who is told of the lines read live (`tell_lines_read`; None: nobody, nothing kept),
-        #: and those to tell once the caller has fed them: (number, stream, time, reading),
-        #: a heap by number.
+        #: and those to tell once the caller has fed them: (time, stream, reading), a heap.
         self._line_read: LineRead | None = None
-        self._unfed: list[tuple[int, str, float, int]] = []
+        self._unfed: list[tuple[float, str, int]] = []
 
     def tell_lines_read(self, to: LineRead) -> None:
         """Tell `to` of each file line the caller fed whose recorded copy says when the live
@@ -185,9 +191,12 @@ class LinesOnce(Generic[T]):
         Told after the caller fed the line, never before: a file's copy is given where the
         recording's data reaches its time, and its recorded copy comes at its arrival, mostly
         after that (its file copy fed already: told at once), else after the file copy was read
-        ahead, or given and held by the caller until its place among the records (told when the
-        caller takes the next item, by which it has fed this one: the caller holds at most the
-        last item given, unfed: `detect_records`, `merge_by_time`)."""
+        ahead, or given and held by the caller until its place among the records: told when the
+        caller takes an item of a later time, by which it has fed this one. The items come in
+        time order, and the caller holds at most the last one given, unfed (`detect_records`,
+        `merge_by_time`): a line of a time before the latest given was fed; one of that time
+        may be the one held, and waits (a later line fed before it is told would have moved the
+        watcher's "now" past it)."""
         self._line_read = to
 
     def __iter__(self) -> Iterator[T]:
@@ -200,22 +209,20 @@ class LinesOnce(Generic[T]):
                 item = ahead.popleft()
                 self._ahead_chars -= len(self._event_of(item).raw)
                 given(item)
-                n = self._n_read - len(ahead) - 1  # its number: the items ahead are the last read
+                if unfed:  # the caller fed the item before this one
+                    self._fed_before(self._event_of(item).t_wall_s)
                 yield item
-                if unfed:  # taken again: `item` was fed
-                    self._fed(n)
             # The source read here, one item at a time, until `recorded` reads ahead of it.
             for item in self._source:
                 take(item, True)
-                n = self._n_read - 1
-                yield item
                 if unfed:
-                    self._fed(n)
+                    self._fed_before(self._event_of(item).t_wall_s)
+                yield item
                 if ahead:
                     break
             else:
                 self._done = self._ended = True
-                self._fed(self._n_read)
+                self._fed_before(math.inf)
                 return
 
     def _read(self) -> bool:
@@ -248,8 +255,6 @@ class LinesOnce(Generic[T]):
         """Hold a file item's line for matching (as it is read: every one, the hot path);
         `given`: to the caller at once (not read ahead)."""
         ev = self._event_of(item)
-        n = self._n_read
-        self._n_read = n + 1
         t = ev.t_wall_s
         if t > self._latest_s:
             self._latest_s = t
@@ -260,7 +265,7 @@ class LinesOnce(Generic[T]):
             return  # timed when it was read: matched with nothing
         key = hash((ev.kind, ev.name, ev.raw, ev.worker, ev.partition,
                     t if source in own_times else None))  # `line_key`, inlined
-        held: _Held = (t, key, ev.stream, n)
+        held: _Held = (t, key, ev.stream)
         lines = self._held
         lines.append(held)
         if self._indexed:
@@ -297,7 +302,7 @@ class LinesOnce(Generic[T]):
             return
         while lines and (lines[0][0] < cut or len(lines) > MAX_HELD):
             held = lines.popleft()
-            t, key, _stream, _n = held
+            t, key, _stream = held
             copies = self._free.get(key)
             if copies is not None and _remove(copies, held):
                 if not copies:
@@ -357,20 +362,21 @@ class LinesOnce(Generic[T]):
 
     def _read_live(self, held: _Held, read_ns: int) -> None:
         """The file line `held` was read live at `read_ns` (its recorded copy's arrival): told
-        now if the caller has fed it (given, and not the last given, which it may still hold),
-        else once it has (`_fed`)."""
+        now if the caller has fed it (of a time before the latest given), else once it has
+        (`_fed_before`)."""
         assert self._line_read is not None
-        t, _key, stream, n = held
-        if self._ended or n < self._n_read - len(self._ahead) - 1:
+        t, _key, stream = held
+        if self._ended or t < self._given_s:
             self._line_read(stream, t, read_ns)
         else:
-            heapq.heappush(self._unfed, (n, stream, t, read_ns))
+            heapq.heappush(self._unfed, (t, stream, read_ns))
 
-    def _fed(self, n: int) -> None:
-        """The caller has fed every item up to number `n`: those of them read live told."""
+    def _fed_before(self, t_s: float) -> None:
+        """An item of time `t_s` is given: the caller has fed every item before it (in time
+        order), and those of them read live are told."""
         unfed, tell = self._unfed, self._line_read
-        while unfed and unfed[0][0] <= n:
-            _n, stream, t, read_ns = heapq.heappop(unfed)
+        while unfed and unfed[0][0] < t_s:
+            t, stream, read_ns = heapq.heappop(unfed)
             if tell is not None:
                 tell(stream, t, read_ns)
 

@@ -112,7 +112,7 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
     kind, copies, events, view = gap.kind, evidence.copies, evidence.events, evidence.prover
     traced = copies.traced is True
     memory = memory_phrases(kind, events, copies if traced else None, gap.since_s,
-                            view.unpinned_by_design)
+                            view.unpinned_by_design, gap.is_open)
     leads = prover_leads(kind, view.words)
     parts = [view.words] if leads else []
     parts.append(activity_phrase(kind, gap.duration_s, gap.is_open, gap.confidence,

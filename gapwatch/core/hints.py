@@ -226,8 +226,8 @@ def _by_design(events: list[EventEvidence], since_s: float | None,
 
 
 def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidence | None,
-                   since_s: float | None, by_design: UnpinnedByDesign | None = None
-                   ) -> list[str]:
+                   since_s: float | None, by_design: UnpinnedByDesign | None = None,
+                   is_open: bool = False) -> list[str]:
     """The memory behind the copies, when something names it: the copy trace (measured), the
     prover's warnings (`is_pinned=false`, a pinned-pool fallback). Warnings the prover says it
     leaves unpinned by design (`by_design`: e.g. cuzk's first syntheses of a run) are said in
@@ -244,7 +244,7 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
     if traced is not None:
         # Measured: the copy trace saw each copy's memory kind. The log's warnings stay as
         # facts (which partitions), no longer as the question they were without the trace.
-        out = [traced_copy_words(traced, kind)]
+        out = [traced_copy_words(traced, kind, is_open)]
         if said and kind == "pcie_starved":
             why = f": {design.words}" if design is not None else ""
             out.append(f"{said}{why}")
@@ -395,20 +395,24 @@ def _kinds_words(present: list[tuple[str, CopyKindEvidence]], during: bool, wher
     return words
 
 
-def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
+def traced_copy_words(copies: CopiesEvidence, kind: str, is_open: bool = False) -> str:
     """What the copy trace saw, as a statement (`copies.traced` is True): what moved during the
     gap, of the memory kind that ran most of the copy time (each kind where none did); the
     window's copies before the gap said as before it (`before_words`), never as the gap's. A
     gap no traced copy ran in says so first, then what ran before it: a host stall's "PCIe
     quiet" then stands beside no copy of its own. A gap line of an older recording (what moved
-    in the gap not known) says the window's figures as the gap's and the time before it."""
+    in the gap not known) says the window's figures as the gap's and the time before it.
+    `is_open`: the gap still runs, and a copy is traced as it ends: one running now is not in
+    the trace yet, so none is "another process's traffic?" (the demo's open starved gaps said
+    so of their own copy still running)."""
     by = copies.kinds()
     mk = known(copies.memory_kind)
-    other_process = kind in ("pcie_starved", "transfer_bound")
+    other_process = kind in ("pcie_starved", "transfer_bound") and not is_open
+    yet = " yet (copies are traced as they end)" if is_open else ""
     if mk is None or not by:
         if other_process:
             return "no traced copy in or just before the gap: another process's traffic?"
-        return "no traced copy in or just before the gap"
+        return f"no traced copy in or just before the gap{yet}"
     every = [(name, by[name]) for name in _COPY_KINDS if name in by]
     present = [(mk, by[mk])] if mk in ("pageable", "pinned") and mk in by else every
     during = [(name, e) for name, e in present if _in_gap(e)]
@@ -424,7 +428,7 @@ def traced_copy_words(copies: CopiesEvidence, kind: str) -> str:
     if not during:
         # Every copy of the window ended before the gap: none is the gap's.
         head = "no traced copy during the gap" + (
-            ": another process's traffic?" if other_process else "")
+            ": another process's traffic?" if other_process else yet)
         # No "pinned, yet slow" of copies that ended before it (`_kind_words` of no gap kind).
         return f"{head}; {_kinds_words(present, False, f' in {before},')}{on}" + _kind_words(
             copies, mk, "")

@@ -236,3 +236,16 @@ def test_compares_prediction_says_the_links_limit_of_a_transfer_bound_before(
                            every["link_limit_s"])
     assert f"closing every BEFORE gap: busy → 29%, throughput {words} (upper bound" in said
     assert "(the link's limit: its bytes need 26 s)" in said
+
+
+def test_a_floor_past_its_gpus_span_is_that_span_and_limits_nothing_where_no_link_did() -> None:
+    """Two GPUs, none link-limited, one with a floor read past its span (rates above the link
+    assumed): summed uncapped, their floors passed the shortened span and a limit was said
+    that no GPU had. Each floor is capped at its own span."""
+    from gapwatch.core.payoff import floor_over_gpus
+
+    floor = floor_over_gpus([(10.0, 0.0, 12.0), (10.0, 8.0, 0.5)])
+    assert floor == pytest.approx(10.0 + 0.5)
+    closed = if_closed(None, 20.0, 8.0, floor_s=floor)
+    assert not closed.link_limited
+    assert closed.throughput_gain == pytest.approx(20.0 / 12.0)

@@ -161,9 +161,12 @@ def floor_over_gpus(parts: Iterable[tuple[float, float, float | None]]) -> float
         left = max(0.0, span_s - closed_s)
         if floor_s is not None and math.isfinite(floor_s) and floor_s >= 0:
             any_floor = True
+            # A floor past its span (rates read above the link assumed) is the span: summed
+            # as it was, it said a link limited where none did.
+            floor_s = min(floor_s, max(0.0, span_s))
             floors += floor_s
-            if min(floor_s, span_s) > left:
-                limits, left = True, min(floor_s, span_s)
+            if floor_s > left:
+                limits, left = True, floor_s
         shortest += left
     if not any_floor:
         return None

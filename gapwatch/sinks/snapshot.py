@@ -47,7 +47,7 @@ from gapwatch.core.models import (
     Record,
     SessionHeader,
 )
-from gapwatch.core.payoff import IfClosed, if_closed, samples_link_floor_s
+from gapwatch.core.payoff import IfClosed, floor_over_gpus, if_closed, samples_link_floor_s
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, open_gap_words, session_advice
@@ -243,7 +243,8 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     """What to change (`gapwatch.cuzk.advice`), with the payoff over the span recorded here:
     the snapshot's GPU time, first to last sample of each GPU (busy time is not summed here,
     so only the throughput gain is given), never below what the span's PCIe bytes need at
-    each GPU's link (`links`, bytes/s by GPU; the GPUs' floors summed, as the report's).
+    each GPU's link (`links`, bytes/s by GPU; each GPU's span by its own floor, as the
+    report's).
 
     Over every gap of the span the snapshot holds, the ones still open included: a snapshot is
     taken while gaps happen (by hand, or the moment a GPU enters BREAKDOWN, often on the gap
@@ -255,15 +256,21 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
     for r in records:
         if isinstance(r, GpuSample):
             by_gpu.setdefault(r.gpu, []).append(r)
-    span = sum(s[-1].t_wall_s - s[0].t_wall_s for s in by_gpu.values())
+    spans = {g: s[-1].t_wall_s - s[0].t_wall_s for g, s in by_gpu.items()}
+    span = sum(spans.values())
     # Copies are work too: each GPU's span never below what its bytes need at its link (a
-    # GPU whose link is not known here, or with no PCIe reading, adds no floor).
-    floors = [f for f in (samples_link_floor_s(s, links[g]) if g in links else None
-                          for g, s in by_gpu.items()) if f is not None]
-    floor = sum(floors) if floors else None
+    # GPU whose link is not known here, or with no PCIe reading, has no floor), each GPU
+    # shrunk by its own gaps alone (`floor_over_gpus`: summed floors let one GPU's spare
+    # span hide another's full link).
+    floors = {g: samples_link_floor_s(s, links[g]) if g in links else None
+              for g, s in by_gpu.items()}
 
     def payoff(these: Sequence[Gap]) -> IfClosed:
-        return if_closed(None, span, sum(g.duration_s for g in these), floor_s=floor)
+        closed: dict[int, float] = {}
+        for g in these:
+            closed[g.gpu] = closed.get(g.gpu, 0.0) + g.duration_s
+        floor = floor_over_gpus((spans[g], closed.get(g, 0.0), floors[g]) for g in spans)
+        return if_closed(None, span, sum(closed.values()), floor_s=floor)
 
     # The PoSt that failed or were late, of the span's events (as its gaps are), first.
     report = session_advice(snap, gaps, payoff, events)

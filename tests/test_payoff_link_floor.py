@@ -249,3 +249,18 @@ def test_a_floor_past_its_gpus_span_is_that_span_and_limits_nothing_where_no_lin
     closed = if_closed(None, 20.0, 8.0, floor_s=floor)
     assert not closed.link_limited
     assert closed.throughput_gain == pytest.approx(20.0 / 12.0)
+
+
+def test_a_reading_after_a_sampler_stall_counts_its_rate_over_the_usual_spacing_only() -> None:
+    """The gap detail's and summary.md's floor over the samples in memory: NVML gives a reading
+    after a 60 s stall an interval of the whole stall; its 60 GB/s counted over all of it said
+    the link needed 57 s where ~6 GB crossed in a reading's time. Past the samples' usual
+    spacing, the rest is a hole (as the detector reads it), not traffic."""
+    from gapwatch.core.payoff import samples_link_floor_s
+
+    quiet = [sample(0.1 * k, 90.0, rx=1e9, tx=0.0) for k in range(1, 51)]
+    after = sample(65.0, 90.0, rx=60e9, tx=0.0, interval_s=60.0)
+    floor = samples_link_floor_s([*quiet, after], LINK)
+    assert floor is not None
+    assert floor == pytest.approx((49 * 0.1 * 1e9 + 0.1 * 60e9) / LINK)
+    assert floor < 1.0

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from gapwatch.core.models import GpuSample
@@ -95,21 +95,35 @@ def link_floor_s(rx_bytes: float | None, tx_bytes: float | None,
     return max(read) / link_bytes_per_s if read else None
 
 
+#: A spacing between samples past this many of their median is a hole, not traffic measured:
+#: the detector's default `nodata_after_periods` (its own spacing rule; `core.config`).
+HOLE_SPACINGS: Final = 3.0
+
+
 def samples_link_floor_s(samples: Iterable[GpuSample],
                          link_bytes_per_s: float | None) -> float | None:
     """The link's floor (`link_floor_s`) under the span of one GPU's samples, first to last in
     time order: each later sample's PCIe bytes, its rate x the time it covers (its reading's
-    interval, never more than the time since the sample before it; the first one's lies before
-    the span). None: no rate reading among them, or no link (None: not known).
+    interval, never more than the time since the sample before it; a spacing past
+    `HOLE_SPACINGS` of the samples' median is a hole, as the detector's default reads it, and
+    its reading covers one median spacing: a reading after a 60 s sampler stall counted over
+    all of it said the link needed 57 s; the first one's lies before the span). None: no rate
+    reading among them, or no link (None: not known).
 
     Who calls it: the payoffs worked out over the samples in memory, not the detector's
     (summary.md's, `gapwatch.sinks.snapshot`; the gap detail's, `gapwatch.ui.gap_detail`)."""
     rx: float | None = None
     tx: float | None = None
+    kept = list(samples)
+    spacings = sorted(b.t_mono_ns - a.t_mono_ns for a, b in zip(kept, kept[1:], strict=False)
+                      if b.t_mono_ns > a.t_mono_ns)
+    typical = spacings[len(spacings) // 2] if spacings else 0
     prev: int | None = None
-    for s in samples:
+    for s in kept:
         if prev is not None and s.t_mono_ns > prev:
             cover = s.t_mono_ns - prev
+            if cover > HOLE_SPACINGS * typical:
+                cover = typical
             if s.interval_ns is not None and 0 < s.interval_ns < cover:
                 cover = s.interval_ns
             r, x = s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s

@@ -194,7 +194,6 @@ def test_a_copy_of_another_kind_inside_the_gap_is_the_gaps_though_the_window_was
     it. The kind that ran in the gap is the gap's."""
     cs = [copy(8.2, 9.9, "pageable", nbytes=6 * GIB, corr=1),
           copy(10.1, 10.4, "pinned", stream=17, nbytes=6 * GIB, corr=2)]
-    assert summarise_copies(cs, WINDOW_LO, GAP_HI, GAP_LO, GAP_HI).memory_kind == "pageable"
     said = _said(cs, "pcie_starved", 20e9)
     assert "no traced copy during the gap" not in said, said
     assert said.startswith("6.0 GiB copied from pinned host memory during the gap"), said
@@ -214,3 +213,15 @@ def test_an_open_gap_whose_copy_still_runs_is_not_said_another_processs_traffic(
     assert "another process" not in live
     assert traced_copy_words(ev, "pcie_starved").startswith(
         "no traced copy during the gap: another process's traffic?")
+
+
+def test_the_gaps_memory_kind_is_that_of_the_copies_that_ran_in_it() -> None:
+    """Its words, cause and BREAKDOWN witness read the gap's memory kind: a long pageable copy
+    before the gap and a pinned one in it made it "pageable" (the window's copy time) while its
+    hint named the pinned copy. The copies that ran in the gap name it; where none did (an open
+    gap's copy is traced as it ends), the window's do."""
+    cs = [copy(8.2, 9.9, "pageable", nbytes=6 * GIB, corr=1),
+          copy(10.1, 10.4, "pinned", stream=17, nbytes=6 * GIB, corr=2)]
+    assert summarise_copies(cs, WINDOW_LO, GAP_HI, GAP_LO, GAP_HI).memory_kind == "pinned"
+    before_only = summarise_copies(cs[:1], WINDOW_LO, GAP_HI, GAP_LO, GAP_HI)
+    assert before_only.memory_kind == "pageable"

@@ -801,7 +801,8 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
     """Copies that overlap the window, by host memory kind ("pageable", "pinned", "other"):
     count, bytes (and per direction), their own rate (bytes / summed copy time), how long some
     copy of that kind ran in the window and in the gap; the memory kind that ran most of the
-    copy time (at least `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy). Of each kind also
+    copy time in the gap, or in the window where none ran in the gap (at least
+    `DOMINANT_KIND_SHARE`, else "mixed"; None: no copy). Of each kind also
     what moved during the gap `[gap_lo_s, gap_hi_s]` (`_inside`): the window's figures count
     the copies before the gap too."""
     by: dict[str, _KindSum] = {}
@@ -835,11 +836,17 @@ def summarise_copies(copies: list[CopyRecord], window_lo_s: float, window_hi_s: 
         union_s(spans[k], window_lo_s, window_hi_s), union_s(spans[k], gap_lo_s, gap_hi_s),
         round(e.in_gap_bytes), e.in_gap_copy_s)
         for k, e in by.items()}
-    total = sum(e.busy_s for e in kinds.values())
+    # The gap's own copies name its memory where some ran in it (a copy is traced as it ends:
+    # an open gap's running copy is not in yet, and the window's copies speak for it); a long
+    # pageable copy before a gap a pinned one ran in made it "slow copies (pageable)", a
+    # pageable witness and the pageable cause while its hint named the pinned copy.
+    in_gap = sum(e.in_gap_s for e in kinds.values())
+    time_of = {k: (e.in_gap_s if in_gap > 0 else e.busy_s) for k, e in kinds.items()}
+    total = sum(time_of.values())
     dominant: str | None = None
     if kinds:
-        best = max(kinds, key=lambda k: kinds[k].busy_s)
-        share = kinds[best].busy_s / total if total > 0 else 1.0
+        best = max(time_of, key=time_of.__getitem__)
+        share = time_of[best] / total if total > 0 else 1.0
         dominant = best if share >= DOMINANT_KIND_SHARE else "mixed"
     return CopiesEvidence(traced=True, memory_kind=dominant, memory_kind_source="copy trace",
                           window_start_s=window_lo_s, window_end_s=window_hi_s, by_kind=kinds,

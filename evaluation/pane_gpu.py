@@ -58,12 +58,13 @@ class Captured:
     #: (the sample's t_mono_ns, its lateness in ms), in time order.
     lateness: list[tuple[int, float]] = field(default_factory=list)
 
-    def take(self, label: str, app: object) -> None:
+    def take(self, at_s: float, what: str, app: object) -> None:
+        """The screen `at_s` seconds into the run, labelled `what` (a size, or a key)."""
         text = screen_text(app)
-        self.screens.append((label, text))
+        self.screens.append((f"{at_s:.1f}s {what}", text))
         self.taken_ns.append(time.monotonic_ns())
         if self.breakdown_at_s is None and "BREAKDOWN" in text:
-            self.breakdown_at_s = float(label.split()[0].rstrip("s"))
+            self.breakdown_at_s = round(at_s, 1)
 
 
 def free_port() -> int:
@@ -119,18 +120,18 @@ async def watch(a: argparse.Namespace, work: Path, logs: list[str], status_url: 
             while (now := time.monotonic() - t0) < a.seconds:
                 await asyncio.sleep(min(a.every_s, a.seconds - now))
                 await pilot.pause()
-                seen.take(f"{time.monotonic() - t0:.1f}s {width}x{height}", app)
+                seen.take(time.monotonic() - t0, f"{width}x{height}", app)
             for key in KEYS:
                 await pilot.press(key)
                 await asyncio.sleep(a.look_s)  # the redraws while a person looks
                 if key == "s":  # until the snapshot's folder is written (a thread's work)
                     await _until(lambda: bool(app.snapshots), 10.0)
                 await pilot.pause()
-                seen.take(f"{time.monotonic() - t0:.1f}s after {key}", app)
+                seen.take(time.monotonic() - t0, f"after {key}", app)
             await pilot.resize_terminal(80, 24)
             await asyncio.sleep(a.look_s)
             await pilot.pause()
-            seen.take(f"{time.monotonic() - t0:.1f}s 80x24", app)
+            seen.take(time.monotonic() - t0, "80x24", app)
     finally:
         rt.stop()
     seen.lateness = sorted((s.t_mono_ns, s.lateness_ns / 1e6) for samples in

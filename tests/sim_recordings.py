@@ -5,13 +5,15 @@ process: what these tests pin is what the commands write, not a process's start 
 its own cost ~0.3 CPU-s of interpreter and imports a call; the stop signals, exit codes and
 start-up of real processes are pinned in test_stop_anytime.py and test_fault_signals.py).
 Who calls it: tests/test_snapshot_replay.py, tests/test_advice_open_gap.py, tests/test_sim_post_failures.py, tests/test_sim_cuzk_lines.py,
-tests/test_sim_batch_wait.py, tests/test_sim_post.py, tests/test_time_window.py."""
+tests/test_sim_batch_wait.py, tests/test_sim_post.py, tests/test_time_window.py,
+tests/test_live_link_floor.py."""
 
 from __future__ import annotations
 
 import contextlib
 import io
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -84,15 +86,13 @@ def ran_to_end(config: Config, source: str, duration_s: float) -> Runtime:
     return rt
 
 
-def at_first_breakdown(config: Config, duration_s: float = 30) -> tuple[Runtime, StoreSnapshot]:
-    """`sim:pageable` run at full speed for `duration_s` under `config` (the demo's, with
-    automatic snapshots off): the runtime, stopped, and the store as it was the moment GPU0
-    first entered BREAKDOWN (what the dashboard's automatic snapshot is written from)."""
-    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=duration_s)
+def stores_when(rt: Runtime, when: Callable[[Record, int], bool]) -> list[StoreSnapshot]:
+    """`rt` (built, not started) run to its end and stopped: its store as it was after each
+    event the session gave out for which `when(event, snapshots taken so far)` holds."""
     taken: list[StoreSnapshot] = []
 
     def listen(ev: Record) -> None:
-        if isinstance(ev, StateChange) and ev.state == "BREAKDOWN" and not taken:
+        if when(ev, len(taken)):
             taken.append(rt.store.snapshot())
 
     rt.session.subscribe(listen)
@@ -101,5 +101,15 @@ def at_first_breakdown(config: Config, duration_s: float = 30) -> tuple[Runtime,
         assert rt.wait(120)
     finally:
         rt.stop()
+    return taken
+
+
+def at_first_breakdown(config: Config, duration_s: float = 30) -> tuple[Runtime, StoreSnapshot]:
+    """`sim:pageable` run at full speed for `duration_s` under `config` (the demo's, with
+    automatic snapshots off): the runtime, stopped, and the store as it was the moment GPU0
+    first entered BREAKDOWN (what the dashboard's automatic snapshot is written from)."""
+    rt = build_runtime(config, "sim:pageable", speed=0, duration_s=duration_s)
+    taken = stores_when(rt, lambda ev, n: not n and isinstance(ev, StateChange)
+                        and ev.state == "BREAKDOWN")
     assert taken, f"the demo enters BREAKDOWN within {duration_s:g} s"
     return rt, taken[0]

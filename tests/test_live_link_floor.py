@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec.structs
 import pytest
+from sim_recordings import stores_when
 from test_detect_unit import LINK, detector, sample
 
 from gapwatch.config import Config
@@ -55,18 +56,7 @@ def _replayed(case: str) -> tuple[Live, ...]:
 def _replay(case: str) -> tuple[tuple[StoreSnapshot, ...], Runtime]:
     """The store after every gap that closed and state change, and at the end; the runtime."""
     rt = build_runtime(Config(), f"replay:{E2E / case / 'rec.jsonl.gz'}", speed=0)
-    taken: list[StoreSnapshot] = []
-
-    def listen(ev: object) -> None:
-        if isinstance(ev, Gap | StateChange):
-            taken.append(rt.store.snapshot())
-
-    rt.session.subscribe(listen)
-    rt.start()
-    try:
-        assert rt.wait(120)
-    finally:
-        rt.stop()
+    taken = stores_when(rt, lambda ev, _n: isinstance(ev, Gap | StateChange))
     taken.append(rt.store.snapshot())
     return tuple(taken), rt
 

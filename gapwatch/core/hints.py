@@ -413,15 +413,11 @@ def traced_copy_words(copies: CopiesEvidence, kind: str, is_open: bool = False) 
         if other_process:
             return "no traced copy in or just before the gap: another process's traffic?"
         return f"no traced copy in or just before the gap{yet}"
-    every = [(name, by[name]) for name in _COPY_KINDS if name in by]
-    present = [(mk, by[mk])] if mk in ("pageable", "pinned") and mk in by else every
+    # The memory kind is that of the copies that ran in the gap where some did
+    # (`evidence.summarise_copies`): a kind named here ran in it, or none did.
+    present = [(mk, by[mk])] if mk in ("pageable", "pinned") and mk in by else [
+        (name, by[name]) for name in _COPY_KINDS if name in by]
     during = [(name, e) for name, e in present if _in_gap(e)]
-    if not during and present is not every:
-        # The kind that ran most of the window's copy time ended before the gap; another
-        # kind ran in it (a pinned copy after a long pageable one): that one is the gap's.
-        during = [(name, e) for name, e in every if _in_gap(e)]
-        if during:
-            present = every
     before = before_words(copies)
     one = present[0][1] if len(present) == 1 else None
     on = f" on {_streams(one.streams)}" if one is not None else ""

@@ -69,11 +69,10 @@ def verdict_families(snap: StoreSnapshot) -> Iterator[Metric]:
                                 "step": why.change_words() or "none"})
         if why.payoff_gain is not None:
             payoff.add_metric(label, why.payoff_gain)
-            if why.payoff_gaps is not None:
-                gaps.add_metric(label, why.payoff_gaps)
-            if why.payoff_span_s is not None:
-                span.add_metric(label, why.payoff_span_s)
-            if why.payoff_link_limit_s is not None:
-                limit.add_metric(label, why.payoff_link_limit_s)
+            # What the payoff rests on, each where known (no series where not).
+            for family, value in ((gaps, why.payoff_gaps), (span, why.payoff_span_s),
+                                  (limit, why.payoff_link_limit_s)):
+                if value is not None:
+                    family.add_metric(label, value)
         idle.add_metric(label, why.idle_s)
     yield from (info, payoff, idle, gaps, span, limit)

@@ -101,7 +101,7 @@ def _unplaced_words(err: str, out: str, cpp: int) -> str:
             f"cannot be placed beside the lines of --log {out} (it shows no time of its own)")
 
 
-def test_stderr_timing_lines_given_as_a_second_file_are_never_tied_to_the_wrong_partition(
+def test_stderr_timing_lines_given_as_a_second_file_are_never_tied_to_the_wrong_partition_and_are_a_note(
         capsys: pytest.CaptureFixture[str]) -> None:
     """Read after the whole stdout, the stderr's lock regions were paired with the naming
     lines of the log's end: partition 2 held the GPU 1629 ms for its 3056, the report's GPU
@@ -121,7 +121,10 @@ def test_stderr_timing_lines_given_as_a_second_file_are_never_tied_to_the_wrong_
         doc = _report(PAGEABLE, capsys, *names)
         assert _held(doc) == live == _held(alone)
         assert doc["partitions"]["occupied_fraction"] == alone["partitions"]["occupied_fraction"]
-        said = [p for p in doc["problems"] if "untimestamped" in p]
+        # The report means the same as without the files: a note on the input, never a
+        # WARNING that the data has problems that change what it means.
+        assert not [p for p in doc["problems"] if "untimestamped" in p]
+        said = [n for n in doc["notes"] if "untimestamped" in n]
         assert said == [
             f"{_unplaced_words(err, out, cpp)}: they are paired with no partition; the "
             "partitions' GPU lock times are the recording's own 17 lock region(s), paired as "

@@ -498,11 +498,12 @@ class LogSpan:
     def notes(self, end_s: float | None, recorded_locks: int | None = None) -> list[str]:
         """One line per file with lines outside the span: how many, and how far apart; one
         per file repeating another's lines; one per file whose C++ lines could not be
-        placed, saying whether the recording's own lock regions (`recorded_locks`: how many
-        it held that no file did, `LinesOnce.locks_kept`) stand in for them; one per file
-        whose TIMELINE lines could not all be placed by their run's start line."""
+        placed where no recorded lock region stands in for them (`recorded_locks`: how many
+        the recording held that no file did, `LinesOnce.locks_kept`; where some do,
+        `stood_in_notes` says it); one per file whose TIMELINE lines could not all be
+        placed by their run's start line."""
         out = [*self.not_logs,
-               *(unplaced_note(u, recorded_locks=recorded_locks) for u in self.unplaced),
+               *(unplaced_note(u) for u in self.unplaced if not recorded_locks),
                *self.runs_unplaced,
                *(self.repeats.notes() if self.repeats is not None else []),
                *(self._stray_notes() if self.start_s > 0 else [])]
@@ -523,6 +524,17 @@ class LogSpan:
             out.append(f"--log {path}: {' and '.join(parts)} the recording's span: not used "
                        "for causes, advice or partitions (its startup lines kept)")
         return out
+
+    def stood_in_notes(self, recorded_locks: int | None) -> list[str]:
+        """One line per file whose C++ lines could not be placed, where the recording's own
+        lock regions (`recorded_locks`) stand in for them: the partitions' lock times are
+        the same as without the files, so `report.said_of_input` says it as a note on the
+        input, not as a problem that changes what the report means (the H100 e2e run's
+        `report rec --log stdout --log stderr` led with a WARNING over a table identical to
+        the recording's alone)."""
+        if not recorded_locks:
+            return []
+        return [unplaced_note(u, recorded_locks=recorded_locks) for u in self.unplaced]
 
     def _unused(self, path: str, f: _File, end_s: float | None) -> str:
         """The line for a file none of whose events is used (outside the window, or another

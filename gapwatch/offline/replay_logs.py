@@ -109,7 +109,8 @@ class LogPass:
         whose C++ lines could not be placed (with the recording's lock regions that stand in
         for them), and per file whose lines the recording held too, as the report says
         them."""
-        return self._span.notes(self._end_s, self._once.locks_kept) + self._once.notes()
+        return [*self._span.notes(self._end_s, self._once.locks_kept), *self._once.notes(),
+                *self._span.stood_in_notes(self._once.locks_kept)]
 
 
 class ReplayLogs:

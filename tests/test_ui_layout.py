@@ -141,3 +141,26 @@ async def test_a_pane_resized_once_the_data_stopped_is_laid_out_for_its_new_size
         resized = await _screen_after_resize(rt, (200, 50), (80, 24), keys)
         fresh = await _screen_after_resize(rt, (80, 24), (80, 24), keys)
         assert resized == fresh, keys
+
+
+def test_the_headers_rx_is_never_n_a_while_readings_arrive_at_a_column_boundary(
+    tmp_path: Path,
+) -> None:
+    """GPM readings are drawn `gpm_lag_ms` before they were read, so for the first 100 ms of
+    each chart column its newest readings still fall in the column before: the last column
+    is empty and the header read "RX n/a" (an H100 run under a steady chained load: 3 of 9
+    captures) while a reading had come every 100 ms. The header shows the newest column that
+    holds a reading; n/a only where none came."""
+    columns = chart_columns(80)
+    for last in range(590, 610):
+        rt = FakeRuntime(make_config(tmp_path), gpus=[h200(0)])
+        rt.store.append_gpu([gpu_sample(0, i / 10, 95.0, 20e9, 1e9) for i in range(last + 1)])
+        view = _view(rt)
+        rx, tx = last_column_rates(view, 0, columns)
+        assert (rx, tx) == (20e9, 1e9), last
+    # Readings that stopped are said as none: a column with no reading for longer than the
+    # lag reads n/a.
+    rt = FakeRuntime(make_config(tmp_path), gpus=[h200(0)])
+    rt.store.append_gpu([gpu_sample(0, i / 10, 95.0, 20e9, 1e9) for i in range(300)]
+                        + [gpu_sample(0, 30 + i / 10, 95.0, None, None) for i in range(300)])
+    assert last_column_rates(_view(rt), 0, columns) == (None, None)

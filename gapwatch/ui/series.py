@@ -141,9 +141,25 @@ def last_column_rates(view: View, gpu: int, columns: int) -> tuple[float | None,
     col_ns = (t_end - t_start) // max(1, columns)
     mine = replace(view, gpu=gpu)
     link = mine.link_bytes_per_s(gpu)
-    rx = rx_cells(mine, 1, t_end - col_ns, t_end)[0][0]
-    tx = tx_cells(mine, 1, t_end - col_ns, t_end)[0][0]
+    start = _newest_drawn_column(mine, t_end - col_ns, col_ns)
+    rx = rx_cells(mine, 1, start, start + col_ns)[0][0]
+    tx = tx_cells(mine, 1, start, start + col_ns)[0][0]
     return (None if rx is None else rx * link), (None if tx is None else tx * link)
+
+
+def _newest_drawn_column(view: View, last_start_ns: int, col_ns: int) -> int:
+    """Where the column starts that holds the GPU's newest reading as the charts draw it:
+    the last column (from `last_start_ns`), or the one before it for the first `lag` of a
+    column, when a GPM reading drawn `lag` before it was read still falls there (the last
+    column was empty and the header read "RX n/a" in 3 of 9 captures of a steady H100 load).
+    A reading older than that is not stepped back to: readings that stopped read n/a."""
+    samples = view.samples(view.gpu)
+    if not samples:
+        return last_start_ns
+    drawn_ns = samples[-1].t_mono_ns - _lag_ns(view, samples)
+    if last_start_ns - col_ns <= drawn_ns < last_start_ns:
+        return last_start_ns - col_ns
+    return last_start_ns
 
 
 def rx_cells(view: View, columns: int, t_start_ns: int, t_end_ns: int,

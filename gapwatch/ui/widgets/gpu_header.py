@@ -13,8 +13,9 @@ How it fits any number of GPUs into any pane (`layout_rows`):
 - else the page of cells that holds the selected GPU and a line "GPU 0-8 of 16, +7 more: g to
   cycle" that names the worst state among the hidden ones.
 
-RX and TX are the charts' last column (its highest reading, `series.last_column_rates`), so the
-header and the chart beside it say the same thing.
+RX and TX are the charts' newest column that holds a reading (its highest reading,
+`series.last_column_rates`: the last column, or the one before it while a GPM reading drawn
+`gpm_lag_ms` back still falls there), so the header and the chart beside it say the same thing.
 
 The header's height is fixed for a pane size and GPU count (`header_lines`, `verdict_lines`):
 5 lines at 80x24. Under the GPU lines, in a fixed number of lines: the banners (PAUSED, SOURCE

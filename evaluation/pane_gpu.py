@@ -157,6 +157,17 @@ def lateness_of(late_ms: list[float]) -> dict[str, float | int | None]:
             "samples": len(late)}
 
 
+def latest_ticks(lateness: list[tuple[int, float]], n: int = 5) -> list[dict[str, float]]:
+    """The `n` latest ticks, each with its time after the first sample (s): when the sampler
+    lost its ticks (a lease showed a 243 ms tick within the first screen, the dashboard
+    starting, and nothing said when)."""
+    if not lateness:
+        return []
+    t0 = lateness[0][0]
+    worst = sorted(lateness, key=lambda tl: tl[1], reverse=True)[:n]
+    return [{"at_s": round((t - t0) / 1e9, 3), "ms": round(ms, 3)} for t, ms in worst]
+
+
 def by_screen(seen: Captured) -> list[dict[str, Any]]:
     """The sampler's lateness between one screen and the next, labelled by the later screen:
     which view (the detail chart, the help, a snapshot's SVG) costs the sampler its ticks."""
@@ -177,6 +188,7 @@ def write(out: Path, seen: Captured, work: Path) -> None:
     snaps = sorted(p.name for p in (work / "snaps").glob("*")) if (work / "snaps").exists() else []
     facts = {"breakdown_at_s": seen.breakdown_at_s, "screens": len(seen.screens),
              "lateness_ms": lateness_of([ms for _, ms in seen.lateness]),
+             "latest_ticks": latest_ticks(seen.lateness),
              "lateness_ms_by_screen": by_screen(seen), "snapshots": snaps}
     (out / "pane.json").write_text(json.dumps(facts, indent=1) + "\n")
     print(json.dumps(facts))

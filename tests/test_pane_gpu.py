@@ -29,3 +29,8 @@ def test_the_smoke_run_captures_a_screen_every_period_and_after_each_key(tmp_pat
     assert 0 < sum(s["samples"] for s in stretches) <= facts["lateness_ms"]["samples"]
     # `s` wrote a snapshot folder, named in the facts.
     assert any(name.startswith("gapwatch-snapshot-") for name in facts["snapshots"])
+    # The latest ticks say when they came, the worst first, so a lost tick can be placed.
+    worst = facts["latest_ticks"]
+    assert worst and worst[0]["ms"] == max(w["ms"] for w in worst)
+    assert abs(worst[0]["ms"] - facts["lateness_ms"]["max"]) < 0.001
+    assert all(w["at_s"] >= 0 for w in worst)

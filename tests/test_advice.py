@@ -403,7 +403,8 @@ def test_negative_counts_in_cuzks_startup_lines_are_dropped_counted_and_never_ad
         "max_partitions_in_budget=36 effective_lookahead=-1",
         "GPU queue target dispatch pacer enabled gpu_queue_target=-3",
         "SRS loaded successfully circuit_id=porep-32g elapsed_ms=-5000"))
-    parser, facts, seen = LogParser(offline=True), PipelineFacts(), SettingsSeen()
+    # The operator's `[cuzk] max_parallel_synthesis` given (cuzk's default): the formula's cap.
+    parser, facts, seen = LogParser(offline=True), PipelineFacts(18), SettingsSeen()
     for i, line in enumerate(text.splitlines()):
         for e in parser.parse_line(line, "x", i, 0.0):
             facts.feed(e)

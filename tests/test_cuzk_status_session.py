@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
-from gapwatch.config import Config, ConfigError, build_config
+from gapwatch.config import Config, ConfigError, build_config, load_config
 from gapwatch.core.detector import GapDetector
 from gapwatch.core.models import Gap, ProverStatus
 from gapwatch.cuzk.partitions import derive_timeline
@@ -205,7 +205,8 @@ def test_metrics_say_partitions_workers_synthesis_and_how_polling_goes() -> None
     store_gpus = list(res.header.gpus)
     from gapwatch.engine.store import SeriesStore
 
-    session = Session(res.header, SeriesStore(store_gpus, 0.1),
+    # The operator's `[cuzk] max_parallel_synthesis` given: cuzk's formula gives the workers.
+    session = Session(res.header, SeriesStore(store_gpus, 0.1, max_parallel_synthesis=18),
                       detector=GapDetector(Config().detector, store_gpus))
     st = parse_status(json.dumps(WAITS_ON_SYNTHESIS).encode(), "127.0.0.1:9821", 1, 2.0, 0.8)
     session.on_record(st)
@@ -301,11 +302,13 @@ def test_record_against_a_server_answering_like_real_cuzk_names_the_synthesis_wa
     synthesising, `max_concurrent` 83 from a 750 GiB budget, nothing in synth_done, the GPU
     idle): the host_stall gaps carry the synthesis wait in their own fields. The simulator
     makes the gaps; its log is not read as cuzk's (`[logs] cuzk = false`), so the worker count
-    comes from cuzk's formula over the answer's budget, as with a log gapwatch cannot see."""
+    comes from cuzk's formula over the answer's budget and the operator's `[cuzk]
+    max_parallel_synthesis`, as with a log gapwatch cannot see."""
     from gapwatch.sources.cuzk_status_server import CuzkStatusServer
 
     cfg = tmp_path / "gw.toml"
-    cfg.write_text("[logs]\ncuzk = false\n[cuzk]\nstatus_period_s = 0.1\n")
+    cfg.write_text("[logs]\ncuzk = false\n[cuzk]\nstatus_period_s = 0.1\n"
+                   "max_parallel_synthesis = 18\n")
     out = tmp_path / "rec.jsonl.gz"
     with CuzkStatusServer(lambda: WAITS_ON_SYNTHESIS) as server:
         # 40 s of the simulator (4 s of wall time at --speed 10: the /status server is polled
@@ -313,7 +316,7 @@ def test_record_against_a_server_answering_like_real_cuzk_names_the_synthesis_wa
         assert main(["record", "--config", str(cfg), "--source", "sim:host-stall",
                      "--speed", "10", "--duration", "40", "--quiet", "--out", str(out),
                      "--cuzk-status", server.url]) == 0
-    gaps = [g for g in to_json(build_report(out, Config()))["gaps"]
+    gaps = [g for g in to_json(build_report(out, load_config(cfg)))["gaps"]
             if g["kind"] == "host_stall"]
     assert len(gaps) >= 3
     assert {g["prover_cause"] for g in gaps} == {"waits_on_synthesis"}

@@ -66,10 +66,12 @@ def test_every_upstream_body_decodes_whole(name: str) -> None:
 
 def _gap_with(status: ProverStatus, log_lines: tuple[str, ...] = ()) -> Gap:
     """A host_stall gap of GPU 0 from T_POLL - 1 to T_POLL + 1.5 with `status` polled at
-    T_POLL inside it, and `log_lines` (TIMELINE placed by the status's uptime) fed first."""
+    T_POLL inside it, and `log_lines` (TIMELINE placed by the status's uptime) fed first.
+    The operator's `[cuzk] max_parallel_synthesis` is given (cuzk's default, 18): with the
+    answers' 750 GiB budget, cuzk's formula says its 18 synthesis workers."""
     det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9,
                                                  sm_source="sim", pcie_source="sim")],
-                      period_s=0.1, prover=CuzkProver())
+                      period_s=0.1, prover=CuzkProver(18))
     parser = LogParser()
     parser.anchor_from_status(timeline_epoch(status))
     for line in log_lines:

@@ -42,8 +42,9 @@ def _status(doc: dict[str, object], t: float = 10.0) -> ProverStatus:
 
 
 def synthesis_capacity(st: ProverStatus) -> Capacity | None:
-    """cuzk's worker count as gapwatch derives it without a log: from the budget."""
-    return PipelineFacts().capacity(st)
+    """cuzk's worker count as gapwatch derives it without a log: from the budget and the
+    operator's `[cuzk] max_parallel_synthesis` (cuzk's default, 18, given here)."""
+    return PipelineFacts(18).capacity(st)
 
 
 def test_each_snapshot_names_where_an_idle_gpu_waits() -> None:
@@ -77,6 +78,31 @@ def test_every_synthesis_worker_busy_is_judged_by_cuzks_worker_count_never_max_c
     assert "18 of 18 synthesis workers busy (every synthesis worker busy" in " ".join(said)
     assert any("max_concurrent=83 is the memory budget over the smallest partition" in e
                for e in said)
+
+
+def test_a_worker_count_not_read_is_unknown_and_no_rule_judges_every_worker_busy_on_it(
+) -> None:
+    """F11: cuzk ran 3 synthesis workers (its `max_parallel_synthesis = 3`) on a 512 GiB
+    budget; gapwatch started after its `starting pipeline` line and took cuzk's default cap
+    (18) for it: `1/~18`, workers read free, `waits_on_budget` and `pacer_hold` said of
+    snapshots whose 3 workers were all busy. Without the log's count or the operator's cap
+    the count is not known, and neither rule fires (nor its opposite)."""
+    short = _status(cuzk_doc(synthesizing=3, pending=6, total_gib=512, available_gib=3.5))
+    assert PipelineFacts().capacity(short) is None
+    assert snapshot_cause(short, 0, PipelineFacts().capacity(short)) is None
+    held = _status(cuzk_doc(synthesizing=3, pending=6, total_gib=512))
+    assert snapshot_cause(held, 0, PipelineFacts().capacity(held), pacer_on=True) is None
+    said = " ".join(snapshot_evidence(short, 0, "waits_on_synthesis", None))
+    assert "3 partition(s) synthesizing; how many synthesis workers cuzk runs is not known" \
+        in said and "of 18" not in said
+    # Fewer busy than cuzk's least (2 workers, whatever its cap): a worker is free.
+    one = _status(cuzk_doc(synthesizing=1, pending=6, total_gib=512, available_gib=3.5))
+    assert snapshot_cause(one, 0, None) == "waits_on_budget"
+    # The operator's cap gives cuzk's formula its second term: 3 of 3 busy.
+    assert PipelineFacts(3).capacity(short) == Capacity(3, "budget")
+    assert snapshot_cause(short, 0, Capacity(3, "budget")) == "waits_on_synthesis"
+    # A budget that allows no more than cuzk's least decides the count alone.
+    assert PipelineFacts().capacity(_status(cuzk_doc(total_gib=30))) == Capacity(2, "budget")
 
 
 def test_active_is_only_a_cross_check_and_its_drift_is_said() -> None:

@@ -51,10 +51,10 @@ async def test_the_pipeline_line_and_the_worker_states_show_at_80x24(tmp_path: P
         app.redraw(force=True)
         await pilot.pause()
         text = screen_text(app)
-    # 18 synthesizing of the 18 workers cuzk's formula gives a 750 GiB budget (`~`: derived,
-    # no `starting pipeline` line in this log), not of max_concurrent's 83.
+    # 18 synthesizing, never of max_concurrent's 83; of how many workers is not known (no
+    # `starting pipeline` line in this log, no `[cuzk] max_parallel_synthesis` given).
     # The workers by name and synthesis first: what the gap causes rest on survives the cut.
-    assert "prover 127.0.0.1:9821 · GPU0 w0 idle, w1 proving · synthesis 18/~18 · " in text
+    assert "prover 127.0.0.1:9821 · GPU0 w0 idle, w1 proving · synthesis 18 (capacity" in text
     # The newest gap's row carries its GPU's workers: one idle, one proving.
     (row,) = [line for line in text.splitlines() if "0.40s" in line]
     assert row.split()[5:8] == ["1/2", "busy", "2.8"]  # after "slow copies"
@@ -70,6 +70,21 @@ def test_the_line_says_a_stale_snapshot_and_every_synthesis_worker_busy() -> Non
                     "queue 1 · stale 12 s")
     # Every worker busy and nothing synthesised ahead: the GPU is about to wait on synthesis.
     assert ("18/18", "warn") in runs and (" · stale 12 s", "warn") in runs
+
+
+def test_a_synthesis_capacity_not_read_is_said_so_never_a_guessed_default() -> None:
+    """F11: the dashboard started after cuzk's `starting pipeline` line said `synthesis
+    1/~18` of a prover running 3 workers: cuzk's formula over gapwatch's assumed cap. Without
+    the log's count or the operator's `[cuzk] max_parallel_synthesis` the line gives the count
+    alone and says the capacity was not read."""
+    st = _status(10.0)  # 18 synthesizing, a 750 GiB budget in /status, no log
+    runs = pipeline_text(st, None, PipelineView())  # type: ignore[arg-type]
+    text = "".join(t for t, _ in runs)
+    assert " · synthesis 18 (capacity not read) · partitions: " in text and "~" not in text
+    assert all(key != "warn" for _, key in runs)  # "every worker busy" not judged
+    # The operator's cap given: cuzk's formula, marked derived.
+    given = pipeline_text(st, None, PipelineView(max_parallel_synthesis=18))  # type: ignore[arg-type]
+    assert " · synthesis 18/~18 · " in "".join(t for t, _ in given)
 
 
 def test_the_line_says_drift_budget_pool_pacer_srs_and_post_work() -> None:

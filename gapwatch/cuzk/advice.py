@@ -74,6 +74,7 @@ from gapwatch.cuzk.pin_need import pin_need
 from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     BATCH_KINDS,
+    CAPACITY_NOT_READ,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
     NO_FACTS,
@@ -596,9 +597,9 @@ def _synthesis(gaps: StallGaps, pipeline: PipelineView) -> Found:
                          "partitions ahead",
                          "extern/cuzk/cuzk-core/src/config.rs, engine.rs", RAISE,
                          raises(MAX_PARALLEL_SYNTHESIS)), threads], True,
-                "gapwatch could not tell how many synthesis workers cuzk runs (no "
-                "'starting pipeline ... synth_worker_count' line in the log read, no memory "
-                f"budget in /status{_dropped(pipeline, 'synth_worker_count', 'total_budget_gib')}"
+                "gapwatch could not tell how many synthesis workers cuzk runs ("
+                f"{CAPACITY_NOT_READ}"
+                f"{_dropped(pipeline, 'synth_worker_count', 'total_budget_gib')}"
                 "): if they were all busy, more workers close these gaps; if not, only faster "
                 "synthesis does", [])
     if gaps.full * 2 < gaps.judged:

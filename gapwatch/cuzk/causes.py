@@ -21,11 +21,16 @@ The rules, for one GPU, per snapshot, first match:
   counts free only beyond the partitions in `gpu` that no worker names
   (`free_idle_workers`); with none free the snapshot gives no cause and the log's holds decide;
 - with no partition in `synth_done`:
-  - `waits_on_budget`: partitions pending, a synthesis worker free (or the capacity unknown),
-    and cuzk's memory budget has less free than one pending partition needs (the dispatcher
-    acquires the budget before a worker takes a partition, engine.rs);
+  - `waits_on_budget`: partitions pending, a synthesis worker free, and cuzk's memory budget
+    has less free than one pending partition needs (the dispatcher acquires the budget before
+    a worker takes a partition, engine.rs);
   - `pacer_hold`: partitions pending, a worker free, the budget free, and the dispatch pacer on
     (`[pipeline] max_gpu_queue_depth` > 0: the log says so): the pacer holds synthesis back;
+  - a worker free is known by the capacity (`gapwatch.cuzk.pipeline.workers_free`), or with
+    fewer syntheses than cuzk's least workers; where it is not known and the budget is short
+    or the pacer on, the snapshot gives no cause: every worker busy (synthesis holds the
+    GPU) and a worker free (the budget or the pacer does) are both possible, and a guessed
+    count (cuzk's default cap taken for its config) judged 3 busy workers of 3 free;
   - `waits_on_synthesis`: partitions synthesizing: the GPU waits for one (the evidence says
     whether every synthesis worker is busy);
   - `no_work`: nothing pending or synthesizing, no worker proving.
@@ -65,10 +70,12 @@ from gapwatch.core.evidence_types import ProverState
 from gapwatch.core.models import ProverStatus, ProverWorker
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.pipeline import (
+    CAPACITY_NOT_READ,
     EMPTY_PIPELINE_CAUSE,
     POREP_PARTITION_FULL_BYTES,
     Capacity,
     pending_partition_bytes,
+    workers_free,
 )
 from gapwatch.cuzk.restarts import NO_WORK_CAUSE
 
@@ -173,12 +180,17 @@ def snapshot_cause(status: ProverStatus, gpu: int, capacity: Capacity | None = N
     busy = counts.get("synthesizing") or 0
     pending = live_pending(status)
     if pending:
-        workers_free = capacity is None or busy < capacity.workers
-        if workers_free and budget_short(status) is not None:
+        free = workers_free(busy, capacity)
+        short = budget_short(status) is not None
+        paced = pacer_on and status.memory_available_bytes is not None
+        if free and short:
             return "waits_on_budget"
-        if workers_free and capacity is not None and pacer_on \
-                and status.memory_available_bytes is not None:
+        if free and paced:
             return "pacer_hold"
+        if free is None and (short or paced):
+            # A worker free (the budget or the pacer holds the next partition) or every one
+            # busy (synthesis does): which is not known, so neither is said.
+            return None
     if busy:
         return "waits_on_synthesis"
     if not pending and not any(w.state == "proving" for w in mine):
@@ -217,8 +229,7 @@ def snapshot_evidence(status: ProverStatus, gpu: int, cause: str | None,
                        f"workers: {capacity.words()})")
         else:
             out.append(f"{busy} partition(s) synthesizing; how many synthesis workers cuzk "
-                       "runs is unknown (no 'starting pipeline' line in the log, no memory "
-                       "budget in /status)")
+                       f"runs is not known ({CAPACITY_NOT_READ})")
         if pending:
             out.append(f"{pending} partition(s) pending")
         if status.synthesis_max is not None and capacity is not None \

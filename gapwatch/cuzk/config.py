@@ -57,10 +57,12 @@ class CuzkConfig(Section):
     #: One deadline per poll (connect plus the whole answer): a poll that takes longer is
     #: abandoned and counted (`timeout`).
     status_timeout_s: float = Field(0.5, gt=0, le=10)
-    #: cuzk's own `[pipeline] max_parallel_synthesis` (0 = its default, 18): how many
+    #: cuzk's own `[pipeline] max_parallel_synthesis` (0 = its default, 18), copied: how many
     #: syntheses it runs, when its log does not say (`starting pipeline ... synth_worker_count`).
-    #: With it and `/status`'s memory budget gapwatch applies cuzk's formula (engine.rs).
-    max_parallel_synthesis: int = Field(18, ge=0, le=100_000)
+    #: With it and `/status`'s memory budget gapwatch applies cuzk's formula (engine.rs). None
+    #: (the default): not given, so the count is not known without the log's line: cuzk's
+    #: default taken for a prover configured otherwise said `1/~18` of 3 workers.
+    max_parallel_synthesis: int | None = Field(None, ge=0, le=100_000)
     #: Seconds a WinningPoSt may take, arrival to proof: a Filecoin epoch, 30 s (cuzk's
     #: proving.proto:45 `CRITICAL = 4; // WinningPoSt: must complete within epoch`). Past it
     #: the block reward is lost. docs/post.md.

@@ -265,11 +265,14 @@ def partition_bytes(kind: str | None) -> int | None:
 
 
 def capacity_of(synth_workers: int | None, status: ProverStatus | None,
-                budget_total_bytes: int | None, max_parallel_synthesis: int
+                budget_total_bytes: int | None, max_parallel_synthesis: int | None
                 ) -> Capacity | None:
     """How many syntheses cuzk runs at once: the log's `synth_worker_count`, else cuzk's
     formula over the budget (`/status`'s `memory.total_bytes`, else the log's `memory budget
-    initialized`), else unknown (None)."""
+    initialized`) and the operator's `[cuzk] max_parallel_synthesis` (None: not given: then
+    the budget decides alone only where it allows no more than `MIN_SYNTH_WORKERS`), else
+    unknown (None). Never cuzk's default cap taken for its config: a prover run with
+    `max_parallel_synthesis = 3` on a 512 GiB budget read `1/~18`."""
     if synth_workers is not None:
         return Capacity(synth_workers, "log")
     total = status.memory_total_bytes if status is not None else None
@@ -277,7 +280,26 @@ def capacity_of(synth_workers: int | None, status: ProverStatus | None,
         total = budget_total_bytes
     if total is None:
         return None
+    if max_parallel_synthesis is None:
+        if total // POREP_PARTITION_FULL_BYTES > MIN_SYNTH_WORKERS:
+            return None
+        return Capacity(MIN_SYNTH_WORKERS, "budget")
     return Capacity(synth_worker_count(total, max_parallel_synthesis), "budget")
+
+
+def workers_free(busy: int, capacity: Capacity | None) -> bool | None:
+    """Is a synthesis worker free with `busy` syntheses running? By the capacity where it is
+    known; below cuzk's least (`MIN_SYNTH_WORKERS`) whatever it is; else None (not known).
+    The one test of "every synthesis worker busy" that `gapwatch.cuzk.causes` rules take."""
+    if capacity is not None:
+        return busy < capacity.workers
+    return True if busy < MIN_SYNTH_WORKERS else None
+
+
+#: Why the number of synthesis workers is not known, as every output says it.
+CAPACITY_NOT_READ = ("no 'starting pipeline ... synth_worker_count' line in the log read, and "
+                     "no memory budget with a [cuzk] max_parallel_synthesis to apply cuzk's "
+                     "formula to")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,13 +308,15 @@ class Capacity:
 
     workers: int
     #: "log": `synth_worker_count` of the `starting pipeline` line; "budget": cuzk's formula
-    #: over `/status`'s `memory.total_bytes` and `[cuzk] max_parallel_synthesis`.
+    #: over `/status`'s `memory.total_bytes` and `[cuzk] max_parallel_synthesis` (or a budget
+    #: that allows no more than cuzk's least, whatever the cap).
     source: str
 
     def words(self) -> str:
         if self.source == "log":
             return "synth_worker_count in the log"
-        return "cuzk's formula: memory budget / 14 GiB, at most max_parallel_synthesis"
+        return ("cuzk's formula: memory budget / 14 GiB, at least 2, at most [cuzk] "
+                "max_parallel_synthesis")
 
 
 def pending_partition_bytes(status: ProverStatus) -> int | None:
@@ -407,7 +431,7 @@ class _Limits:
     __slots__ = ()
     synth_workers: int | None
     budget_total_bytes: int | None
-    max_parallel_synthesis: int
+    max_parallel_synthesis: int | None
 
     @property
     def pacer_target(self) -> int | None:
@@ -456,7 +480,9 @@ class PipelineView(_Limits):
     #: The latest budget request larger than the whole budget (None: none read).
     over_budget: OverBudget | None = None
     monolithic_in_flight: tuple[str, ...] = ()
-    max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS
+    #: The operator's `[cuzk] max_parallel_synthesis` (cuzk's own cap, copied); None: not
+    #: given, so cuzk's formula over the budget is not applied (`capacity_of`).
+    max_parallel_synthesis: int | None = None
     #: Every run's first wave of each circuit type, oldest first (bounded: `MAX_WAVES`): a gap
     #: in one of their windows is a first wave's (`gapwatch.cuzk.first_wave.wave_of`).
     first_waves: tuple[FirstWave, ...] = ()
@@ -803,7 +829,7 @@ class LogView:
 class PipelineFacts(_Limits):
     """Everything cuzk's log says about its pipeline, fed one event at a time."""
 
-    def __init__(self, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS) -> None:
+    def __init__(self, max_parallel_synthesis: int | None = None) -> None:
         self.max_parallel_synthesis = max_parallel_synthesis
         #: A cuzk line was fed: only then can the log say anything about a gap.
         self.seen = False

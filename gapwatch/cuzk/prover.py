@@ -29,7 +29,6 @@ from gapwatch.cuzk.causes import (
 )
 from gapwatch.cuzk.first_wave import unpinned_by_design
 from gapwatch.cuzk.pipeline import (
-    DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
     NO_FACTS,
     Capacity,
@@ -225,7 +224,7 @@ def _after(facts: ProverGapFacts, lines: int) -> ProverGapFacts:
 class CuzkProver:
     """cuzk behind the GPU work (`gapwatch.core.prover.Prover`): one per session."""
 
-    def __init__(self, max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS) -> None:
+    def __init__(self, max_parallel_synthesis: int | None = None) -> None:
         #: What cuzk's log and `/status` say about its pipeline, fed every event and snapshot.
         self.pipeline = PipelineFacts(max_parallel_synthesis)
 

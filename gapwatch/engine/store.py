@@ -50,7 +50,6 @@ from gapwatch.core.prover_watch import RunningProof
 from gapwatch.core.sizes import event_bytes, status_bytes
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import WindowNow
-from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS
 from gapwatch.cuzk.prover import CuzkProver
 
 _T = TypeVar("_T")
@@ -97,7 +96,7 @@ class SeriesStore:
         max_copies: int = 4096,
         max_log_bytes: int = 16 << 20,
         max_prover_bytes: int = 32 << 20,
-        max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+        max_parallel_synthesis: int | None = None,
         detector_config: DetectorConfig | None = None,
         prover: Prover | None = None,
     ) -> None:

@@ -47,7 +47,7 @@ from gapwatch.core.prover_watch import ProverWatch, SaidWithin, Unheard
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
-from gapwatch.cuzk.pipeline import DEFAULT_MAX_PARALLEL_SYNTHESIS, PipelineView
+from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.post_deadlines import PostDeadlines
 from gapwatch.cuzk.prover import CuzkProver, view_of
 from gapwatch.logs.follow import read_by_at_end
@@ -329,7 +329,7 @@ def detect_records(
     extra_logs: Iterable[LogEvent] = (),
     *,
     line_of: Callable[[], int] | None = None,
-    max_parallel_synthesis: int = DEFAULT_MAX_PARALLEL_SYNTHESIS,
+    max_parallel_synthesis: int | None = None,
     prover: CuzkProver | None = None,
     listener: RunListener | None = None,
     watch: ProverWatch | None = None,

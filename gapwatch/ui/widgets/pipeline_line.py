@@ -4,9 +4,9 @@ Who drives it: `GapwatchApp` with the slow panels (once a second). It reads the 
 per prover from the store, and what the prover's log said (`StoreSnapshot.pipeline`):
 each GPU's workers by name (`w0 idle, w1 proving`), synthesis as partitions synthesizing over
 cuzk's synthesis workers (`gapwatch.cuzk.pipeline.capacity_of`: the log's `synth_worker_count`,
-`~` when
-derived from the budget, `?` unknown; never `max_concurrent`, which is the budget over the
-smallest partition), `active` when cuzk's counter has drifted from them, the budget when it
+`~` when derived from the budget and `[cuzk] max_parallel_synthesis`; the count alone with
+`(capacity not read)` where neither gives it; never `max_concurrent`, which is the budget over
+the smallest partition), `active` when cuzk's counter has drifted from them, the budget when it
 stops the next synthesis, partitions by state, the scheduler queue, the pinned pool when it
 failed, the pacer, an SRS load or PoSt work in flight, and how old the snapshot is. Hidden (no
 height) until a first snapshot arrives, so a session without `--cuzk-status` looks as before.
@@ -17,7 +17,7 @@ from __future__ import annotations
 from gapwatch.core.models import ProverStatus, ProverWorker
 from gapwatch.core.units import GIB
 from gapwatch.cuzk.causes import budget_short, synthesis_drift
-from gapwatch.cuzk.pipeline import PipelineView
+from gapwatch.cuzk.pipeline import Capacity, PipelineView
 from gapwatch.cuzk.prover import view_of
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.run_lines import RunLines
@@ -37,6 +37,16 @@ def worker_words(workers: list[ProverWorker]) -> str:
                                                                  key=lambda w: w.worker_id))
 
 
+def synthesis_words(busy: int | None, cap: Capacity | None) -> str:
+    """`3/3` (the log's count), `3/~3` (cuzk's formula over the budget and the operator's
+    cap), `3 (capacity not read)`: the count alone where the capacity is not known, never
+    over a guessed one (`1/~18` of a prover running 3 workers)."""
+    n = "?" if busy is None else str(busy)
+    if cap is None:
+        return f"{n} (capacity not read)"
+    return f"{n}/{'' if cap.source == 'log' else '~'}{cap.workers}"
+
+
 def pipeline_text(st: ProverStatus, age_s: float | None,
                   pipeline: PipelineView | None = None) -> list[tuple[str, str]]:
     """(text, style key) runs of one prover's line, the facts the gap causes rest on first
@@ -54,9 +64,8 @@ def pipeline_text(st: ProverStatus, age_s: float | None,
     runs.append((" · synthesis ", "label"))
     busy = counts.get("synthesizing")
     cap = view.capacity(st)
-    of = "?" if cap is None else ("" if cap.source == "log" else "~") + str(cap.workers)
     full = busy is not None and cap is not None and busy >= cap.workers
-    runs.append((f"{'?' if busy is None else busy}/{of}",
+    runs.append((synthesis_words(busy, cap),
                  "warn" if full and not counts.get("synth_done") else ""))
     drift = synthesis_drift(st)
     if drift:

@@ -5,6 +5,7 @@ simulator; over the live window with the window before it; in the store's snapsh
 
 from __future__ import annotations
 
+import json
 import urllib.request
 from pathlib import Path
 
@@ -67,8 +68,34 @@ def test_without_the_copy_trace_pcie_and_sm_activity_tell_the_two_apart_and_say_
     pageable = _figure(*_recorded("pageable"), copies=False)
     assert chained is not None and pageable is not None
     assert chained.basis == pageable.basis == "pcie"
-    assert chained.basis_words() == "from PCIe and SM activity"
+    assert chained.basis_words() == "estimated from PCIe bytes and SM activity"
     assert chained.share > 0.7 > 0.5 > pageable.share
+
+
+E2E = Path(__file__).parent / "data" / "h200-e2e"
+
+
+def _truth_copy_s(name: str) -> float:
+    """The load generator's own copy time: its intervals' H2D milliseconds summed."""
+    truth = json.loads((E2E / name / "truth.json").read_text())
+    return float(sum(i["h2d_ms"] for i in truth["intervals"])) / 1000.0
+
+
+@pytest.mark.parametrize("name", ["chained", "pageable"])
+def test_copy_seconds_from_pcie_are_estimated_from_the_bytes_not_counted_as_whole_samples(
+        name: str) -> None:
+    """F12: `report` of the H200 chained run (no copy trace) said "75 % of 4.8 s of copies
+    (from PCIe and SM activity)" where its 38 copies of ~30 ms took 1.16 s: every 100 ms
+    sample holding any H2D traffic counted whole. The seconds are labelled copies, so they are
+    an estimate of copy time: within 30 % of the truth on the chained run (short pinned
+    copies) and on the pageable one (copies that crawl through many samples), the share still
+    far apart."""
+    rec = read_any(E2E / name / "rec.jsonl.gz")
+    f = _figure(list(rec.records), list(rec.header.gpus))
+    truth = _truth_copy_s(name)
+    assert f is not None and f.basis == "pcie"
+    assert abs(f.copy_s / truth - 1) < 0.3, (f.copy_s, truth)
+    assert (f.share > 0.7) if name == "chained" else (f.share < 0.5)
 
 
 def test_a_gpu_without_sm_activity_gets_no_figure_rather_than_a_wrong_one() -> None:
@@ -108,8 +135,8 @@ def test_copies_arriving_before_the_samples_that_cover_them_are_placed_when_thos
 
 
 def test_the_simulator_chains_high_and_falls_in_its_pageable_breakdown() -> None:
-    """The simulator has no copy trace: PCIe and SM activity (cruder: a busy 100 ms sample with
-    a copy in it counts whole) still put the breakdown far below chaining."""
+    """The simulator has no copy trace: the copy time estimated from PCIe bytes and SM
+    activity still puts the breakdown far below chaining."""
     shares = {}
     for scenario in ("chained", "pageable"):
         run = simulate(scenario, duration_s=39.0)
@@ -201,5 +228,7 @@ def test_a_wall_clock_stepped_years_ahead_costs_the_worst_minute_no_window_per_t
     # Only windows that hold a bucket are looked at: at most a window's buckets each (31 M).
     assert len(list(_window_starts(sorted(g.buckets), 6))) <= 6 * len(g.buckets)
     assert worst is not None and worst[1] == pytest.approx(0.41, abs=0.02)
-    assert worst[0] >= 1000.0 + ahead - 10.0
+    # A window over the later minutes alone (one starting before them holds them as much:
+    # equal shares, the first that rounding leaves lowest).
+    assert worst[0] > 1000.0 + ahead - 60.0
     assert meter._worst_by_sums(g, 6, "pcie", 1.0) == worst

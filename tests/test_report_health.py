@@ -56,7 +56,7 @@ def test_the_report_says_health_errors_and_chaining_per_gpu(tmp_path: Path, work
     assert "GPU 1: 639 of 700 W, 63.0 of 141 GiB" in text  # temperature never read: not said
     assert "GPU errors: 1" in text and "GPU 1: XID 79 (critical GPU error" in text
     assert "Chaining (share of host-to-device copy time that ran while SMs were busy)" in text
-    assert "(from PCIe and SM activity)" in text
+    assert "(estimated from PCIe bytes and SM activity)" in text
     doc = to_json(report)
     assert doc["gpu_errors"]["count"] == 1
     assert doc["gpu_errors"]["items"][0]["kind"] == "xid"

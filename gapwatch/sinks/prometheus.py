@@ -598,7 +598,8 @@ def _chaining(figures: dict[int, ChainingFigure]) -> Iterator[Metric]:
                    "minute that ran while the GPU's SMs were busy (copies overlapped with "
                    "kernels); absent before any copy was seen.", ["gpu"])
     basis = InfoMetricFamily("gapwatch_chaining_basis", "What the chaining ratio was worked "
-                             "out from: copies (the copy trace) or pcie (PCIe and SM activity).",
+                             "out from: copies (the copy trace) or pcie (estimated from PCIe "
+                             "bytes and SM activity).",
                              labels=["gpu"])
     for gpu, f in sorted(figures.items()):
         ratio.add_metric([str(gpu)], f.share)

@@ -59,8 +59,9 @@ health (header; one GPU: in words, several: a cell per GPU)
                         c 92 = chaining 92 %
   chaining   share of host-to-device copy time in the last minute that
              ran while SMs were busy (copies overlapped with kernels):
-             from the copy trace, else PCIe and SM activity. Falling
-             (93 % -> 41 %) is chaining breaking before gaps pile up
+             from the copy trace, else estimated from PCIe bytes and
+             SM activity. Falling (93 % -> 41 %) is chaining breaking
+             before gaps pile up
 
 states
   CHAINED    the two workers keep the GPU busy

@@ -143,6 +143,25 @@ def test_a_window_with_no_pcie_reading_has_no_floor_not_one_of_nothing() -> None
     assert window.link_floor_s is None
 
 
+@pytest.mark.parametrize("unread_s", [30.0, 10.0])
+def test_a_window_whose_pcie_readings_stopped_has_bytes_not_known_never_zero(
+        unread_s: float) -> None:
+    """PCIe read at 30 GB/s for 40 s, then `unread_s` of busy and idle seconds with no PCIe
+    reading (a sampler that lost its counters). The window's seconds with no reading counted
+    0 bytes: a window past the readings said the link needed 0 s (a floor of nothing), one a
+    third past them a floor of the bytes of its first 20 s only. Missing is None: a second of
+    the window with data and no reading makes its bytes not known, and the floor with them."""
+    det = detector()
+    n = 400
+    for i in range(n + int(unread_s * 10)):
+        det.feed_gpu(sample(round(0.1 * (i + 1), 6), 90.0 if i % 10 < 5 else 0.0,
+                            rx=30e9 if i < n else None, tx=0.0 if i < n else None))
+    window = det.window_now(0)
+    assert window is not None and window.data_s == 30.0
+    assert window.pcie_rx_bytes is None and window.pcie_tx_bytes is None
+    assert window.link_floor_s is None
+
+
 # -- the verdict's words and series ----------------------------------------------------------
 
 

@@ -444,9 +444,11 @@ class GapDetector:
         rx = s.pcie_rx_bytes_per_s
         if rx is not None and rx >= 0:
             tr.span_rx_sum = (tr.span_rx_sum or 0.0) + rx * cover
+            tr.cur_rx_read = True
         tx = s.pcie_tx_bytes_per_s
         if tx is not None and tx >= 0:
             tr.span_tx_sum = (tr.span_tx_sum or 0.0) + tx * cover
+            tr.cur_tx_read = True
         tr.last_busy_t = t
         tr.last_busy_from = covered_from
         tr.last_busy_level = level
@@ -487,6 +489,7 @@ class GapDetector:
             tr.rx_sum += moved
             tr.rx_weight_ns += cover
             tr.since_busy_rx_sum = (tr.since_busy_rx_sum or 0.0) + moved
+            tr.cur_rx_read = True
             rate = rx
         tx = s.pcie_tx_bytes_per_s
         if tx is not None and tx >= 0:
@@ -494,6 +497,7 @@ class GapDetector:
             tr.tx_sum += moved
             tr.tx_weight_ns += cover
             tr.since_busy_tx_sum = (tr.since_busy_tx_sum or 0.0) + moved
+            tr.cur_tx_read = True
             if tx > rate:
                 rate = tx
         if rate >= 0:
@@ -689,9 +693,11 @@ class GapDetector:
         rx = s.pcie_rx_bytes_per_s
         if rx is not None and rx >= 0:
             tr.before_work_rx_sum = (tr.before_work_rx_sum or 0.0) + rx * cover
+            tr.cur_rx_read = True
         tx = s.pcie_tx_bytes_per_s
         if tx is not None and tx >= 0:
             tr.before_work_tx_sum = (tr.before_work_tx_sum or 0.0) + tx * cover
+            tr.cur_tx_read = True
 
     @staticmethod
     def _span_bytes_since_busy(tr: Track) -> None:
@@ -1287,34 +1293,47 @@ class GapDetector:
             tr.bucket_cover_ns[i] = tr.cur_cover_ns
             tr.bucket_rx_sum[i] = rx - tr.cur_rx_from
             tr.bucket_tx_sum[i] = tx - tr.cur_tx_from
+            tr.bucket_rx_read[i] = tr.cur_rx_read
+            tr.bucket_tx_read[i] = tr.cur_tx_read
         j = k % nb
         tr.bucket_ids[j] = k
         tr.bucket_busy_ns[j] = 0
         tr.bucket_cover_ns[j] = 0
         tr.bucket_rx_sum[j] = tr.bucket_tx_sum[j] = 0.0
+        tr.bucket_rx_read[j] = tr.bucket_tx_read[j] = False
         tr.cur_k = k
         tr.cur_busy_ns = tr.cur_cover_ns = 0
         tr.cur_rx_from = rx
         tr.cur_tx_from = tx
+        tr.cur_rx_read = tr.cur_tx_read = False
 
     def _window_bytes(self, tr: Track, t: int) -> tuple[float | None, float | None]:
         """PCIe bytes per direction in the window's seconds as of `t`, as time-weighted rate
         sums (bytes/s x ns): the lists' seconds (`_window_busy`'s), and what the run's sums
-        grew by in the one being counted. None: no reading in that direction since the run
-        began (a window whose seconds read none after earlier ones did counts 0). Called by
-        `window_now` (about once a second), never per sample."""
+        grew by in the one being counted. None: a second of the window with data had no
+        reading in that direction (`Track.bucket_rx_read`), so its bytes, and the window's,
+        are not known: counted 0, a window past a sampler's last PCIe reading said its link
+        needed nothing. Called by `window_now` (about once a second), never per sample."""
         k = t // _NS
         nb = self._n_buckets
         ids = tr.bucket_ids
         rx_now, tx_now = tr.byte_sums()
         rx = tx = 0.0
+        rx_known = tx_known = True
         if k - tr.cur_k < nb:
             rx, tx = (rx_now or 0.0) - tr.cur_rx_from, (tx_now or 0.0) - tr.cur_tx_from
+            if tr.cur_cover_ns:
+                rx_known, tx_known = tr.cur_rx_read, tr.cur_tx_read
+        cover = tr.bucket_cover_ns
         for i in range(nb):
             if k - ids[i] < nb:  # (the second being counted holds 0 there)
                 rx += tr.bucket_rx_sum[i]
                 tx += tr.bucket_tx_sum[i]
-        return None if rx_now is None else rx, None if tx_now is None else tx
+                if cover[i]:
+                    rx_known = rx_known and tr.bucket_rx_read[i]
+                    tx_known = tx_known and tr.bucket_tx_read[i]
+        return (rx if rx_known and rx_now is not None else None,
+                tx if tx_known and tx_now is not None else None)
 
     def _window_edge_idle(self, tr: Track, sample_end_ns: int, idle_ns: int) -> None:
         """A gap edge placed inside a busy sample (the one ending at `sample_end_ns`) says that

@@ -45,6 +45,7 @@ class Track:
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
         "bucket_rx_sum", "bucket_tx_sum", "cur_rx_from", "cur_tx_from",
+        "bucket_rx_read", "bucket_tx_read", "cur_rx_read", "cur_tx_read",
         "before_work_rx_sum", "before_work_tx_sum",
         "window_gaps", "window_starved", "stretch_after_hole",
         "pageable_ends",
@@ -127,12 +128,20 @@ class Track:
         #: Each second's PCIe bytes per direction in the window, as time-weighted rate sums
         #: (bytes/s x covered ns), for the link's floor under the verdict's payoff
         #: (`WindowNow.link_floor_s`). Not summed per sample: a second's is what the run's
-        #: running sums (`byte_sums`, None taken as 0 here) grew by in it, taken when the next
-        #: one starts; `cur_*_from` are those sums as the second being counted began.
+        #: running sums (`byte_sums`, None taken as 0 here: whether the second had a reading
+        #: is `bucket_*_read`'s) grew by in it, taken when the next one starts; `cur_*_from`
+        #: are those sums as the second being counted began.
         self.bucket_rx_sum = [0.0] * n_buckets
         self.bucket_tx_sum = [0.0] * n_buckets
         self.cur_rx_from = 0.0
         self.cur_tx_from = 0.0
+        #: Whether each second had a reading of each direction (the second being counted
+        #: now: `cur_*_read`): a second with data and none has bytes not known, never 0, and
+        #: so has the window that holds it (`GapDetector._window_bytes`).
+        self.bucket_rx_read = [False] * n_buckets
+        self.bucket_tx_read = [False] * n_buckets
+        self.cur_rx_read = False
+        self.cur_tx_read = False
         self.window_gaps: deque[WindowGap] = deque()
         self.window_starved = 0
         #: The idle stretch going on now began after a hole (its busy may be long gone).

@@ -53,8 +53,10 @@ class WindowNow:
     data_s: float | None = None
     #: Bytes PCIe carried each way in the window's seconds (host-to-device: RX; each sample's
     #: rate x the time it covers, where the rate is a reading), and the link's bytes per
-    #: second each way: the floor under the verdict's payoff (`link_floor_s`). None: no
-    #: reading in the window, or no link said.
+    #: second each way: the floor under the verdict's payoff (`link_floor_s`). None: a second
+    #: of the window with data had no reading that way (its bytes are not known, never 0:
+    #: a window past a sampler's last PCIe reading said its link needed nothing), or no link
+    #: said.
     pcie_rx_bytes: float | None = None
     pcie_tx_bytes: float | None = None
     link_bytes_per_s: float | None = None
@@ -63,7 +65,7 @@ class WindowNow:
     def link_floor_s(self) -> float | None:
         """The shortest the window's span could be, the time the link needs for its bytes
         (`core.payoff.link_floor_s`): the floor under the verdict's payoff (`cuzk.why_now`).
-        None: no PCIe reading in it, or no link."""
+        None: its bytes not known (a second of it with no PCIe reading), or no link."""
         if self.link_bytes_per_s is None:
             return None
         return link_floor_s(self.pcie_rx_bytes, self.pcie_tx_bytes, self.link_bytes_per_s)

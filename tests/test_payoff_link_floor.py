@@ -170,6 +170,33 @@ def test_over_several_gpus_each_gpus_span_keeps_its_own_links_floor() -> None:
     assert gap_payoff(totals, gaps).throughput_gain == pytest.approx(200 / 195)
 
 
+def test_over_several_gpus_the_links_limit_names_the_gpu_whose_bytes_need_the_time() -> None:
+    """The same two GPUs: the report said "(the link's limit: its bytes need 145 s)", 145 s
+    being the shortest the two spans summed can be (GPU 0's 95 s of bytes and GPU 1's 50 s
+    left), no GPU's bytes. The words name the GPU whose bytes set it and their own time; of
+    several, the slowest."""
+    from gapwatch.offline.report_text import _payoff_lines
+
+    totals = [_gpu_totals(0, 95 * 63e9), _gpu_totals(1, 0.0)]
+    tally = {(0, "transfer_bound"): Tally(10, 50.0), (1, "host_stall"): Tally(10, 50.0)}
+    payoff = report_payoff(totals, tally, None)
+    every = payoff.overall.all
+    assert every.link_limit_s == pytest.approx(145.0)
+    text = "\n".join(_payoff_lines(payoff))
+    assert "(the link's limit: GPU 0's bytes need 95 s)" in text
+    assert "its bytes need" not in text
+    both = report_payoff([_gpu_totals(0, 95 * 63e9), _gpu_totals(1, 80 * 63e9)],
+                         {(0, "transfer_bound"): Tally(10, 50.0),
+                          (1, "transfer_bound"): Tally(10, 50.0)}, None)
+    line = "\n".join(_payoff_lines(both))
+    assert "(the links' limit: the slowest GPU's bytes, GPU 0's, need 95 s)" in line
+    # One GPU's own payoff says its own bytes, as ever.
+    (one, _) = payoff.per_gpu
+    words = gpu_time_words(2.0, 100.0, 10, one.closing.all.link_limit_s,
+                           one.closing.all.limited_by)
+    assert words.endswith("(the link's limit: its bytes need 95 s)")
+
+
 # -- the H200 recordings ---------------------------------------------------------------------
 
 
@@ -229,6 +256,7 @@ def test_compares_prediction_says_the_links_limit_of_a_transfer_bound_before(
     doc = json.loads(capsys.readouterr().out)
     every = doc["payoff"]["all_gaps"]
     assert every["link_limit_s"] == pytest.approx(_report("transfer-bound").totals[0].link_floor_s)
+    assert every["link_limited_by"] == []  # one GPU: its bytes, no GPU to name
     assert every["throughput_gain"] < 1.35
     assert main(["compare", before, after]) == 0
     said = capsys.readouterr().out.replace("\n    ", " ")
@@ -242,10 +270,11 @@ def test_a_floor_past_its_gpus_span_is_that_span_and_limits_nothing_where_no_lin
     """Two GPUs, none link-limited, one with a floor read past its span (rates above the link
     assumed): summed uncapped, their floors passed the shortened span and a limit was said
     that no GPU had. Each floor is capped at its own span."""
-    from gapwatch.core.payoff import floor_over_gpus
+    from gapwatch.core.payoff import GpuSpan, floor_over_gpus
 
-    floor = floor_over_gpus([(10.0, 0.0, 12.0), (10.0, 8.0, 0.5)])
-    assert floor == pytest.approx(10.0 + 0.5)
+    floor = floor_over_gpus([GpuSpan(0, 10.0, 0.0, 12.0), GpuSpan(1, 10.0, 8.0, 0.5)])
+    assert floor is not None and floor.floor_s == pytest.approx(10.0 + 0.5)
+    assert floor.limited_by == ()
     closed = if_closed(None, 20.0, 8.0, floor_s=floor)
     assert not closed.link_limited
     assert closed.throughput_gain == pytest.approx(20.0 / 12.0)

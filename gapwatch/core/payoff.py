@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 if TYPE_CHECKING:
     from gapwatch.core.models import GpuSample
@@ -68,6 +68,11 @@ class IfClosed:
     #: The floor, not the gaps, set the figure: closing them would leave less than the link
     #: needs. Said with the figure (`gain_words`'s `link_floor_s`).
     link_limited: bool = False
+    #: Of several GPUs, those whose own link set the floor (`LinkFloor.limited_by`: each GPU
+    #: and the seconds its bytes need, slowest first): the words name them, as
+    #: `link_floor_s` is then the shortest their spans summed can be, no GPU's bytes. Empty:
+    #: one GPU's figure (its bytes), or no link limited.
+    limited_by: tuple[tuple[int, float], ...] = ()
 
     @property
     def link_limit_s(self) -> float | None:
@@ -79,6 +84,12 @@ class IfClosed:
         return {"idle_s": self.idle_s, "busy_fraction": self.busy_fraction,
                 "throughput_gain": self.throughput_gain, "span_s": self.span_s,
                 "link_floor_s": self.link_floor_s, "link_limited": self.link_limited}
+
+
+def limited_by_json(limited_by: tuple[tuple[int, float], ...]) -> list[dict[str, float]]:
+    """`IfClosed.limited_by` as `compare`'s JSON gives it beside `link_limit_s`: `[{"gpu": 0,
+    "link_floor_s": 95.0}]`, slowest first (docs/compare.md)."""
+    return [{"gpu": gpu, "link_floor_s": need_s} for gpu, need_s in limited_by]
 
 
 def link_floor_s(rx_bytes: float | None, tx_bytes: float | None,
@@ -136,13 +147,20 @@ def samples_link_floor_s(samples: Iterable[GpuSample],
 
 
 def if_closed(busy_s: float | None, active_s: float, closed_s: float,
-              gaps: int | None = None, floor_s: float | None = None) -> IfClosed:
+              gaps: int | None = None, floor_s: float | LinkFloor | None = None) -> IfClosed:
     """The payoff of closing `closed_s` of idle time (`gaps` gaps, None: not counted) in a
     working span of `active_s`, which never shrinks below `floor_s` (`link_floor_s`: the time
-    the link needs for the span's bytes; None: not known, no floor). `busy_s` None: the busy
-    time is not known (only the gain is). A span or idle time that is not a finite number
-    gives no figure (NaN compares false with everything, and was said `~nanx`)."""
-    floor = floor_s if floor_s is not None and floor_s >= 0 and math.isfinite(floor_s) else None
+    the link needs for the span's bytes; several GPUs' `floor_over_gpus`, which says which
+    GPUs' links set it; None: not known, no floor). `busy_s` None: the busy time is not known
+    (only the gain is). A span or idle time that is not a finite number gives no figure (NaN
+    compares false with everything, and was said `~nanx`)."""
+    limited_by: tuple[tuple[int, float], ...] = ()
+    given: float | None
+    if isinstance(floor_s, LinkFloor):
+        given, limited_by = floor_s.floor_s, floor_s.limited_by
+    else:
+        given = floor_s
+    floor = given if given is not None and given >= 0 and math.isfinite(given) else None
     span = active_s if math.isfinite(active_s) and active_s > 0 else 0.0
     if not (math.isfinite(active_s) and math.isfinite(closed_s)) or active_s <= 0:
         return IfClosed(closed_s, None, None, span, gaps, floor)
@@ -156,22 +174,47 @@ def if_closed(busy_s: float | None, active_s: float, closed_s: float,
     if left <= 0:
         return IfClosed(closed_s, None, None, span, gaps, floor)
     return IfClosed(closed_s, None if busy_s is None else min(1.0, busy_s / left),
-                    active_s / left, active_s, gaps, floor, limited)
+                    active_s / left, active_s, gaps, floor, limited,
+                    limited_by if limited else ())
 
 
-def floor_over_gpus(parts: Iterable[tuple[float, float, float | None]]) -> float | None:
+class GpuSpan(NamedTuple):
+    """One GPU's part of a payoff over several: its working span, the idle seconds closed in
+    it, and its link's floor (`link_floor_s`; None: none)."""
+
+    gpu: int
+    span_s: float
+    closed_s: float
+    floor_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFloor:
+    """The floor under several GPUs' spans summed (`floor_over_gpus`), and the GPUs whose own
+    link set it, each with the seconds its bytes need, slowest first (empty: none did, or one
+    GPU: its floor is its bytes' own time)."""
+
+    floor_s: float
+    limited_by: tuple[tuple[int, float], ...] = ()
+
+
+def floor_over_gpus(parts: Iterable[GpuSpan]) -> LinkFloor | None:
     """The floor under several GPUs' working spans summed, once idle time is closed on each:
-    (span, closed, floor) a GPU, each GPU's span less its own closed time and never below its
-    own link's floor (`link_floor_s`; None: none). Summed floors let one GPU's spare span hide
-    another's full link (two GPUs: ~1.33x said where ~1.03x is the bound). Where no link
-    limits its GPU, the sum of the floors (below the shortened span: `if_closed` says no
-    limit); where one does, the shortest the summed span can be (each GPU's span less its
-    gaps or its floor, the larger): `if_closed` then computes on it. One GPU: its own floor.
-    None where no GPU has a floor."""
+    each GPU's span less its own closed time and never below its own link's floor
+    (`link_floor_s`; None: none). Summed floors let one GPU's spare span hide another's full
+    link (two GPUs: ~1.33x said where ~1.03x is the bound). Where no link limits its GPU, the
+    sum of the floors (below the shortened span: `if_closed` says no limit); where one does,
+    the shortest the summed span can be (each GPU's span less its gaps or its floor, the
+    larger): `if_closed` then computes on it, and the words name the GPUs whose link did
+    (`LinkFloor.limited_by`: "its bytes need 145 s" was said of that summed span). One GPU:
+    its own floor. None where no GPU has a floor."""
     floors = 0.0
     shortest = 0.0
-    limits = any_floor = False
-    for span_s, closed_s, floor_s in parts:
+    any_floor = False
+    limited: list[tuple[int, float]] = []
+    n = 0
+    for gpu, span_s, closed_s, floor_s in parts:
+        n += 1
         left = max(0.0, span_s - closed_s)
         if floor_s is not None and math.isfinite(floor_s) and floor_s >= 0:
             any_floor = True
@@ -180,11 +223,15 @@ def floor_over_gpus(parts: Iterable[tuple[float, float, float | None]]) -> float
             floor_s = min(floor_s, max(0.0, span_s))
             floors += floor_s
             if floor_s > left:
-                limits, left = True, floor_s
+                limited.append((gpu, floor_s))
+                left = floor_s
         shortest += left
     if not any_floor:
         return None
-    return shortest if limits else floors
+    if not limited:
+        return LinkFloor(floors)
+    slowest = tuple(sorted(limited, key=lambda g: -g[1])) if n > 1 else ()
+    return LinkFloor(shortest, slowest)
 
 
 #: The longest span a payoff is said over: ten years of GPU time (a month's recording of
@@ -210,24 +257,43 @@ def span_words(seconds: float, *, whole_seconds: bool = False) -> str | None:
 
 
 def gain_words(gain: float, over: str | None, gaps: int | None = None,
-               link_floor_s: float | None = None) -> str:
+               link_floor_s: float | None = None,
+               limited_by: tuple[tuple[int, float], ...] = ()) -> str:
     """`~1.58x over the last 30 s (20 gaps)`: a throughput gain as every output says it, with
     the span it is over (`over`: "the last 21 s", "3.0 min of GPU time"; None: not said) and
     the gaps it would close (None: not said). Two decimals: `1.0x` of a 3 % gain read
     "nothing to gain". A gain that is not a finite number is said `not known`.
     `link_floor_s`: the floor that set the figure (`IfClosed.link_limit_s`; None: none did),
-    said after it: `(the link's limit: its bytes need 27 s)`."""
+    said after it (`link_words`)."""
     if not math.isfinite(gain):
         return "not known"
     span = "" if over is None else f" over {over}"
     count = "" if gaps is None else f" ({gaps} gap{'' if gaps == 1 else 's'})"
-    need = None if link_floor_s is None else span_words(link_floor_s)
-    limit = "" if need is None else f" (the link's limit: its bytes need {need})"
+    limit = "" if link_floor_s is None else link_words(link_floor_s, limited_by)
     return f"~{gain:.2f}x{span}{count}{limit}"
 
 
+def link_words(link_floor_s: float, limited_by: tuple[tuple[int, float], ...] = ()) -> str:
+    """` (the link's limit: its bytes need 27 s)`: the floor that set a figure, said after
+    it; of several GPUs (`limited_by`, `IfClosed.limited_by`) the GPU whose bytes set it and
+    their own time, not the summed span (`(the link's limit: GPU 0's bytes need 95 s)`; of
+    more than one, the slowest: `(the links' limit: the slowest GPU's bytes, GPU 0's, need
+    95 s)`); "" where the time is none to say."""
+    if not limited_by:
+        need = span_words(link_floor_s)
+        return "" if need is None else f" (the link's limit: its bytes need {need})"
+    gpu, need_s = limited_by[0]
+    need = span_words(need_s)
+    if need is None:
+        return ""
+    if len(limited_by) == 1:
+        return f" (the link's limit: GPU {gpu}'s bytes need {need})"
+    return f" (the links' limit: the slowest GPU's bytes, GPU {gpu}'s, need {need})"
+
+
 def gpu_time_words(gain: float, span_s: float, gaps: int | None,
-                   link_floor_s: float | None = None) -> str:
+                   link_floor_s: float | None = None,
+                   limited_by: tuple[tuple[int, float], ...] = ()) -> str:
     """`~1.58x over 3.3 min of GPU time (103 gaps)`: a recording's payoff, over its GPUs'
     working spans summed, as the report's Payoff section, its advice, summary.md and `compare`
     say it (`gain_words`, with the link's floor where it set the figure; the live verdict says
@@ -235,4 +301,5 @@ def gpu_time_words(gain: float, span_s: float, gaps: int | None,
     1.58× throughput` with neither span nor gaps beside its advice's words for the same
     figure."""
     span = span_words(span_s)
-    return gain_words(gain, None if span is None else f"{span} of GPU time", gaps, link_floor_s)
+    return gain_words(gain, None if span is None else f"{span} of GPU time", gaps, link_floor_s,
+                      limited_by)

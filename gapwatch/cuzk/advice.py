@@ -1314,7 +1314,7 @@ def advice_lines(report: AdviceReport, indent: str = "  ") -> list[str]:
             # Said with the span it is over and the gaps it closes (`gain_words`), as the
             # headline, the alert and --on-event say theirs over the live window.
             gain = gpu_time_words(pay.throughput_gain, pay.span_s, first.gaps,
-                                  pay.link_limit_s)
+                                  pay.link_limit_s, pay.limited_by)
             out.append(f"{indent}    payoff if closed: {to}throughput {gain}")
     for n in report.no_setting:
         out.append(f"{indent}{_count_words(n.gaps, n.idle_s, n.open_gaps)}: "

@@ -52,7 +52,7 @@ from gapwatch.config import Config
 from gapwatch.core import fmt
 from gapwatch.core.health import GPU_ERROR_KINDS
 from gapwatch.core.models import Gap, GpuInfo, ProverEvent
-from gapwatch.core.payoff import IfClosed
+from gapwatch.core.payoff import IfClosed, limited_by_json
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import AdviceReport, advice_json
 from gapwatch.cuzk.pipeline import POST_KINDS
@@ -1145,6 +1145,7 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
             "throughput_gain": None if x.payoff is None else x.payoff.throughput_gain,
             "span_s": None if x.payoff is None else x.payoff.span_s,
             "link_limit_s": None if x.payoff is None else x.payoff.link_limit_s,
+            "link_limited_by": [] if x.payoff is None else limited_by_json(x.payoff.limited_by),
             **_changed_json(advised_change(x.setting, b.settings, a.settings))})
     top = c.figures[0].gpu if c.figures else ALL
     proofs = [_proof_advice_payoff(x, c, top) for x in b.advice.proofs if x.setting is not None]
@@ -1193,7 +1194,8 @@ def predicted_vs_achieved(c: Comparison) -> dict[str, Any]:
         "advice_changed": advice_changed([x["changed"] for x in (*advice, *proofs)]),
         "all_gaps": {"busy_fraction": b.payoff_all.busy_fraction,
                      "throughput_gain": predicted, "span_s": b.payoff_all.span_s,
-                     "gaps": b.payoff_all.gaps, "link_limit_s": b.payoff_all.link_limit_s},
+                     "gaps": b.payoff_all.gaps, "link_limit_s": b.payoff_all.link_limit_s,
+                     "link_limited_by": limited_by_json(b.payoff_all.limited_by)},
         "achieved": {"busy_before": b.busy_fraction, "busy_after": a.busy_fraction,
                      "throughput_ratio": ratio, "basis": basis, "verdict": verdict,
                      "share_of_predicted_gain": share,

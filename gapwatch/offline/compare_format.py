@@ -264,16 +264,23 @@ def figure_lines(c: Comparison) -> list[str]:
     return out
 
 
+def _limited_by(said: dict[str, Any]) -> tuple[tuple[int, float], ...]:
+    """The GPUs whose link set a prediction (`predicted_vs_achieved`'s `link_limited_by`,
+    `core.payoff.limited_by_json`) as `gpu_time_words` takes them."""
+    return tuple((g["gpu"], g["link_floor_s"]) for g in said.get("link_limited_by", []))
+
+
 def payoff_lines(c: Comparison) -> list[str]:
     p = predicted_vs_achieved(c)
     out = ["Payoff: what BEFORE's advice predicted, what AFTER achieved"]
     for a in p["advice"]:
         gain = a["throughput_gain"]
+        # Its gaps are said at the head of the line.
+        said = (gpu_time_words(gain, a["span_s"], None, a["link_limit_s"], _limited_by(a))
+                if gain else None)
         out.append(f"  {a['setting']}: {a['gaps']} {a['stall'].replace('_', ' ')} gap(s),"
                    f" busy → {fmt.frac_pct(a['busy_fraction'])}, "
-                   # Its gaps are said at the head of the line.
-                   + (f"throughput {gpu_time_words(gain, a['span_s'], None, a['link_limit_s'])}"
-                      if gain else "gain unknown"))
+                   + (f"throughput {said}" if said is not None else "gain unknown"))
         out.append(_changed_line(a["changed"], a["shown_by"], a["changed_not_known_why"]))
     for x in p["proof_advice"]:
         out += _proof_advice_lines(x, c)
@@ -283,7 +290,8 @@ def payoff_lines(c: Comparison) -> list[str]:
     if allg["throughput_gain"]:
         out.append(f"  closing every BEFORE gap: busy → {fmt.frac_pct(allg['busy_fraction'])}, "
                    "throughput " + gpu_time_words(allg["throughput_gain"], allg["span_s"],
-                                                  allg["gaps"], allg["link_limit_s"])
+                                                  allg["gaps"], allg["link_limit_s"],
+                                                  _limited_by(allg))
                    + " (upper bound, work fixed)")
     ach = p["achieved"]
     line = (f"  achieved: busy {fmt.frac_pct(ach['busy_before'])} → "

@@ -16,7 +16,14 @@ from typing import Any
 
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import GAP_KINDS
-from gapwatch.core.payoff import PAYOFF_METHOD, IfClosed, floor_over_gpus, if_closed
+from gapwatch.core.payoff import (
+    PAYOFF_METHOD,
+    GpuSpan,
+    IfClosed,
+    LinkFloor,
+    floor_over_gpus,
+    if_closed,
+)
 from gapwatch.core.track import GpuTotals
 from gapwatch.cuzk.advice import StallGaps
 from gapwatch.cuzk.partitions import RunTimeline
@@ -103,10 +110,11 @@ def report_payoff(totals: list[GpuTotals], tally: dict[tuple[int, str], Tally],
         per_gpu.append(GpuPayoff(t.gpu, _closing(busy_fraction(t), t.busy_s, t.active_s,
                                                  by_kind, _fixed(t.link_floor_s))))
 
-    def floor_of(kind: str) -> float | None:
+    def floor_of(kind: str) -> LinkFloor | None:
         """The GPUs' floor once `kind`'s gaps (`ALL`: every kind's) are closed on each."""
         return floor_over_gpus(
-            (t.active_s, _idle_s(idle_by_gpu.get(t.gpu, {}), kind), t.link_floor_s)
+            GpuSpan(t.gpu, t.active_s, _idle_s(idle_by_gpu.get(t.gpu, {}), kind),
+                    t.link_floor_s)
             for t in totals)
 
     overall = _closing(all_busy / all_active if all_active > 0 else None, all_busy, all_active,
@@ -127,12 +135,12 @@ def gap_payoff(totals: list[GpuTotals], gaps: StallGaps) -> IfClosed:
     the gaps' idle time by GPU, `StallGaps.idle_by_gpu`)."""
     busy = sum(t.busy_s for t in totals)
     active = sum(t.active_s for t in totals)
-    floor = floor_over_gpus((t.active_s, gaps.idle_by_gpu.get(t.gpu, 0.0), t.link_floor_s)
-                            for t in totals)
+    floor = floor_over_gpus(GpuSpan(t.gpu, t.active_s, gaps.idle_by_gpu.get(t.gpu, 0.0),
+                                    t.link_floor_s) for t in totals)
     return if_closed(busy, active, gaps.idle_s, len(gaps), floor)
 
 
-def _fixed(floor_s: float | None) -> Callable[[str], float | None]:
+def _fixed(floor_s: float | None) -> Callable[[str], float | LinkFloor | None]:
     """One GPU's floor, whichever of its kinds is closed."""
     return lambda _kind: floor_s
 
@@ -147,7 +155,8 @@ def _idle_s(by_kind: dict[str, Tally], kind: str) -> float:
 
 def _closing(busy_fraction: float | None, busy_s: float, active_s: float,
              idle_by_kind: dict[str, Tally],
-             floor_of: Callable[[str], float | None] = lambda _k: None) -> Closing:
+             floor_of: Callable[[str], float | LinkFloor | None] = lambda _k: None
+             ) -> Closing:
     """Closing each kind with idle time (in `GAP_KINDS` order), then all of them; each with
     its gaps, said beside the figure (`core.payoff.gpu_time_words`), and never below the
     links' floor once that kind is closed (`floor_of(kind)`, `ALL` for every kind: one GPU's

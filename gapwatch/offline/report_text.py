@@ -301,7 +301,8 @@ def _payoff_lines(payoff: Payoff) -> list[str]:
         label = "all gaps" if kind == ALL else f"{kind} gaps"
         lines.append(f"  closing {label}: busy {_pct(overall.busy_fraction).strip()} → "
                      f"{_pct(v.busy_fraction).strip()}, throughput "
-                     f"{gpu_time_words(gain, v.span_s, v.gaps, v.link_limit_s)}{rate}")
+                     f"{gpu_time_words(gain, v.span_s, v.gaps, v.link_limit_s, v.limited_by)}"
+                     f"{rate}")
     if len(lines) == 1:
         lines.append("  nothing to gain: no gaps")
     lines.append(f"  ({PAYOFF_METHOD})")

@@ -47,7 +47,13 @@ from gapwatch.core.models import (
     Record,
     SessionHeader,
 )
-from gapwatch.core.payoff import IfClosed, floor_over_gpus, if_closed, samples_link_floor_s
+from gapwatch.core.payoff import (
+    GpuSpan,
+    IfClosed,
+    floor_over_gpus,
+    if_closed,
+    samples_link_floor_s,
+)
 from gapwatch.core.store_snapshot import StoreSnapshot
 from gapwatch.core.verdict import window_words
 from gapwatch.cuzk.advice import advice_lines, open_gap_words, session_advice
@@ -269,7 +275,8 @@ def _advice_section(snap: StoreSnapshot, gaps: list[Gap], records: Sequence[Reco
         closed: dict[int, float] = {}
         for g in these:
             closed[g.gpu] = closed.get(g.gpu, 0.0) + g.duration_s
-        floor = floor_over_gpus((spans[g], closed.get(g, 0.0), floors[g]) for g in spans)
+        floor = floor_over_gpus(GpuSpan(g, spans[g], closed.get(g, 0.0), floors[g])
+                                for g in spans)
         return if_closed(None, span, sum(closed.values()), floor_s=floor)
 
     # The PoSt that failed or were late, of the span's events (as its gaps are), first.

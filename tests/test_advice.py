@@ -305,23 +305,26 @@ def test_the_payoff_is_the_reports_for_those_gaps() -> None:
 @pytest.mark.parametrize("case", ["pageable", "host-stall", "host-stall-status"])
 def test_the_h200_recordings_name_the_setting_with_its_evidence(case: str) -> None:
     doc = to_json(build_report(E2E / case / "rec.jsonl.gz", Config()))
+    if case == "pageable":
+        # Its pool failed with ~91 GiB of the host's 125.9 GiB available: not RAM, so no
+        # [memory] safety_margin (it told the operator to free RAM that was free); its log
+        # names no budget, and its pool held 0 GiB (no cap): no setting, and what else to
+        # look at (tests/test_pinned_pool_host.py).
+        assert not [a for a in doc["advice"] if a["stall"] == "pinned_pool"]
+        (pool,) = [n for n in doc["no_setting"] if n["stall"] == "pinned_pool"]
+        assert pool["why"].startswith("not RAM: MemAvailable was at least ")
+        assert "max_parallel_synthesis is not advised" in pool["why"]
+        return
     assert doc["advice"], case
     first = doc["advice"][0]
-    want = {"pageable": ("pinned_pool", "[memory] safety_margin"),
-            "host-stall": ("waits_on_synthesis", "[pipeline] max_parallel_synthesis"),
+    want = {"host-stall": ("waits_on_synthesis", "[pipeline] max_parallel_synthesis"),
             "host-stall-status": ("waits_on_synthesis", "[pipeline] max_parallel_synthesis")}
     assert (first["stall"], first["setting"]) == want[case]
     assert first["evidence"] and first["payoff"]["throughput_gain"] > 1.5
     # The load generator's log never says its synthesis worker count: a guess, said so.
     assert first["guess"] and first["guess_why"]
-    if case == "pageable":
-        assert any("checkout(s) FAILED" in e for e in first["evidence"])
-        # Its pool held 0 GiB at every failure (pool_total_gib=0): no synthesis cap.
-        assert [a["setting"] for a in doc["advice"]] == ["[memory] safety_margin"]
-        assert any("max_parallel_synthesis is not advised" in e for e in first["evidence"])
-    else:
-        assert any("no partition was queued for the GPU" in e or "synth_done" in e
-                   for e in first["evidence"])
+    assert any("no partition was queued for the GPU" in e or "synth_done" in e
+               for e in first["evidence"])
 
 
 def test_a_load_that_logs_its_synthesis_workers_gets_advice_that_is_no_guess() -> None:

@@ -1403,12 +1403,17 @@ def test_a_gain_beside_advice_left_unchanged_names_what_changed_and_is_not_the_a
 
 
 def test_the_report_its_advice_and_compare_say_one_payoff_in_one_rules_words(
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """The report's Payoff section said "about 1.85× throughput" with neither span nor gaps,
     while its advice said "throughput ~1.85x over 30 s of GPU time (15 gaps)" for the same
     figure, and compare "1.85× throughput": every one is said by `core.payoff.gpu_time_words`
-    (`gain_words`)."""
-    assert main(["report", str(PAGEABLE), "--json"]) == 0
+    (`gain_words`). The run's budget line (512 GiB, as the same load's H100 run logged it) is
+    given, so its pinned pool has a setting: a budget above the host's 125.9 GiB of RAM
+    (tests/test_pinned_pool_host.py)."""
+    budget = tmp_path / "budget.log"
+    budget.write_text("2026-11-30T10:03:38.900000Z  INFO cuzk_core::engine: memory budget "
+                      "initialized total_budget_gib=512\n")
+    assert main(["report", str(PAGEABLE), "--log", str(budget), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     starved = doc["payoff"]["overall"]["if_closed"]["pcie_starved"]
     every = doc["payoff"]["overall"]["if_closed"]["all"]
@@ -1416,17 +1421,17 @@ def test_the_report_its_advice_and_compare_say_one_payoff_in_one_rules_words(
     words = gpu_time_words(starved["throughput_gain"], starved["span_s"], advice["gaps"])
     assert words == "~1.85x over 30 s of GPU time (15 gaps)"
     all_words = gpu_time_words(every["throughput_gain"], every["span_s"], 16)
-    assert main(["report", str(PAGEABLE)]) == 0
+    assert main(["report", str(PAGEABLE), "--log", str(budget)]) == 0
     text = capsys.readouterr().out
     assert f"closing pcie_starved gaps: busy 51 % → 94 %, throughput {words}, " in text
     assert f"closing all gaps: busy 51 % → 100 %, throughput {all_words}, " in text
     assert f"payoff if closed: busy → 94 %, throughput {words}\n" in text
     assert "×" not in text
-    assert main(["compare", str(PAGEABLE), str(PINNED)]) == 0
+    assert main(["compare", str(PAGEABLE), str(PINNED), "--before-log", str(budget)]) == 0
     said = capsys.readouterr().out.replace("\n    ", " ")
     # Its gaps are said at the head of its line, not again after the figure.
     predicted = gpu_time_words(starved["throughput_gain"], starved["span_s"], None)
-    assert ("[memory] safety_margin: 15 pinned pool gap(s), busy → 94%, throughput "
+    assert ("[memory] total_budget: 15 pinned pool gap(s), busy → 94%, throughput "
             f"{predicted} changed?") in said
     assert (f"closing every BEFORE gap: busy → 100%, throughput {all_words} (upper bound, "
             "work fixed)") in said

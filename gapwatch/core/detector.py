@@ -254,6 +254,7 @@ class GapDetector:
         reporting while the host sampler goes on is NO_DATA)."""
         self._prune_due = True
         self._ev.add_host(sample)
+        self._ev.prover.feed_host(sample)
         out: list[Gap | StateChange] = []
         # The host's own previous sample: a host sample after a hole in the host's readings
         # (the recorder stalled, lines were cut) shows no GPU silent (`_judge_silence`).

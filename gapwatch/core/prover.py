@@ -12,6 +12,7 @@ What the core asks, and nothing more:
   in words and, typed, those its advice reads back, the phrase the hint says, and where it
   left buffers unpinned by design);
 - which status snapshots concern a GPU (`concerns`);
+- nothing of the host samples it is fed (`feed_host`) but what its own facts make of them;
 - what it has learnt about its pipeline so far (`facts`: an immutable view of the package's own
   type, kept by the store for the dashboard, `/metrics` and the advice), and what it lacks
   (`lacks`: said where a user reads why a cause is missing).
@@ -28,7 +29,7 @@ from typing import Protocol
 from msgspec import UNSET, UnsetType
 
 from gapwatch.core.evidence_types import ProverGapFacts, ProverState
-from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
+from gapwatch.core.models import HostSample, LogEvent, ProcessMemory, ProverStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +113,10 @@ class Prover(Protocol):
         """Take a reading of a process on a GPU (NVML's list, its memory from /proc): the
         prover's own process seen anew is its restart, where nothing else says so."""
 
+    def feed_host(self, sample: HostSample) -> None:
+        """Take a host sample: the host's memory as the prover's own failures met it (e.g.
+        cuzk's pinned pool failing to pin with RAM available, or short)."""
+
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         """Does this snapshot say anything about `gpu`?"""
 
@@ -153,6 +158,9 @@ class NoProver:
         return None
 
     def feed_process(self, reading: ProcessMemory) -> None:
+        return None
+
+    def feed_host(self, sample: HostSample) -> None:
         return None
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:

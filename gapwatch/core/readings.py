@@ -1,7 +1,8 @@
 """What counts as a reading: the rules every consumer of samples shares, in one place.
 
-Who calls it: the detector, the evidence buffer, the NVML source, the trace CSV reader, and the
-dashboard's busy charts (`busy_reading`, `activity_lag_ns`). Pure.
+Who calls it: the detector, the evidence buffer, the NVML source, the trace CSV reader, the
+dashboard's busy charts (`busy_reading`, `activity_lag_ns`), and cuzk's pinned-pool facts
+(`mem_total_bytes`: the host's RAM when a pin failed). Pure.
 
 - A number that is None, NaN or negative is not a reading (`reading`): percentages and rates
   are never negative, and NaN is what a broken counter or a bad file gives.
@@ -40,6 +41,20 @@ def reports_sm(sm_source: str | None) -> bool:
     """Does a GPU whose samples come from `sm_source` report SM activity? The detector's and the
     dashboard's one rule (`SM_SOURCES`)."""
     return sm_source in SM_SOURCES
+
+
+def mem_total_bytes(mem_used_pct: float | None, mem_available_bytes: float | None
+                    ) -> float | None:
+    """The host's MemTotal as a sample gives it: the sampler writes MemAvailable and used % =
+    (MemTotal - MemAvailable) / MemTotal (`gapwatch.sources.host._meminfo`), not MemTotal
+    itself, so MemTotal = MemAvailable / (1 - used / 100). None where either is no reading or
+    nothing is available (the division says nothing). The closer used is to 100 %, the more a
+    rounded used figure (a trace CSV's) moves it: a caller keeping one MemTotal keeps the
+    sample with the most available (`gapwatch.cuzk.pin_host`)."""
+    used, available = reading(mem_used_pct), reading(mem_available_bytes)
+    if used is None or available is None or used >= 100.0 or not available:
+        return None
+    return available / (1.0 - used / 100.0)
 
 
 def reading(v: float | None) -> float | None:

@@ -1002,9 +1002,21 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
     since = need.since_words()
     if since is not None:
         facts.append(since)
-    margin_change = need.margin_change()
+    # What the host's readings at the failures make of RAM (`gapwatch.cuzk.pin_host`).
+    host = need.host_words()
+    if host is not None:
+        facts.append(host)
     settings: list[Setting] = []
-    if margin_change is None:
+    fitted = need.budget_change()
+    if fitted is not None:
+        settings.append(_fitted_budget(fitted))
+    elif need.budget_above_ram:
+        facts.append(need.budget_not_fitted())
+    margin_change = need.margin_change()
+    if need.budget_above_ram or need.ram_ruled_out:
+        # Not read (the budget is not "auto"), or RAM outside the budget was not short.
+        facts.append(need.margin_not_advised())
+    elif margin_change is None:
         # The budget is at cuzk's floor already: a larger margin leaves it unable to prove.
         facts.append(need.margin_not_raised())
     else:
@@ -1020,13 +1032,31 @@ def _for_pinned_pool(gaps: StallGaps, pipeline: PipelineView) -> _Found | str:
             "prove starts (pinned_pool.rs): fewer partitions in flight need fewer",
             "extern/cuzk/cuzk-core/src/pinned_pool.rs, config.rs", LOWER,
             lowers(MAX_PARALLEL_SYNTHESIS)))
+    # The cause judged from the data: RAM ruled out leads, with what else fails a pin.
+    not_ram = need.not_ram_words() if need.ram_ruled_out else None
     if not settings and not churn:
+        if not_ram is not None:
+            return f"{not_ram}. " + "; ".join(facts)
         return ("no setting helps the pinned pool by the log's figures: "
                 + "; ".join(facts))
-    return ([*settings, *churn], True,
-            "upstream does not say why cudaHostAlloc fails (the CUDA error is in its "
-            "'cudaHostAlloc failed' line); RAM left outside cuzk's budget is the likeliest"
-            + churn_why, facts)
+    ram = ("the host's readings say RAM was short when it failed" if need.ram_short else
+           "RAM left outside cuzk's budget is the likeliest")
+    guess_why = not_ram if not_ram is not None else (
+        f"upstream does not say why cudaHostAlloc fails ({need.cuda_words()}); {ram}")
+    return ([*settings, *churn], True, guess_why + churn_why, facts)
+
+
+def _fitted_budget(change: str) -> Setting:
+    """`[memory] total_budget` lowered below the host's RAM (`PinNeed.budget_change`), where
+    the log's budget is above it: then it is not "auto" and the margin is not read."""
+    return Setting(
+        TOTAL_BUDGET, change,
+        "cuzk reserves each partition's memory from its budget before synthesising it "
+        "(engine.rs:1628, memory.rs): a budget above the host's RAM lets those reservations, "
+        "the pinned a/b/c that stand in for their heap among them (pinned_pool.rs:127-129, "
+        "194-198), count on memory the box does not have",
+        "extern/cuzk/cuzk-core/src/memory.rs, engine.rs, pinned_pool.rs, config.rs:100-104, "
+        "cuzk.example.toml", LOWER, lowers(TOTAL_BUDGET))
 
 
 def _margin(change: str) -> Setting:

@@ -23,6 +23,20 @@ Upstream (curio e0294b0f; cuzk-upstream-paths.md 2.1-2.4, cuzk-log-formats.md 3.
   initialized total_budget_gib`, INFO, engine.rs:1198). So raising the margin by X lowers the
   budget by X, and with an explicit budget the same change is the budget lowered by X.
 
+What the host's own readings at the failure lines say (`gapwatch.cuzk.pin_host`; `ram_short`,
+`ram_ruled_out`, `budget_above_ram`, their words in `host_words`, `not_ram_words`):
+- RAM short: MemAvailable below one partition's pinned buffers at a failure line: the advice
+  below stands (and says so);
+- RAM ruled out: MemAvailable at least `PLENTY_PARTITIONS` partitions' pinned buffers at every
+  failure line read (a reading every 100 ms is not the pin's own instant: a margin that wide
+  no moment between two readings closes): no `[memory] safety_margin`, and the words lead with
+  what else can fail a pin (upstream names none: the CUDA error of its line, a container's
+  memory limit, which /proc/meminfo inside a container does not show, the locked-memory limit,
+  which upstream's systemd unit does not set, cuzk-proving-daemon.md:122-140);
+- the budget above the host's MemTotal: it is not "auto" (MemTotal - safety_margin), so cuzk
+  does not read the margin: `[memory] total_budget` lowered below the host's RAM, less what the
+  rest of the box holds (`budget_change`), never to the floor below, whatever RAM did.
+
 What the advice says, and why no more (gapwatch's reading, said as a guess: upstream does not
 say why cudaHostAlloc fails):
 - `[memory] safety_margin`: raised in steps of one partition's pinned buffers (3 x the failing
@@ -46,8 +60,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gapwatch.core import fmt
 from gapwatch.core.units import GIB
 from gapwatch.core.values import size_field
+from gapwatch.cuzk.pin_host import NEAR_S, HostAtFailures
 from gapwatch.cuzk.pipeline import (
     MIN_SYNTH_WORKERS,
     POREP_PARTITION_FULL_BYTES,
@@ -80,6 +96,19 @@ POOL_INFO_LINE = ("the pool's INFO lines ('CUDA pinned memory pool initialized',
                   "buffer' total_gib, pinned_pool.rs:212)")
 WORKERS_LINE = "'starting pipeline', engine.rs:1839"
 BUDGET_LINE = "'memory budget initialized', engine.rs:1198"
+#: Where the host's figures come from.
+HOST_LINE = "/proc/meminfo, the host's samples"
+#: RAM was plenty when a pin failed where MemAvailable was at least this many partitions'
+#: pinned buffers (3 each) at every failure line read: the host samples every 100 ms, not at
+#: the pin's instant, and a margin this wide is not closed between two readings.
+PLENTY_PARTITIONS = 4
+#: What else can fail cudaHostAlloc, said where RAM is ruled out: upstream names no cause
+#: (cuzk-upstream-paths.md 2.1-2.3), so each is a place to look, not a finding.
+NOT_RAM_LOOK = (
+    "a container's memory limit (/proc/meminfo inside a container reads the host's RAM, not "
+    "the limit: these readings cannot rule it out); the locked-memory limit cuzk runs under "
+    "(ulimit -l; upstream's systemd unit sets no LimitMEMLOCK, cuzk-proving-daemon.md:122-140, "
+    "and nothing upstream ties a failed pin to it); the driver")
 
 
 def _num(x: float) -> str:
@@ -116,6 +145,12 @@ class PinNeed:
     #: The figures of cuzk's run since, where a start after the failure gave others (a
     #: restart): `(synth_worker_count, total_budget_gib)`; None: none did.
     since: tuple[int | None, float | None] | None = None
+    #: What the host's memory readings said at the failure lines (`PoolState.host`); None:
+    #: no host sample read.
+    host: HostAtFailures | None = None
+    #: The latest `cudaHostAlloc failed` line's CUDA error, and whether any such line was read.
+    cuda_err: str | None = None
+    alloc_lines: bool = False
 
     def since_words(self) -> str | None:
         """That the figures are the failing run's, and what the run since says, or None."""
@@ -166,6 +201,145 @@ class PinNeed:
             return 0
         steps = _whole((self.budget_gib - FLOOR_GIB) / step, math.ceil)
         return None if steps is None else steps - 1
+
+    # -- the host's RAM at the failures ---------------------------------------------------------
+
+    @property
+    def available_gib(self) -> float | None:
+        """The least MemAvailable read at a failure line, GiB; None: none read."""
+        host = self.host
+        least = None if host is None else host.least_available_bytes
+        return None if least is None else least / GIB
+
+    @property
+    def mem_total_gib(self) -> float | None:
+        """The host's MemTotal, GiB; None: no reading gave it."""
+        total = None if self.host is None else self.host.mem_total_bytes
+        return None if total is None else total / GIB
+
+    @property
+    def plenty_gib(self) -> float | None:
+        """MemAvailable that rules RAM out (`PLENTY_PARTITIONS` partitions' buffers)."""
+        step = self.partition_gib
+        return None if step is None else PLENTY_PARTITIONS * step
+
+    @property
+    def ram_short(self) -> bool:
+        """RAM was short at a failure line: less available than one partition's buffers."""
+        available, step = self.available_gib, self.partition_gib
+        return available is not None and step is not None and available < step
+
+    @property
+    def ram_ruled_out(self) -> bool:
+        """RAM was plenty at every failure line read (`PLENTY_PARTITIONS`)."""
+        available, plenty = self.available_gib, self.plenty_gib
+        return available is not None and plenty is not None and available >= plenty
+
+    @property
+    def budget_above_ram(self) -> bool:
+        """cuzk's budget is above the host's RAM: not "auto", so the margin is not read."""
+        total, budget = self.mem_total_gib, self.budget_gib
+        return total is not None and budget is not None and budget > total
+
+    def host_words(self) -> str | None:
+        """The host's readings at the failure lines as evidence, with what they make of RAM;
+        None where no host sample was read."""
+        host = self.host
+        if host is None:
+            return None
+        total = self.mem_total_gib
+        of = f" of MemTotal {total:.1f} GiB" if total is not None else ""
+        available = self.available_gib
+        if available is None:
+            return (f"the host's RAM at the failures is not known: no host reading within "
+                    f"{NEAR_S:.0f} s of any of the {host.unread} failure line(s)")
+        assert host.least_at_s is not None
+        unread = (f", {host.unread} more without a reading within {NEAR_S:.0f} s"
+                  if host.unread else "")
+        said = (f"the host at the failures: MemAvailable {available:.1f} GiB{of} at "
+                f"{fmt.clock(host.least_at_s, millis=True)} ({HOST_LINE}; the least within "
+                f"{NEAR_S:.0f} s of {host.read} failure line(s){unread})")
+        step = self.partition_gib
+        if step is None:
+            return said
+        if self.ram_short:
+            return (f"{said}: RAM was short, below one partition's pinned buffers "
+                    f"({BUFFERS_PER_PARTITION} x {_num(self.buffer_gib or 0.0)} GiB = "
+                    f"{step:.1f} GiB)")
+        if self.ram_ruled_out:
+            return f"{said}: not RAM ({self._plenty_words()})"
+        return (f"{said}: RAM may have been short: under {PLENTY_PARTITIONS} partitions' "
+                f"pinned buffers ({self.plenty_gib or 0.0:.1f} GiB), which would rule it out")
+
+    def _plenty_words(self) -> str:
+        assert self.plenty_gib is not None
+        return (f"above {PLENTY_PARTITIONS} partitions' pinned buffers, {PLENTY_PARTITIONS} x "
+                f"{BUFFERS_PER_PARTITION} x {_num(self.buffer_gib or 0.0)} GiB = "
+                f"{self.plenty_gib:.1f} GiB")
+
+    def cuda_words(self) -> str:
+        """Where the CUDA error is: the `cudaHostAlloc failed` line read (its `cuda_err`), or
+        that none was read (upstream writes one at each failed pin)."""
+        if self.alloc_lines:
+            err = f" (cuda_err={self.cuda_err})" if self.cuda_err is not None else ""
+            return f"the CUDA error is in its 'cudaHostAlloc failed' line{err}"
+        return ("no 'cudaHostAlloc failed' line was read: pinned_pool.rs:61 writes it, WARN, "
+                "with cuda_err at each failed pin, so a log without it had that target "
+                "filtered out, or was cut")
+
+    def not_ram_words(self) -> str:
+        """`not RAM: ...`: why the host's readings rule RAM out, and what else to look at (a
+        guess: upstream does not say why cudaHostAlloc fails). Only where `ram_ruled_out`."""
+        assert self.available_gib is not None
+        size = f"a {_num(self.buffer_gib)} GiB buffer" if self.buffer_gib else "a buffer"
+        above = ""
+        if self.budget_above_ram:
+            assert self.budget_gib is not None and self.mem_total_gib is not None
+            above = (f"; total_budget {_num(self.budget_gib)} GiB is above this host's "
+                     f"{self.mem_total_gib:.1f} GiB of RAM")
+        return (f"not RAM: MemAvailable was at least {self.available_gib:.1f} GiB when "
+                f"{size} failed to pin ({HOST_LINE}; {self._plenty_words()}){above}; "
+                "upstream does not say why cudaHostAlloc fails. What else can fail a pin, to "
+                f"look at: the CUDA error ({self.cuda_words()}); {NOT_RAM_LOOK}")
+
+    def budget_change(self) -> str | None:
+        """`[memory] total_budget` lowered to fit the host, where the budget is above its RAM
+        (`budget_above_ram`); None where it is not, or the RAM is at or below the floor
+        (`budget_not_fitted`)."""
+        if not self.budget_above_ram:
+            return None
+        assert self.mem_total_gib is not None
+        total = self.mem_total_gib
+        if total <= FLOOR_GIB:
+            return None
+        # Where RAM was free it is no fix for the pins: said first, before the change.
+        first = ("not what failed the pins (RAM was free: the guess says what else to look "
+                 "at); " if self.ram_ruled_out else "")
+        return (f"{first}lower it below this host's {total:.1f} GiB of RAM, less what the rest "
+                f"of the box holds (not measured here), so that the budget fits the host; never to "
+                f"{FLOOR_WORDS} or below. It is {self._budget()}, above MemTotal "
+                f"{total:.1f} GiB ({HOST_LINE}): not \"auto\" (MemTotal - safety_margin, "
+                "config.rs:100-104), so cuzk does not read [memory] safety_margin")
+
+    def budget_not_fitted(self) -> str:
+        """Why `[memory] total_budget` is not lowered below a host's RAM at or below the
+        floor (`budget_change` None with `budget_above_ram`)."""
+        assert self.mem_total_gib is not None
+        return (f"[memory] total_budget is not advised: it is {self._budget()}, above this "
+                f"host's {self.mem_total_gib:.1f} GiB of RAM ({HOST_LINE}), and a budget that "
+                f"fits it would be at or below {FLOOR_WORDS}: cuzk cannot load its SRS and "
+                "synthesise in it on this box")
+
+    def margin_not_advised(self) -> str:
+        """Why `[memory] safety_margin` is not advised where the host's readings rule RAM out
+        or the budget is not "auto" (above the host's RAM)."""
+        if self.budget_above_ram:
+            assert self.mem_total_gib is not None
+            return (f"[memory] safety_margin is not advised: cuzk reads it only with "
+                    f"total_budget = \"auto\" (config.rs:100-104), and {self._budget()} is "
+                    f"above this host's {self.mem_total_gib:.1f} GiB of RAM")
+        return ("[memory] safety_margin is not advised: RAM was not short when pinning failed "
+                "(the host at the failures), so a larger margin only leaves more of it free")
 
     def margin_change(self) -> str | None:
         """`[memory] safety_margin`'s change: in steps of one partition's buffers, never taking
@@ -245,12 +419,15 @@ class PinNeed:
                     f"{MIN_SYNTH_WORKERS} "
                     "(engine.rs:1437, .max(2)): lowering it changes nothing")
         size = f"{_num(self.buffer_gib)} GiB " if self.buffer_gib is not None else ""
+        # Where RAM is ruled out, nothing outside the budget was short either: the margin is
+        # not named (it is not advised, `margin_not_advised`).
+        outside = ("" if self.ram_ruled_out or self.budget_above_ram else
+                   ": only RAM left outside the budget (safety_margin) is the pool's")
         return (f"[pipeline] max_parallel_synthesis is not advised: the pool held 0 GiB when "
                 f"pinning failed ({self._held()}), so not even one {size}buffer "
                 "could be pinned; fewer partitions in flight would need fewer buffers, but the "
                 "first already failed, and what they free is budget, which the pool is not in "
-                "(pinned_pool.rs:127-129, 194-198): only RAM left outside the budget "
-                "(safety_margin) is the pool's")
+                f"(pinned_pool.rs:127-129, 194-198){outside}")
 
 
 def _whole(ratio: float, rounding: Callable[[float], int]) -> int | None:
@@ -296,5 +473,8 @@ def pin_need(pipeline: PipelineView) -> PinNeed:
                                   pool.failure_apart)
         if apart is None and (workers, budget) != now:
             since = (now[0], None if now[1] is None else now[1] / GIB)
+    cuda_err = None if pool is None or pool.cuda_err is None else str(pool.cuda_err)
     return PinNeed(size, size_from, held, held_line, held_field, workers,
-                   None if budget is None else budget / GIB, apart, since)
+                   None if budget is None else budget / GIB, apart, since,
+                   None if pool is None else pool.host, cuda_err,
+                   pool is not None and pool.alloc_failed > 0)

@@ -75,7 +75,14 @@ from typing import NamedTuple
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.evidence_types import ProverGapFacts
-from gapwatch.core.models import FieldValue, LogEvent, ProcessMemory, ProverEvent, ProverStatus
+from gapwatch.core.models import (
+    FieldValue,
+    HostSample,
+    LogEvent,
+    ProcessMemory,
+    ProverEvent,
+    ProverStatus,
+)
 from gapwatch.core.units import GIB
 from gapwatch.core.values import count_field, is_bad_count, size_field
 from gapwatch.cuzk.daemons import MAX_STREAMS, RestartsByDaemon
@@ -106,6 +113,7 @@ from gapwatch.cuzk.log_lines import (
     SYNC_DONE_MESSAGES,
     TIMEOUT_FLUSH_SPAN,
 )
+from gapwatch.cuzk.pin_host import HostAtFailures, HostMemory
 from gapwatch.cuzk.pool_churn import (
     HOST_ALLOC_FAILED,
     POOL_CHECKOUT_FAILED,
@@ -396,6 +404,12 @@ class PoolState:
     #: Why the figures of the view (the first daemon's settings) are not the failure's: it is
     #: another daemon's lines; None: they are its own.
     failure_apart: str | None = None
+    #: The CUDA error of the latest `cudaHostAlloc failed` line (`cuda_err`, pinned_pool.rs:61);
+    #: None: no such line gave one (the failed checkout after it replaces `last_failure`).
+    cuda_err: FieldValue | None = None
+    #: What the host's memory readings said at the failure lines (`gapwatch.cuzk.pin_host`);
+    #: None: no failure line, or no host sample fed.
+    host: HostAtFailures | None = None
 
 
 #: Bytes of one a/b/c element: a buffer is the circuit's `num_constraints` x this
@@ -857,6 +871,8 @@ class PipelineFacts(_Limits):
         self.mode = PipelineMode()
         self.pool = PoolState()
         self.pool_seen = False
+        #: The host's memory readings, asked at each pool failure line (`PoolState.host`).
+        self.host_memory = HostMemory()
         #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
         self.first_waves = WavesByDaemon()
         #: `pool_said`'s words, the pool state they were said of and the index of its churn line
@@ -1453,6 +1469,7 @@ class PipelineFacts(_Limits):
             pool.last_failure = {k: f[k] for k in ("pool_free", "pool_total_gib",
                                                    "num_constraints") if k in f}
             pool.last_failure_s = t
+            pool.host = self._host_at(t)
             free = self._count(f, "pool_free")
             if free is not None:
                 pool.free = free
@@ -1466,11 +1483,24 @@ class PipelineFacts(_Limits):
                 pool.last_failure = {**pool.last_failure, **{
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
+                pool.cuda_err = f.get("cuda_err", pool.cuda_err)
+                pool.host = self._host_at(t)
             size = self._gib(f, "size_gib")
             if size:
                 pool.buffer_gib, pool.buffer_constraints = size, None
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
+
+    def _host_at(self, t_s: float) -> HostAtFailures | None:
+        """The host's readings at a failure line at `t_s` (`HostMemory.failure`); None where no
+        host sample was ever fed (a log read alone: nothing to say of the host)."""
+        memory = self.host_memory
+        return memory.failure(t_s) if memory.seen else None
+
+    def feed_host(self, sample: HostSample) -> None:
+        """Take a host sample: its memory readings, which the pool's failure lines are matched
+        with (`gapwatch.cuzk.pin_host`: was RAM short when pinning failed?)."""
+        self.host_memory.feed(sample)
 
     def feed_process(self, reading: ProcessMemory) -> None:
         """Take a reading of a process on a GPU: a new cuzk pid where another was read is a

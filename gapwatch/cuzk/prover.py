@@ -16,7 +16,7 @@ from collections import deque
 from msgspec.structs import replace
 
 from gapwatch.core.evidence_types import ProverGapFacts
-from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
+from gapwatch.core.models import HostSample, LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import ProverGap, ProverView
 from gapwatch.cuzk.causes import (
     cause_detail,
@@ -236,6 +236,9 @@ class CuzkProver:
 
     def feed_process(self, reading: ProcessMemory) -> None:
         self.pipeline.feed_process(reading)
+
+    def feed_host(self, sample: HostSample) -> None:
+        self.pipeline.feed_host(sample)
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return concerns(status, gpu)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 
-from gapwatch.core.models import LogEvent, ProcessMemory, ProverStatus
+from gapwatch.core.models import HostSample, LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import Prover, ProverGap
 
 
@@ -35,6 +35,10 @@ class SharedProver:
     def feed_process(self, reading: ProcessMemory) -> None:
         with self._lock:
             self._prover.feed_process(reading)
+
+    def feed_host(self, sample: HostSample) -> None:
+        with self._lock:
+            self._prover.feed_host(sample)
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return self._prover.concerns(status, gpu)

@@ -33,6 +33,18 @@ simulated cuzk answers no `/status` until its new run listens. At speed > 0 the
 runtime serves it over HTTP (`gapwatch.sources.cuzk_status_server`); at speed 0 `SimStatusFeed`
 hands snapshots straight to the session. Reads and the status document take one lock, as cuzk's
 tracker lock: the sampler thread advances the model while the server thread reads it.
+
+The box's memory (`read_host`, `SIM_MEM_TOTAL_BYTES`): 517 GiB, cuzk's 512 GiB budget being
+"auto" with the default 5 GiB margin, 38-88 % in use as synthesis loads the host; MemAvailable
+and the used share are one figure each way, so MemTotal reads back from them as from a real
+host's. Where a scenario's pins fail (`pageable`: `cuda_err=2`, out of memory, at the pool's
+first buffer) the box is short of RAM (`Scenario.ram_short`, ~1.5 GiB available, below one
+a/b/c buffer), as those lines say: the advice judges a pool's failures by the host's readings
+then (`gapwatch.cuzk.pin_host`). The failures stay scripted: nothing here makes the pins follow
+the RAM (a pinned buffer stands for a/b/c inside its partition's reservation, pinned_pool.rs:
+127-129, 194-198, and no model of who holds the rest of the box is attempted), so a setting
+changed here shows nothing of the advice working. One box, one pool: a mix
+(`sim:pageable,chained`) is short of RAM for every GPU while its chained GPU's pins succeed.
 """
 
 from __future__ import annotations
@@ -131,6 +143,10 @@ class Scenario:
     #: `[pipeline] enabled` (cuzk's whole daemon): off, each GPU has one monolithic worker
     #: proving whole proofs (`gapwatch.sources.sim_monolithic`), no TIMELINE line.
     pipeline: bool = True
+    #: The box is short of RAM (`SHORT_AVAILABLE_BYTES` available): its pins fail for want of
+    #: it, as its failure lines say (cuda_err=2, cudaErrorMemoryAllocation, at the pool's first
+    #: buffer), and its host readings say so too (`SimProver.read_host`).
+    ram_short: bool = False
 
 
 SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
@@ -139,7 +155,10 @@ SCENARIO_PARAMS: dict[ScenarioName, Scenario] = {
     # The seeds' story: pageable a/b/c; fine with 3 synthesis threads (copy ~0.55 s < 0.9 s
     # compute), then threads ramp to 20, host memory bandwidth saturates, H2D falls to ~2.5 GB/s,
     # copies take ~1.8 s and the GPU idles ~0.9 s per partition with PCIe trickling.
-    "pageable": Scenario("pageable", False, 4.5e9, 0.9, 2.0, 3, 20, 8.0, 20.0),
+    # Its pins fail for want of RAM: the budget ("auto": MemTotal - the default 5 GiB margin)
+    # counts on RAM the rest of the box holds, so cuzk's SRS and first wave leave less than
+    # one a/b/c buffer available (`ram_short`).
+    "pageable": Scenario("pageable", False, 4.5e9, 0.9, 2.0, 3, 20, 8.0, 20.0, ram_short=True),
     # Synthesis cannot keep up: the queue runs dry and the GPU waits with PCIe quiet.
     "host-stall": Scenario("host-stall", True, 4.5e9, 0.9, 3.5, 2, 2, 0.0, 0.0),
     # Copies at line rate, but each moves so much that it outlasts the other worker's kernels.
@@ -306,6 +325,17 @@ _JOB_KEEP_S = 30.0
 #: The simulated prover's memory budget (`[memory] total_budget`) and its PoRep SRS.
 SIM_BUDGET_BYTES = 512 * GIB
 SIM_SRS_BYTES = 47 * GIB
+#: The simulated box's RAM: its budget is "auto", MemTotal less cuzk's default 5 GiB
+#: `[memory] safety_margin` (config.rs:100-104; cuzk-log-formats.md 3.3), as the log's
+#: `total_budget_gib=512` says.
+SIM_DEFAULT_SAFETY_MARGIN_BYTES = 5 * GIB
+SIM_MEM_TOTAL_BYTES = SIM_BUDGET_BYTES + SIM_DEFAULT_SAFETY_MARGIN_BYTES
+#: MemAvailable of a box short of RAM (`Scenario.ram_short`), give or take `SHORT_NOISE_BYTES`
+#: a reading, never outside `SHORT_AVAILABLE_RANGE`: below one PoRep a/b/c buffer (3.88 GiB),
+#: so that its failed pins are as its host readings say.
+SHORT_AVAILABLE_BYTES = 1.5 * GIB
+SHORT_NOISE_BYTES = 0.25 * GIB
+SHORT_AVAILABLE_RANGE = (0.5 * GIB, 3.0 * GIB)
 
 
 @dataclass
@@ -474,12 +504,13 @@ class SimProver:
             # avg10 is an exponential average over 10 s, updated continuously.
             alpha = min(1.0, dt / 10.0)
             self._psi_some_avg10 += alpha * (share * 100 - self._psi_some_avg10)
+        used_pct, available = self._memory(p, noise)
         return HostSample(
             t_mono_ns=t_mono_ns,
             t_wall_s=t_wall_s,
             interval_ns=None if dt is None else int(dt * 1e9),
-            mem_used_pct=round(min(99.0, 38 + 50 * p + 0.5 * noise), 2),
-            mem_available_bytes=int((1 - (38 + 50 * p) / 100) * 512 * 2**30),
+            mem_used_pct=used_pct,
+            mem_available_bytes=available,
             swap_used_bytes=0,
             cpu_busy_pct=round(min(100.0, 20 + 70 * p + noise), 1),
             psi_mem_some_avg10=round(self._psi_some_avg10, 2),
@@ -489,6 +520,20 @@ class SimProver:
             major_faults_per_s=None if dt is None else round(max(0.0, 2 + 25 * p + 2 * noise), 1),
             mem_bandwidth_bytes_per_s=round((25 + 150 * p) * 1e9),
         )
+
+    def _memory(self, p: float, noise: float) -> tuple[float, int]:
+        """The box's RAM in use (%) and available (bytes) at host pressure `p`, one figure
+        each way of `SIM_MEM_TOTAL_BYTES` (MemTotal = available / (1 - used), as a real
+        host's readings give it). Short of RAM where any GPU's scenario is (`ram_short`: one
+        box, one pool): `SHORT_AVAILABLE_BYTES`, unrounded so the total reads back whole;
+        else 38-88 % in use as synthesis loads the host."""
+        total = SIM_MEM_TOTAL_BYTES
+        if any(g.scenario.ram_short for g in self._gpus):
+            low, high = SHORT_AVAILABLE_RANGE
+            available = int(min(high, max(low, SHORT_AVAILABLE_BYTES + SHORT_NOISE_BYTES * noise)))
+            return 100.0 * (total - available) / total, available
+        used = round(min(99.0, 38 + 50 * p + 0.5 * noise), 2)
+        return used, int((1 - used / 100) * total)
 
     # --- model -------------------------------------------------------------------------------
 

@@ -52,10 +52,27 @@ def _replayed(case: str) -> tuple[Live, ...]:
     return tuple(Live(why_now(s, 0), s.windows[0]) for s in taken if 0 in s.windows)
 
 
+#: The budget line the same load generator's H100 run wrote first: given to the pageable
+#: replay where a test needs its pinned pool's gaps advised with a setting and a payoff (its
+#: pool failed with ~91 GiB of its 125.9 GiB free: without the budget, not RAM and no setting;
+#: with it, a budget above the host's RAM, lowered: tests/test_pinned_pool_host.py).
+BUDGET_LINE = ("2026-11-30T10:03:38.900000Z  INFO cuzk_core::engine: memory budget initialized "
+               "total_budget_gib=512\n")
+
+
+@pytest.fixture(scope="module")
+def budget_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("budget") / "budget.log"
+    path.write_text(BUDGET_LINE)
+    return str(path)
+
+
 @cache
-def _replay(case: str) -> tuple[tuple[StoreSnapshot, ...], Runtime]:
-    """The store after every gap that closed and state change, and at the end; the runtime."""
-    rt = build_runtime(Config(), f"replay:{E2E / case / 'rec.jsonl.gz'}", speed=0)
+def _replay(case: str, log: str | None = None) -> tuple[tuple[StoreSnapshot, ...], Runtime]:
+    """The store after every gap that closed and state change, and at the end; the runtime.
+    `log`: a log of the run to read beside the recording's own lines (`replay --log`)."""
+    rt = build_runtime(Config(), f"replay:{E2E / case / 'rec.jsonl.gz'}", speed=0,
+                       log_paths=[log] if log is not None else None)
     taken = stores_when(rt, lambda ev, _n: isinstance(ev, Gap | StateChange))
     taken.append(rt.store.snapshot())
     return tuple(taken), rt
@@ -232,8 +249,8 @@ def _advised_gap(snap: StoreSnapshot) -> Gap:
     return [g for g in snap.gaps if g.gpu == 0 and not g.is_open and g.kind == "pcie_starved"][-1]
 
 
-def test_the_gap_details_payoff_takes_the_floor_of_the_samples_in_memory() -> None:
-    snap = _replay("pageable")[0][-1]
+def test_the_gap_details_payoff_takes_the_floor_of_the_samples_in_memory(budget_log: str) -> None:
+    snap = _replay("pageable", budget_log)[0][-1]
     gap = _advised_gap(snap)
     plain = "\n".join(advice_section(gap, snap))
     assert "payoff if closed" in plain and "link's limit" not in plain
@@ -242,8 +259,9 @@ def test_the_gap_details_payoff_takes_the_floor_of_the_samples_in_memory() -> No
     assert "throughput ~1.00x" in full and "(the link's limit: its bytes need" in full, full
 
 
-def test_summary_mds_payoff_takes_the_floor_of_the_samples_it_holds(tmp_path: Path) -> None:
-    snaps, rt = _replay("pageable")
+def test_summary_mds_payoff_takes_the_floor_of_the_samples_it_holds(tmp_path: Path,
+                                                                     budget_log: str) -> None:
+    snaps, rt = _replay("pageable", budget_log)
     snap = snaps[-1]
     t = snap.gpu_samples[0][-1].t_wall_s
 

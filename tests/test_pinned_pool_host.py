@@ -118,7 +118,7 @@ def test_a_pool_that_failed_with_ram_short_keeps_the_safety_margin_advice() -> N
     assert any("MemAvailable 2.0 GiB" in e and "RAM was short" in e for e in first.evidence), \
         first.evidence
     # Its 'cudaHostAlloc failed' line was read: cited with the error it gave.
-    assert "'cudaHostAlloc failed' line (cuda_err=2)" in first.guess_why
+    assert "the CUDA error is in its 'cudaHostAlloc failed' line: cuda_err=2" in first.guess_why
     assert "not RAM" not in first.guess_why
 
 

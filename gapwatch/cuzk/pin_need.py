@@ -281,7 +281,7 @@ class PinNeed:
         """Where the CUDA error is: the `cudaHostAlloc failed` line read (its `cuda_err`), or
         that none was read (upstream writes one at each failed pin)."""
         if self.alloc_lines:
-            err = f" (cuda_err={self.cuda_err})" if self.cuda_err is not None else ""
+            err = f": cuda_err={self.cuda_err}" if self.cuda_err is not None else ""
             return f"the CUDA error is in its 'cudaHostAlloc failed' line{err}"
         return ("no 'cudaHostAlloc failed' line was read: pinned_pool.rs:61 writes it, WARN, "
                 "with cuda_err at each failed pin, so a log without it had that target "

@@ -49,6 +49,27 @@ def test_a_restarts_idle_on_both_sides_of_the_blind_spot_is_two_gaps_and_the_hol
     assert totals.data_s == pytest.approx(10 + 2 + 30 + 5, abs=0.2)
 
 
+def test_a_hole_after_which_the_gpu_read_idle_again_is_not_said_to_have_been_followed_by_work(
+) -> None:
+    """The H200 restart's first two gaps said "the GPU worked again after it" of their holes
+    while the very next reading was idle (the next gap started there: SM activity stayed ~0
+    until 13:25:00.1). The words say what the reading after the hole showed: idle again here,
+    work where the GPU was busy at once (and `read_after_hole` says which)."""
+    before, after = sorted(final_gaps(run(detector(), restart())), key=lambda g: g.start_s)
+    assert before.read_after_hole == "idle" and after.read_after_hole is None
+    assert "worked again" not in before.hint
+    assert ("then no readings for 5.5 s (a hole in the data: the gap ends at its last idle "
+            "reading; the first reading after it was idle again, the idle went on)") in before.hint
+    # Busy at the first reading after the hole: the GPU did work again after it.
+    samples = stream([(5, 95, 2e6)])
+    samples += stream([(2, 0, 1e6)], start_s=6.0)
+    samples += stream([(2, 95, 2e6)], start_s=9.0)  # no readings 8.0-9.1
+    (cut,) = final_gaps(run(detector(), samples))
+    assert cut.read_after_hole == "busy"
+    assert ("the gap ends at its last idle reading; the GPU worked again at the first reading "
+            "after it)") in cut.hint
+
+
 def test_idle_cut_by_a_hole_and_never_followed_by_work_is_no_gap() -> None:
     """The end of the work: idle, a hole, idle to the end of the data. Nothing bounds it after."""
     samples = stream([(5, 95, 2e6), (2, 0, 1e6)])

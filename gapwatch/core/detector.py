@@ -939,7 +939,10 @@ class GapDetector:
             end = old.end_mono_ns if old.end_mono_ns is not None else old.start_mono_ns
             resumed = held.resumed_ns if held.resumed_ns is not None else t
             if held.missed:
-                old = replace(old, hole_after_s=max(0, resumed - end) / _NS)
+                # `resumed_ns` is set only by an idle reading after the hole (`_resume_idle`):
+                # without one, the first reading after it is this busy one.
+                old = replace(old, hole_after_s=max(0, resumed - end) / _NS,
+                              read_after_hole="idle" if held.resumed_ns is not None else "busy")
             acc = held.evidence
             gap = self._rebuilt(acc, old) if acc is not None else old
             if acc is not None:
@@ -1073,7 +1076,8 @@ class GapDetector:
         said = explain(
             GapFacts(old.kind, old.duration_s, old.pcie_rx_bytes_per_s, old.pcie_tx_bytes_per_s,
                      link, old.confidence, False, self.config.quiet_below_link_frac * link,
-                     old.start_s - self.config.evidence_before_s, old.hole_after_s),
+                     old.start_s - self.config.evidence_before_s, old.hole_after_s,
+                     old.read_after_hole),
             Evidence(old.host, events, copies, link_down, view,
                      self._ev.hardware_words(old.gpu, old.start_s, end_s)))
         return replace(_replace_evidence(old, said.hint, events), copies=copies,

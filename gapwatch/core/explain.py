@@ -40,6 +40,7 @@ from gapwatch.core.hints import (
     process_memory_words,
     prover_leads,
 )
+from gapwatch.core.models import AfterHole
 from gapwatch.core.prover import NO_VIEW, ProverView
 
 
@@ -62,8 +63,10 @@ class GapFacts:
     is_open: bool = False
     quiet_below_bytes_per_s: float | None = None
     since_s: float | None = None
-    #: Seconds without readings right after the gap (a hole cut it: `Gap.hole_after_s`).
+    #: Seconds without readings right after the gap (a hole cut it: `Gap.hole_after_s`), and
+    #: what the first reading after that hole showed (`Gap.read_after_hole`).
     hole_after_s: float | None = None
+    read_after_hole: AfterHole | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +122,7 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
                                  gap.rx_bytes_per_s, gap.tx_bytes_per_s, gap.link_bytes_per_s,
                                  evidence.link_down, gap.quiet_below_bytes_per_s))
     if gap.hole_after_s is not None:
-        parts.append(hole_phrase(gap.hole_after_s))
+        parts.append(hole_phrase(gap.hole_after_s, gap.read_after_hole))
     parts += cause_phrases(kind, events, traced, bool(memory), view.cause)
     if view.words and not leads:
         parts.append(view.words)

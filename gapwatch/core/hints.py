@@ -206,11 +206,22 @@ def activity_phrase(
             f"{link_words(rate, link_bytes_per_s, link_down)}")
 
 
-def hole_phrase(hole_after_s: float) -> str:
-    """A gap a hole in the data cut: where its end comes from, and that the hole is not idle
-    time (the GPU may have worked in it; busy after it is what makes the gap a gap)."""
+#: What the first reading after a hole showed, as a gap's hint says it (`hole_phrase`).
+AFTER_HOLE_WORDS: Final[dict[str | None, str]] = {
+    "busy": "; the GPU worked again at the first reading after it",
+    "idle": "; the first reading after it was idle again, the idle went on",
+    None: "",
+}
+
+
+def hole_phrase(hole_after_s: float, read_after_hole: str | None = None) -> str:
+    """A gap a hole in the data cut: where its end comes from, that the hole is not idle time
+    (the GPU may have worked in it; busy after it is what makes the gap a gap), and what the
+    first reading after the hole showed (`Gap.read_after_hole`; None: not known, nothing
+    said). It said "the GPU worked again after it" of every hole: of a restart's on the H200
+    too, whose next reading was idle, the next gap starting there."""
     return (f"then no readings for {hole_after_s:.1f} s (a hole in the data: the gap ends at its "
-            "last idle reading; the GPU worked again after it)")
+            f"last idle reading{AFTER_HOLE_WORDS.get(read_after_hole, '')})")
 
 
 def _by_design(events: list[EventEvidence], since_s: float | None,

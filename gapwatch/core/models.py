@@ -71,6 +71,8 @@ ChainState = Literal["CHAINED", "GAPS", "BREAKDOWN", "IDLE", "NO_DATA"]
 Confidence = Literal["high", "low"]
 #: The same, as tuples, for everything that lists them (tables, metrics, tests).
 GAP_KINDS: tuple[GapKind, ...] = get_args(GapKind)
+#: What the first reading after a hole that cut a gap showed (`Gap.read_after_hole`).
+AfterHole = Literal["busy", "idle"]
 CHAIN_STATES: tuple[ChainState, ...] = get_args(ChainState)
 #: How bad each state is: the dashboard leads with the worst GPU.
 STATE_SEVERITY: dict[ChainState, int] = {
@@ -232,6 +234,12 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: then ends at its last idle reading and was published once the GPU worked again after
     #: the hole (the hole is never counted as idle). None: busy ended it, as usual.
     hole_after_s: float | None = None
+    #: What the first reading after that hole showed: "busy" (the GPU worked again at once) or
+    #: "idle" (idle again: the idle went on past the hole, the GPU worked again only later).
+    #: None: no hole cut it, or a recording made before this was read. A restart's holes
+    #: (NVML blind while the driver frees a killed run's pool) are mostly "idle": its first
+    #: two gaps on the H200 said "the GPU worked again after it" of readings still idle.
+    read_after_hole: AfterHole | None = None
     type: ClassVar[Literal["gap"]] = "gap"
 
     @property

@@ -588,11 +588,116 @@ def test_a_restart_seen_by_a_new_pid_on_the_gpu_alone_is_the_cause_of_the_gap_th
     assert "GPU processes: cuzk restarted" in gap.hint
     assert "new /usr/local/bin/cuzk pid 5151 on GPU 0" in gap.prover_evidence[0]
     assert "killed" not in gap.hint  # no line of the log read is no news of how it ended
-    # A process of another name is no restart of cuzk.
+    # A process of another name is no restart of cuzk: it is counted by none
+    # (`test_a_new_pid_of_cuzks_name_counts_restarts_and_one_of_another_name_is_only_said`),
+    # and its gap says what /proc showed, not that cuzk restarted.
     other = [ProcessMemory(r.t_mono_ns, r.t_wall_s, 0, r.pid, "python3", 1, 1)
              for r in old + new]
     [gap], _ = _gaps_over(other, [(0.0, 5.0), (30.0, 32.0)])
-    assert gap.prover_cause is None
+    assert gap.prover_cause == "restart" and "cuzk" not in gap.hint
+    assert gap.hint.startswith("GPU processes: the GPU's process restarted")
+
+
+def _python3(t0: float, pid: int, at_s: Sequence[float], gone_from_s: float | None = None
+             ) -> list[ProcessMemory]:
+    """Readings of a `python3` process on GPU 0 (a stand-in prover), at `at_s` seconds after
+    `t0`; from `gone_from_s` on, read with no /proc fields (NVML still lists it, /proc no
+    longer has it: it exited, the driver still freeing its pool)."""
+    return [ProcessMemory(int(t * 1e9), t0 + t, 0, pid, "python3",
+                          *((None, None) if gone_from_s is not None and t >= gone_from_s
+                            else (32 << 30, 400 << 20)))
+            for t in at_s]
+
+
+def test_a_process_replaced_on_the_gpu_is_the_restart_every_gap_of_its_idle_says() -> None:
+    """No log, no `/status`, a process not named cuzk (the H200 stand-in, python3): /proc
+    showed it gone and a new pid of its name on the GPU, and the idle between, cut by the
+    holes NVML's blind spots left, was three gaps each asking "synthesis, a lock or the
+    scheduler?". The gaps around it are the restart's, as a restart the log says is (cause
+    `restart`, no setting: its advice's "no setting", never a payoff), in words that say what
+    /proc showed and do not call the process cuzk's; the GPU's idle after the new pid, until
+    its first work, is the restart's too (its first work was read in no log)."""
+    t0 = 1_796_000_000.0
+    old = _python3(t0, 558, [float(t) for t in range(0, 13)], gone_from_s=12.0)
+    new = _python3(t0, 592, [float(t) for t in range(20, 40)])
+    gaps, _ = _gaps_over(old + new, [(0.0, 10.0), (38.0, 40.0)], blind_s=(13.0, 15.0))
+    gaps = sorted(gaps, key=lambda g: g.start_s)
+    assert len(gaps) == 2  # the idle before the hole, and after it to the new run's work
+    for g in gaps:
+        assert g.prover_cause == "restart", g.hint
+        assert g.hint.startswith("GPU processes: the GPU's process restarted"), g.hint
+        assert ("pid 558 (python3), last read alive at 00:53:31.000 and gone from /proc at "
+                "00:53:32.000; a new one, pid 592 (python3), first read at 00:53:40.000") in g.hint
+        assert "cuzk" not in g.hint and "synthesis, a lock or the scheduler?" not in g.hint
+    report = advise(gaps, view_of(None))
+    assert report.advice == []
+    [note] = report.no_setting
+    assert note.stall == "restart" and note.gaps == 2
+    # A second process of the name on the GPU beside the first, which still runs: no restart.
+    both = _python3(t0, 558, [float(t) for t in range(0, 40)]) + new
+    gaps, _ = _gaps_over(both, [(0.0, 10.0), (38.0, 40.0)])
+    assert [g.prover_cause for g in gaps] == [None]
+
+
+def test_a_restart_whose_first_gpu_work_was_not_read_holds_its_gpu_until_the_next_busy_reading(
+        ) -> None:
+    """A restart a new cuzk pid said, no log: its new run's first GPU work is read nowhere, so
+    its stretch was the restart's moment alone, and the idle after the new run pinned its pool
+    (NVML blind meanwhile: a gap of its own after the hole) was no restart's, though the GPU had
+    not worked since. Every gap of the idle stretch that holds the restart is its."""
+    t0 = 1_796_000_000.0
+    old = [ProcessMemory(int(t * 1e9), t0 + t, 0, 4242, "cuzk", 1, 1) for t in range(0, 10)]
+    new = [ProcessMemory(int(t * 1e9), t0 + t, 0, 5151, "cuzk", 1, 1) for t in range(20, 40)]
+    gaps, _ = _gaps_over(old + new, [(0.0, 10.0), (38.0, 40.0)], blind_s=(25.0, 27.0))
+    before, after = sorted(gaps, key=lambda g: g.start_s)
+    assert after.start_s >= t0 + 26.9  # the idle after the hole, the new pid before it
+    for g in (before, after):
+        assert g.prover_cause == "restart"
+        assert g.hint.startswith("GPU processes: cuzk restarted"), g.hint
+
+
+def test_a_real_restart_recorded_without_its_log_is_said_as_one_restart_in_report_and_replay(
+        ) -> None:
+    """tests/data/h200-restart (`report` with no log): the stand-in's restart read as three
+    host_stall gaps, each "synthesis, a lock or the scheduler?", a payoff of ~3.32x for closing
+    them, while the same report's Blind spots said pid 558 exited and pid 592 pinned its pool.
+    Each gap of the restart's idle (truth.json: the first run's last work to the second's
+    first) is now the restart's, in the report and in a replay alike, and no setting's payoff
+    counts them."""
+    import json
+
+    from gapwatch.config import Config
+    from gapwatch.engine.runtime import build_runtime
+    from gapwatch.offline.report import build_report
+
+    case = Path(__file__).parent / "data" / "h200-restart"
+    truth = json.loads((case / "truth.json").read_text())
+    idle_from, idle_to = truth["first"]["idle"], truth["second"]["busy"]
+    report = build_report(case / "restart.jsonl.gz", Config(), workers=1)
+
+    def restart_gaps(gaps: Sequence[Gap]) -> list[tuple[int, str | None, str]]:
+        return sorted((g.gap_id, g.prover_cause, g.hint) for g in gaps
+                      if g.end_s is not None and not g.retracted
+                      and g.end_s > idle_from - 1.0 and g.start_s < idle_to + 1.0)
+
+    said = restart_gaps(report.gaps)
+    assert len(said) == 3
+    for _, cause, hint in said:
+        assert cause == "restart", hint
+        assert "pid 558 (python3)" in hint and "pid 592 (python3)" in hint
+        assert "synthesis, a lock or the scheduler?" not in hint
+        assert "worked again" not in hint  # idle at every reading until the new run's work
+    assert report.advice.advice == []
+    assert [(n.stall, n.gaps) for n in report.advice.no_setting] == [("restart", 3)]
+    rt = build_runtime(Config(), f"replay:{case / 'restart.jsonl.gz'}", speed=0)
+    rt.start()
+    try:
+        assert rt.wait(60)
+        rt.session.close()  # end of data: settle the detector (what stop() does first)
+        replayed = restart_gaps(rt.store.snapshot().gaps)
+    finally:
+        rt.stop()
+    assert replayed == said
 
 
 def test_a_restart_seen_by_status_uptime_alone_is_the_cause_of_the_gap_that_spans_it() -> None:

@@ -879,7 +879,9 @@ class GapDetector:
         """The idle stretch just became a gap: give it the next id and start its evidence."""
         gid = tr.gap_id = self._next_id
         self._next_id += 1
-        tr.evidence = self._ev.open_gap(tr.gpu, tr.idle_start_s)
+        # Its idle stretch began at the last busy reading, before this gap where holes cut
+        # it: a prover's restart anywhere in it is this gap's too (`Prover.open_gap`).
+        tr.evidence = self._ev.open_gap(tr.gpu, tr.idle_start_s, tr.last_busy_s)
         if self.on_gap_id is not None:
             self.on_gap_id(gid)
 

@@ -620,10 +620,12 @@ class EvidenceBuffer:
         return replace(out, pinned_recent_bytes_per_s=self.pinned_rate(gpu, gap_end_s),
                        processes=procs)
 
-    def open_gap(self, gpu: int, start_s: float) -> GapEvidence:
-        """A gap just opened: gather what the buffers already hold since its start."""
+    def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
+                 ) -> GapEvidence:
+        """A gap just opened: gather what the buffers already hold since its start;
+        `idle_since_s`: the GPU's last busy reading before it (`Prover.open_gap`)."""
         prover = self.prover
-        acc = GapEvidence(gpu, start_s, prover.open_gap(gpu, start_s))
+        acc = GapEvidence(gpu, start_s, prover.open_gap(gpu, start_s, idle_since_s))
         # The host samples it takes start after the newest one from before its start.
         back = 0
         for h in reversed(self._host):

@@ -1,16 +1,28 @@
 """Which processes the /proc readings (`ProcessMemory`) showed on each GPU, and when a new pid
 came where another had been read: what those readings show of a prover that stopped and started
-again, whatever its name. Prover-neutral: it says what was read, never that it was a restart.
+again, whatever its name. Prover-neutral: it says what was read (`GpuPids.words`) and which
+process was replaced by a new one of its name (`Replaced`, `GpuPids.replaced_in`), never what
+a prover makes of it.
 
 Who calls it: cuzk's watcher (`gapwatch.cuzk.watch.CuzkWatch`, fed every reading), which says
 these words where nothing it read could count restarts (no log line, no `/status` uptime, no
 process of cuzk's name on a GPU: `CuzkWatch.unheard`). A report of a stand-in prover's restart
 (a `python3` pid 558 gone, pid 592 new on the same GPU) said "0 restart(s)" with no log read;
-now it says the count is not known and what /proc showed. Pure: the data's own times.
+now it says the count is not known and what /proc showed. And cuzk's pipeline facts
+(`gapwatch.cuzk.pipeline.PipelineFacts`, fed every reading too): a gap whose idle stretch holds
+a process's replacement is the restart's, whatever the process's name (that same recording's
+three gaps each asked "synthesis, a lock or the scheduler?" of a process that was dead).
+
+A process is replaced where a pid first read on a GPU after its first round has the name of a
+pid read there before and no longer read: NVML stopped listing it, or /proc no longer has it
+(its readings without /proc fields, NVML listing it while the driver frees its pinned memory).
+One still read alive at or after the new pid's round was not replaced: a second process of the
+name beside it (the replacement is taken back, `Replaced` dropped). Pure: the data's own times.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 from gapwatch.core import fmt
@@ -20,15 +32,61 @@ from gapwatch.core.models import ProcessMemory
 MAX_NEW = 8
 #: Pids remembered per GPU (the oldest read let go first).
 MAX_PIDS = 64
+#: Replacements kept for the gaps that hold one (the latest; a crash loop's oldest go).
+MAX_REPLACED = 64
 
 
 @dataclass(slots=True)
 class _Seen:
-    """One pid on one GPU: its name, when it was first and last read."""
+    """One pid on one GPU: its name, when it was first and last read, the round (`t_mono_ns`)
+    it was last read in, its last reading with /proc fields (None: none: /proc hidden from
+    gapwatch) and its first reading without one after that (None: none: it had not left
+    /proc)."""
 
     name: str
     first_s: float
     last_s: float
+    last_round_ns: int
+    alive_s: float | None = None
+    gone_s: float | None = None
+
+
+def _in_proc(r: ProcessMemory) -> bool:
+    """Whether the reading found the process in /proc (either of its RSS lines read)."""
+    return r.rss_shmem_bytes is not None or r.rss_anon_bytes is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Replaced:
+    """A process on `gpu` no longer read, and a new pid of its name first read there after it:
+    the old pid's last reading in /proc (`alive_s`; its last reading where /proc was never
+    read) and its first without (`gone_s`, None: NVML stopped listing it first), the new pid's
+    first reading (`new_s`) and round (`round_ns`)."""
+
+    gpu: int
+    name: str
+    old_pid: int
+    alive_s: float
+    gone_s: float | None
+    new_pid: int
+    new_s: float
+    round_ns: int
+
+    def in_stretch(self, from_s: float, to_s: float) -> bool:
+        """Whether its old process's end (`alive_s` to `gone_s`) or its new pid's first reading
+        lies in [from_s, to_s]: a GPU's idle stretch holds it."""
+        gone = self.gone_s if self.gone_s is not None else self.alive_s
+        return (self.alive_s <= to_s and gone >= from_s) or from_s <= self.new_s <= to_s
+
+    def words(self) -> str:
+        """"pid 558 (python3), last read alive at 13:24:31.118 and gone from /proc at
+        13:24:32.218; a new one, pid 592 (python3), first read at 13:24:40.718"."""
+        name = f" ({self.name})" if self.name else ""
+        gone = (f" and gone from /proc at {fmt.clock(self.gone_s, millis=True)}"
+                if self.gone_s is not None else ", then no longer listed by NVML")
+        return (f"pid {self.old_pid}{name}, last read alive at "
+                f"{fmt.clock(self.alive_s, millis=True)}{gone}; a new one, pid {self.new_pid}"
+                f"{name}, first read at {fmt.clock(self.new_s, millis=True)}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,22 +110,64 @@ class GpuPids:
         self._first_round_ns: dict[int, int] = {}
         self.new: list[NewPid] = []
         self.new_count = 0
+        #: The latest processes replaced by a new pid of their name, oldest first.
+        self.replaced: deque[Replaced] = deque(maxlen=MAX_REPLACED)
 
-    def feed(self, r: ProcessMemory) -> None:
+    def feed(self, r: ProcessMemory) -> Replaced | None:
+        """Take one reading; the replacement its pid is, where it is one (else None)."""
         pids = self._gpus.setdefault(r.gpu, {})
         first_round = self._first_round_ns.setdefault(r.gpu, r.t_mono_ns)
+        alive = _in_proc(r)
         seen = pids.get(r.pid)
         if seen is not None:
-            seen.last_s = max(seen.last_s, r.t_wall_s)
-            return
+            self._read_again(seen, r, alive)
+            return None
+        replaced = None
         if r.t_mono_ns != first_round:
             before = max(pids, key=lambda p: pids[p].last_s, default=None)
             self.new_count += 1
             if len(self.new) < MAX_NEW:
                 self.new.append(NewPid(r.gpu, r.pid, r.t_wall_s, before))
+            replaced = self._replacing(pids, r)
         if len(pids) >= MAX_PIDS:
             del pids[min(pids, key=lambda p: pids[p].last_s)]
-        pids[r.pid] = _Seen(r.name, r.t_wall_s, r.t_wall_s)
+        pids[r.pid] = _Seen(r.name, r.t_wall_s, r.t_wall_s, r.t_mono_ns,
+                            r.t_wall_s if alive else None)
+        return replaced
+
+    def _read_again(self, seen: _Seen, r: ProcessMemory, alive: bool) -> None:
+        """A pid read before, read again: its marks moved on; read alive (or, /proc never read
+        for it, read at all) at or after the round of a new pid said to replace it, it was not
+        replaced (a second process of its name beside it)."""
+        seen.last_s = max(seen.last_s, r.t_wall_s)
+        seen.last_round_ns = max(seen.last_round_ns, r.t_mono_ns)
+        if alive:
+            seen.alive_s = r.t_wall_s if seen.alive_s is None else max(seen.alive_s, r.t_wall_s)
+        elif seen.alive_s is not None and seen.gone_s is None:
+            seen.gone_s = r.t_wall_s  # gone from /proc: it exited, NVML still listing it
+        if self.replaced and (alive or seen.alive_s is None):
+            for rep in [x for x in self.replaced if x.gpu == r.gpu and x.old_pid == r.pid
+                        and r.t_mono_ns >= x.round_ns]:
+                self.replaced.remove(rep)
+
+    def _replacing(self, pids: dict[int, _Seen], r: ProcessMemory) -> Replaced | None:
+        """The replacement a new pid is: of the pid of its name on its GPU read most lately
+        and not in its round (None: none such)."""
+        old = max((p for p, s in pids.items() if s.name == r.name
+                   and s.last_round_ns < r.t_mono_ns), key=lambda p: pids[p].last_s, default=None)
+        if old is None:
+            return None
+        s = pids[old]
+        rep = Replaced(r.gpu, r.name, old, s.alive_s if s.alive_s is not None else s.last_s,
+                       s.gone_s, r.pid, r.t_wall_s, r.t_mono_ns)
+        self.replaced.append(rep)
+        return rep
+
+    def replaced_in(self, gpu: int, from_s: float, to_s: float) -> Replaced | None:
+        """The latest replacement on `gpu` that [from_s, to_s] (a gap's idle stretch) holds
+        (`Replaced.in_stretch`); None: none."""
+        return next((x for x in reversed(self.replaced)
+                     if x.gpu == gpu and x.in_stretch(from_s, to_s)), None)
 
     def words(self) -> str | None:
         """What the readings show, e.g. "/proc readings show a new pid on GPU 0: pid 592

@@ -120,8 +120,12 @@ class Prover(Protocol):
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         """Does this snapshot say anything about `gpu`?"""
 
-    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
-        """An accumulator for a gap of `gpu` that opened at `start_s` (wall seconds)."""
+    def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
+                 ) -> ProverGap:
+        """An accumulator for a gap of `gpu` that opened at `start_s` (wall seconds);
+        `idle_since_s`: the GPU's last busy reading before it (None: not known), earlier than
+        `start_s` where holes in the data cut its idle stretch into several gaps (a prover's
+        restart anywhere in that stretch is this gap's too)."""
 
     def facts(self) -> object:
         """What the prover has said about its pipeline so far: an immutable view of the
@@ -166,7 +170,8 @@ class NoProver:
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return False
 
-    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
+    def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
+                 ) -> ProverGap:
         return _NO_GAP
 
     def facts(self) -> object:

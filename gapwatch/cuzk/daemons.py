@@ -439,11 +439,12 @@ class RestartsByDaemon:
         return self._by.get(d).feed_process(r) if d is not None else []
 
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0,
-               gpu: int | None = None) -> Spanned | None:
+               gpu: int | None = None, idle_since_s: float | None = None) -> Spanned | None:
         """`RestartWatch.during` of the daemon of `gpu` (the latest restart of those of it
         where its lines do not tell)."""
         found = [s for d in (self._by.router.of_gpu(gpu) if gpu is not None
                              else range(len(self._by.each)))
                  if d < len(self._by.each)
-                 and (s := self._by.each[d].during(start_s, end_s, slack_s)) is not None]
+                 and (s := self._by.each[d].during(start_s, end_s, slack_s, idle_since_s))
+                 is not None]
         return max(found, key=lambda s: s.latest.t_s, default=None)

@@ -75,6 +75,7 @@ from typing import NamedTuple
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.evidence_types import ProverGapFacts
+from gapwatch.core.gpu_pids import GpuPids
 from gapwatch.core.models import (
     FieldValue,
     HostSample,
@@ -122,7 +123,7 @@ from gapwatch.cuzk.pool_churn import (
     PoolChurn,
     PoolChurnView,
 )
-from gapwatch.cuzk.restarts import NO_WORK_CAUSE
+from gapwatch.cuzk.restarts import NO_WORK_CAUSE, REPLACED_LEAD, RESTART_CAUSE, replaced_evidence
 from gapwatch.cuzk.unnamed_failure import RunStream
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
@@ -831,6 +832,9 @@ class LogView:
     #: The gap spans a restart (its cause the restart's, or its new run's wait for work):
     #: then it stands over any snapshot's (`gapwatch.cuzk.causes.with_log_cause`).
     spans_restart: bool = False
+    #: The cause's words where this gap's differ from its cause's own (`PROVER_CAUSE_WORDS`):
+    #: a restart /proc alone showed, of a process not known to be cuzk's ("" for none).
+    lead: str = ""
     #: Its `dispatch_stall` rests on a worker the log shows free (`HeldOver.free_shown`): then
     #: it stands over the snapshots' `inside_workers` (`with_log_cause`), not where no worker
     #: count or pickup was read.
@@ -849,9 +853,15 @@ class PipelineFacts(_Limits):
         self.seen = False
         #: A `/status` snapshot was fed.
         self.status_seen = False
-        #: A restart was said by a reading of a process on a GPU (a new cuzk pid): then a gap
-        #: has something to be told (`CuzkGap.has_evidence`) with no line or snapshot read.
+        #: A restart was said by a reading of a process on a GPU (a new cuzk pid, or a process
+        #: of any name replaced by a new pid of its name: `gpu_pids`): then a gap has something
+        #: to be told (`CuzkGap.has_evidence`) with no line or snapshot read.
         self.restart_seen = False
+        #: The pids read on each GPU, and each process replaced by a new pid of its name
+        #: (`gapwatch.core.gpu_pids`): a gap whose idle stretch holds one is the restart's
+        #: (`log_view`), whatever the process's name (it is counted as cuzk's restart only
+        #: under cuzk's name: `RestartWatch.feed_process`).
+        self.gpu_pids = GpuPids()
         self.synth_workers: int | None = None
         self.budget_total_bytes: int | None = None
         self.gpu_workers_per_device: int | None = None
@@ -1506,7 +1516,10 @@ class PipelineFacts(_Limits):
         """Take a reading of a process on a GPU: a new cuzk pid where another was read is a
         restart (`RestartWatch.feed_process`), the cause of the gap that spans it where no log
         line or `/status` says more (with NVML alone, the watcher said the restart and no gap
-        was its)."""
+        was its); a process of any name replaced by a new pid of its name is a restart for the
+        gaps whose idle stretch holds it (`gpu_pids`, `log_view`)."""
+        if self.gpu_pids.feed(reading) is not None:
+            self.restart_seen = True
         restarted = self.restarts.feed_process(reading)
         if restarted:
             self.restart_seen = True
@@ -1724,17 +1737,27 @@ class PipelineFacts(_Limits):
         return n
 
     def log_view(self, gpu: int, start_s: float, end_s: float, kind: str,
-                 is_open: bool = False) -> LogView:
+                 is_open: bool = False, idle_since_s: float | None = None) -> LogView:
         """What the log says about a gap of `gpu` over [start_s, end_s] (of detector `kind`;
         `is_open`: still open, `end_s` its start): the cause it alone gives, first rule that
-        holds, and the facts behind it."""
+        holds, and the facts behind it. `idle_since_s`: the GPU's last busy reading before
+        the gap (before its start where holes cut its idle stretch into several gaps): a
+        restart in that stretch holds the gap where its new run's first GPU work was not
+        read (`RestartWatch.during`, `gpu_pids`)."""
         lo, hi = start_s - EDGE_SLACK_S, end_s + EDGE_SLACK_S
-        spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S, gpu)
+        spanned = self.restarts.during(start_s, end_s, EDGE_SLACK_S, gpu, idle_since_s)
         if spanned is not None:
             # Its SRS reload, pool and first wave are the restart's cost, said in it; its new
             # run's wait for a first job is no work, and the cause where it is most of the gap.
             return LogView(spanned.cause(), spanned.evidence(), spanned.detail(),
                            said_by=spanned.said_by, spans_restart=True)
+        stretch_s = start_s if idle_since_s is None else min(start_s, idle_since_s)
+        replaced = self.gpu_pids.replaced_in(gpu, stretch_s - EDGE_SLACK_S, hi)
+        if replaced is not None:
+            # The same rule: the gap is the restart's, said by the GPU's processes (/proc
+            # alone: the process is not known to be cuzk's, its name may be any).
+            return LogView(RESTART_CAUSE, [replaced_evidence(replaced)], replaced.words(),
+                           said_by="processes", spans_restart=True, lead=REPLACED_LEAD)
         batch = self.batch_held_s(start_s, end_s, gpu)
         held = self._batch_wait_view(start_s, end_s, batch)
         if held is not None:

@@ -80,16 +80,19 @@ _SAID_BY = {"log": "prover log", "status": "prover status", "processes": "GPU pr
 
 
 def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
-                  said_by: str = "status") -> str:
+                  said_by: str = "status", lead: str = "") -> str:
     """The hint's words for a gap's prover cause ("" for none), with its one figure
     (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
     snapshot just before the gap (the gap was shorter than the poll period); `said_by`: the
     prover's /status said it ("status"), its log ("log"), or NVML's processes on the GPU (a
-    restart seen as a new cuzk pid: "processes")."""
+    restart seen as a new cuzk pid, or a process replaced: "processes"); `lead`: the cause's
+    words where this gap's differ from its own (a restart /proc alone showed, of a process not
+    known to be cuzk's: `gapwatch.cuzk.restarts.REPLACED_LEAD`)."""
     entry = PROVER_CAUSE_WORDS.get(cause or "")
     if entry is None:
         return ""
-    lead, fact = entry
+    own, fact = entry
+    lead = lead or own
     inside = "; ".join(x for x in (fact, detail) if x)
     when = "" if during else " (as of just before the gap)"
     said = _SAID_BY[said_by]
@@ -99,12 +102,16 @@ def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
 class CuzkGap:
     """The snapshots and log facts gathered for one gap of one GPU (`ProverGap`)."""
 
-    __slots__ = ("gpu", "from_s", "facts", "cause_counts", "inside_tail", "before_cause",
-                 "provers")
+    __slots__ = ("gpu", "from_s", "idle_since_s", "facts", "cause_counts", "inside_tail",
+                 "before_cause", "provers")
 
-    def __init__(self, gpu: int, start_s: float, facts: PipelineFacts) -> None:
+    def __init__(self, gpu: int, start_s: float, facts: PipelineFacts,
+                 idle_since_s: float | None = None) -> None:
         self.gpu = gpu
         self.from_s = start_s
+        #: The GPU's last busy reading before the gap (`Prover.open_gap`): where its idle
+        #: stretch began, holes or not (a restart in it holds the gap: `log_view`).
+        self.idle_since_s = idle_since_s
         #: What the prover's log says (shared by every gap): capacity, SRS loads, PoSt, ...
         self.facts = facts
         #: Prover snapshots taken during the gap, by the cause each gives
@@ -121,9 +128,10 @@ class CuzkGap:
         self.provers: deque[tuple[ProverStatus, str | None, Capacity | None]] | tuple[()] = ()
 
     def has_evidence(self) -> bool:
-        """A snapshot, a cuzk line seen, or a restart seen by a new cuzk pid: without any there
-        is nothing to say (the common offline case: skipping it keeps a long report's per-gap
-        cost as it was)."""
+        """A snapshot, a cuzk line seen, or a restart seen by a GPU's processes (a new cuzk
+        pid, a process replaced by a new pid of its name): without any there is nothing to
+        say (the common offline case: skipping it keeps a long report's per-gap cost as it
+        was)."""
         facts = self.facts
         return (bool(self.provers) or self.before_cause is not None or facts.seen
                 or facts.restart_seen)
@@ -174,16 +182,16 @@ class CuzkGap:
             cause, during, detail = "srs_loading", True, "allocations.srs went empty"
             evidence = [emptied]
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
-                                  kind, is_open=end_s is None)
+                                  kind, is_open=end_s is None, idle_since_s=self.idle_since_s)
         decided = with_log_cause(cause, log.cause, during, log.spans_restart, log.worker_free)
-        said_by = "status"
+        said_by, lead = "status", ""
         if decided != cause:  # the log's facts decide it
             if cause is not None:
                 evidence = [f"/status: {e}" for e in evidence]
             if cause == "inside_workers" and decided == "dispatch_stall":
                 evidence.append(FINALIZER_PROVING_WORDS)
             cause, during, detail = decided, True, log.detail
-            said_by = log.said_by
+            said_by, lead = log.said_by, log.lead
         # The snapshots' evidence decides no typed fact: only the log's, where its words are
         # the gap's (its cause the gap's), and the pool's below.
         facts = NO_FACTS
@@ -203,7 +211,8 @@ class CuzkGap:
         waves = unpinned_by_design(
             self.facts.first_waves.waves_of(self.facts.restarts.of_gpu(self.gpu)), start_s,
             end_s if end_s is not None else reach_s, log.spans_restart, max(reach_s, start_s))
-        return ProverView(cause, states, evidence, prover_phrase(cause, during, detail, said_by),
+        return ProverView(cause, states, evidence,
+                          prover_phrase(cause, during, detail, said_by, lead),
                           self.facts.error_words(start_s, reach_s), facts, waves)
 
 
@@ -243,8 +252,9 @@ class CuzkProver:
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return concerns(status, gpu)
 
-    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
-        return CuzkGap(gpu, start_s, self.pipeline)
+    def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
+                 ) -> ProverGap:
+        return CuzkGap(gpu, start_s, self.pipeline, idle_since_s)
 
     def facts(self) -> PipelineView:
         return self.pipeline.view()

@@ -58,7 +58,15 @@ most of the gap is no work (the new run's wait for its first job, the old run id
 stopped), the gap's cause is `no_work`, naming
 the restart and its cost beside it (`Spanned.cause`). The latest `MAX_KEPT` restarts are kept
 for it, each with how the old run ended, its place among all restarts read and its streak, and,
-once known, its cost: a gap counts every restart in it, kept or not (`Spanned.count`).
+once known, its cost: a gap counts every restart in it, kept or not (`Spanned.count`). Where
+the new run's first GPU work is read in no log (a restart only `/status` or a new pid said), the
+restart holds the GPU until the GPU's next busy reading: a gap whose idle stretch (from the
+GPU's last busy reading: holes in the data cut one stretch into several gaps) holds the restart
+is its (`during`'s `idle_since_s`). And a process of any name replaced on a GPU by a new pid of
+its name (`gapwatch.core.gpu_pids.Replaced`: /proc saw the old one gone) is a restart for the
+gaps whose idle stretch holds it (`PipelineFacts.log_view`), said in what /proc showed
+(`REPLACED_LEAD`, `replaced_evidence`) and counted as no restart of cuzk: only cuzk's name
+makes a new pid one (`feed_process`).
 """
 
 from __future__ import annotations
@@ -68,6 +76,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
+from gapwatch.core.gpu_pids import Replaced
 from gapwatch.core.models import (
     LogEvent,
     ProcessMemory,
@@ -160,6 +169,20 @@ KILLED = ("with no shutdown line before it (killed or crashed: cuzk handles SIGI
 NOT_READ = "(how the previous run ended is not known: none of its log lines were read)"
 NO_INFO = ("(how the previous run ended is not known: its log kept no INFO lines, the level "
            "of cuzk's shutdown line, main.rs:237)")
+
+
+#: A restart /proc alone showed (`gapwatch.core.gpu_pids.Replaced`: a process on the GPU gone,
+#: a new pid of its name after it), as a gap's hint leads with it in place of the restart
+#: cause's own words (`gapwatch.cuzk.prover.PROVER_CAUSE_WORDS`): the process may be of any
+#: name (the H200 stand-in is `python3`), so it is not said to be cuzk's.
+REPLACED_LEAD = ("the GPU's process restarted, not a stall: the GPU waited from the old "
+                 "process's last work to the new one's first")
+
+
+def replaced_evidence(replaced: Replaced) -> str:
+    """A replaced process as the evidence of the gaps whose idle stretch holds it."""
+    return (f"the GPU's processes (/proc and NVML's list): {replaced.words()}: the process "
+            "restarted (counted as a restart of cuzk only under cuzk's name)")
 
 
 def is_cuzk_process(name: str) -> bool:
@@ -965,21 +988,28 @@ class RestartWatch:
                 and not self._waiting.jobs and not any(self._flight)
                 and not (self._picked and self._info_seen))
 
-    def during(self, start_s: float, end_s: float, slack_s: float = 0.0) -> Spanned | None:
+    def during(self, start_s: float, end_s: float, slack_s: float = 0.0,
+               idle_since_s: float | None = None) -> Spanned | None:
         """The restarts a gap over [start_s, end_s] spans (None: none): each kept whose stretch,
         from the restart to its new run's first GPU work (`Restart.until_s`), meets the gap
-        (`slack_s` either side), newest first, and how many in all. Kept in the order seen,
-        each stretch ending before the next restart: the first one wholly before the gap ends
-        the search. Where the search ran past the oldest kept, older restarts may be in the
-        gap too: those of its streak are counted by their numbers (a crash loop of 2,000 was
-        said as the 64 kept), and past what the streak tells the count is said as a least."""
+        (`slack_s` either side), newest first, and how many in all. Where that first GPU work
+        was not read (no log, a restart only `/status` or a new pid said), the stretch runs
+        to the GPU's next work: a gap whose idle stretch, from `idle_since_s` (the GPU's last
+        busy reading before it; holes may cut the stretch into several gaps), holds the
+        restart is its (the H200 restart's idle after the new run's pool pinned, a gap of its
+        own after NVML's blind spot, was no restart's). Kept in the order seen, each stretch
+        ending before the next restart: the first one wholly before the gap ends the search.
+        Where the search ran past the oldest kept, older restarts may be in the gap too: those
+        of its streak are counted by their numbers (a crash loop of 2,000 was said as the 64
+        kept), and past what the streak tells the count is said as a least."""
         lo_s = start_s - slack_s
+        idle_lo_s = lo_s if idle_since_s is None else min(lo_s, idle_since_s - slack_s)
         out: list[Restart] = []
         ran_past = True
         for r in reversed(self.kept):
             if r.t_s > end_s + slack_s:
                 continue
-            if r.until_s() < lo_s:
+            if r.until_s() < (lo_s if r.first_gpu_s is not None else idle_lo_s):
                 ran_past = False
                 break
             out.append(r)

@@ -43,8 +43,9 @@ class SharedProver:
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return self._prover.concerns(status, gpu)
 
-    def open_gap(self, gpu: int, start_s: float) -> ProverGap:
-        return self._prover.open_gap(gpu, start_s)
+    def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
+                 ) -> ProverGap:
+        return self._prover.open_gap(gpu, start_s, idle_since_s)
 
     def facts(self) -> object:
         with self._lock:

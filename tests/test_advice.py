@@ -270,6 +270,39 @@ def test_transfer_bound_copies_run_under_the_gpu_lock_so_no_worker_count_overlap
     assert "did not say how many GPU workers" in unknown.guess_why
 
 
+@pytest.mark.skipif(not E2E.is_dir(), reason="tests/data/h200-e2e not committed")
+def test_a_transfer_bound_gaps_hint_asks_no_question_its_advice_answers_no_to() -> None:
+    """The H200 transfer-bound run: every gap's hint asked "is the next partition's upload
+    chained behind the other worker's kernels?" while the advice for the same gaps said cuzk
+    holds one mutex per GPU from the H2D copies through the kernels (groth16_cuda.cu:900-1070),
+    so one worker's copies never overlap another's kernels. Where the cuzk layer knows the
+    prover is cuzk, its words stand in the hint in place of the question, and the advice says
+    the same fact."""
+    from gapwatch.cuzk.pipeline import COPIES_NEVER_OVERLAP
+
+    report = build_report(E2E / "transfer-bound" / "rec.jsonl.gz", Config())
+    gaps = [g for g in report.gaps if g.kind == "transfer_bound"]
+    assert len(gaps) == 18
+    for g in gaps:
+        assert "?" not in g.hint and "chained behind" not in g.hint, g.hint
+        assert "groth16_cuda.cu:900-1070" in g.hint and COPIES_NEVER_OVERLAP in g.hint
+    (n,) = report.advice.no_setting
+    assert n.stall == "copies_not_overlapped" and COPIES_NEVER_OVERLAP in n.why
+
+
+def test_a_transfer_bound_gap_with_no_prover_is_asked_about_in_no_provers_words() -> None:
+    """The core's hint is for any CUDA workload: with no prover, a transfer_bound gap still has
+    its question, in words that name no prover's partitions or workers (it asked whether "the
+    next partition's upload" was "chained behind the other worker's kernels")."""
+    from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
+    from gapwatch.core.explain import Evidence, GapFacts, hint_of
+
+    hint = hint_of(GapFacts("transfer_bound", 1.2, 59e9, 3e9, 63e9, "high"),
+                   Evidence(NO_HOST, [], NO_COPIES))
+    assert "copies at full speed but not overlapped with compute: " in hint and "?" in hint
+    assert "partition" not in hint and "worker" not in hint
+
+
 def test_transfer_bound_gaps_with_status_inside_workers_are_still_the_copies() -> None:
     """With /status polled, a transfer_bound gap's prover cause is `inside_workers` (its
     workers are proving: copying at line rate). That is the copies, as without /status: one

@@ -123,7 +123,8 @@ def hint_of(gap: GapFacts, evidence: Evidence) -> str:
                                  evidence.link_down, gap.quiet_below_bytes_per_s))
     if gap.hole_after_s is not None:
         parts.append(hole_phrase(gap.hole_after_s, gap.read_after_hole))
-    parts += cause_phrases(kind, events, traced, bool(memory), view.cause)
+    parts += cause_phrases(kind, events, traced, bool(memory),
+                           view.cause is not None or bool(view.words))
     if view.words and not leads:
         parts.append(view.words)
     if view.error_words:

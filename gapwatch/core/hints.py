@@ -282,16 +282,28 @@ def memory_phrases(kind: str, events: list[EventEvidence], traced: CopiesEvidenc
     return []
 
 
+#: A transfer_bound gap's fact, and the question the core asks of it where no prover said
+#: more (`cause_phrases`): in words for any CUDA workload. It asked "is the next partition's
+#: upload chained behind the other worker's kernels?", cuzk's words, of every workload, and of
+#: cuzk's gaps beside an advice that answers it no (one mutex per GPU over the copies and the
+#: kernels: the prover package's words stand there instead, `ProverView.words`).
+NOT_OVERLAPPED_WORDS: Final = "copies at full speed but not overlapped with compute"
+NOT_OVERLAPPED_QUESTION: Final = ("does the workload copy and compute in turn (one stream, or "
+                                  "one lock held over both)?")
+
+
 def cause_phrases(kind: str, events: list[EventEvidence], traced: bool, memory_said: bool,
-                   prover_cause: str | None) -> list[str]:
-    """The likeliest cause, as a question where nothing measured it."""
+                  prover_said: bool) -> list[str]:
+    """The likeliest cause, as a question where nothing measured it. `prover_said`: the
+    prover gave the gap a cause or words of its own (`ProverView`): they follow, in place of
+    the question (a host stall's, a transfer_bound gap's)."""
     if kind == "pcie_starved" and not traced and not memory_said:
         return ["a slow copy: pageable memory or host memory-bandwidth contention? "
                 "(memory kind inferred from rate: no copy trace)"]
     if kind == "transfer_bound" and not traced:
-        return ["copies at full speed but not overlapped with compute: is the next "
-                "partition's upload chained behind the other worker's kernels?"]
-    if kind == "host_stall" and prover_cause is None:  # else the prover's own words follow
+        return [NOT_OVERLAPPED_WORDS if prover_said
+                else f"{NOT_OVERLAPPED_WORDS}: {NOT_OVERLAPPED_QUESTION}"]
+    if kind == "host_stall" and not prover_said:  # else the prover's own words follow
         if any(_synthesis(e) for e in events):
             return ["synthesis did not keep up with the GPU?"]
         return ["synthesis, a lock or the scheduler?"]
@@ -334,7 +346,7 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
             return POOL_FALLBACK_WORDS
         return "a slow copy: pageable memory or host memory-bandwidth contention?"
     if kind == "transfer_bound":
-        return "copies at full speed but not overlapped with compute"
+        return NOT_OVERLAPPED_WORDS
     synth = any(_synthesis(e) for e in events)
     cause = "synthesis did not keep up with the GPU?" if synth else (
         "synthesis, a lock or the scheduler?")

@@ -75,8 +75,10 @@ from gapwatch.cuzk.pipeline import (
     BATCH_BYTES_BY_KIND,
     BATCH_KINDS,
     CAPACITY_NOT_READ,
+    COPIES_UNDER_LOCK,
     DEFAULT_MAX_PARALLEL_SYNTHESIS,
     EMPTY_PIPELINE_CAUSE,
+    GPU_LOCK_WORDS,
     NO_FACTS,
     POREP_BATCH_FULL_BYTES,
     POREP_PARTITION_FULL_BYTES,
@@ -790,13 +792,6 @@ PIPELINE_OFF_STALLS = frozenset({
     "slow_copies"})
 
 
-#: What cuzk's per-GPU lock covers (cuzk-log-formats.md 3.2): one C++ std::mutex per GPU, shared
-#: by that GPU's workers (engine.rs:2916-2955), taken after a worker's split-vector allocation and
-#: its prep thread's start, released after the tail MSMs (groth16_cuda.cu:900-1070).
-GPU_LOCK_WORDS = (
-    "one mutex per GPU, shared by its GPU workers, is held from the H2D copies of a/b/c through "
-    "the NTTs, the H MSM, the wait for CPU prep (barrier_wait), the batch additions and the "
-    "tail MSMs (groth16_cuda.cu:900-1070, engine.rs:2916-2955)")
 #: What a second GPU worker per GPU overlaps, and what it does not: the CPU work outside the
 #: lock, never copies or kernels (`GPU_LOCK_WORDS`).
 SECOND_WORKER_WHY = (
@@ -810,13 +805,6 @@ SECOND_WORKER_WHY = (
     f"It overlaps no copies and no kernels: {GPU_LOCK_WORDS}")
 SECOND_WORKER_SOURCE = ("extern/cuzk/cuzk.example.toml, cuzk-core/src/config.rs, "
                         "engine.rs:2916-2955; extern/supraseal-c2/cuda/groth16_cuda.cu:900-1070")
-#: What a transfer_bound gap's copies are in cuzk, and why no worker count hides them.
-COPIES_UNDER_LOCK = (
-    f"cuzk copies under the GPU's lock: {GPU_LOCK_WORDS}, a partition's a/b/c and the SRS "
-    "points its MSMs read streaming from host memory inside it (about 23.6 GiB host-to-device "
-    "a PoRep partition by c2-optimization-proposal-9, sizes approximate), so one worker's "
-    "copies never overlap another worker's kernels, whatever gpu_workers_per_device; at line "
-    "rate they are pinned already, and upstream names no setting that shrinks them")
 #: Stalls where the GPU waited between one worker's proves, on that worker's own CPU work:
 #: `inside_workers` (every worker of the GPU holding a partition while it idles: CPU work before
 #: the lock, cuzk's locks at pickup, or the wait for prep under the lock). With one worker per

@@ -242,6 +242,30 @@ HISTORY = 512
 #: partition synthesised into pageable buffers reaches the GPU a synthesis (~30-60 s) later,
 #: or longer behind a deep queue.
 POOL_FAILURE_REACH_S = 600.0
+#: What cuzk's per-GPU lock covers (cuzk-log-formats.md 3.2): one C++ std::mutex per GPU, shared
+#: by that GPU's workers (engine.rs:2916-2955), taken after a worker's split-vector allocation and
+#: its prep thread's start, released after the tail MSMs (groth16_cuda.cu:900-1070). The one
+#: home of that fact: the advice says it in full (`COPIES_UNDER_LOCK`, and beside a second GPU
+#: worker), a transfer_bound gap's hint in short (`COPIES_UNDER_LOCK_HINT`, `CuzkGap.view`).
+GPU_LOCK_WORDS = (
+    "one mutex per GPU, shared by its GPU workers, is held from the H2D copies of a/b/c through "
+    "the NTTs, the H MSM, the wait for CPU prep (barrier_wait), the batch additions and the "
+    "tail MSMs (groth16_cuda.cu:900-1070, engine.rs:2916-2955)")
+#: What the lock means for a transfer_bound gap's copies, whatever the worker count.
+COPIES_NEVER_OVERLAP = "one worker's copies never overlap another worker's kernels"
+#: What a transfer_bound gap's copies are in cuzk, and why no worker count hides them.
+COPIES_UNDER_LOCK = (
+    f"cuzk copies under the GPU's lock: {GPU_LOCK_WORDS}, a partition's a/b/c and the SRS "
+    "points its MSMs read streaming from host memory inside it (about 23.6 GiB host-to-device "
+    "a PoRep partition by c2-optimization-proposal-9, sizes approximate), so "
+    f"{COPIES_NEVER_OVERLAP}, whatever gpu_workers_per_device; at line rate they are pinned "
+    "already, and upstream names no setting that shrinks them")
+#: The same, as a transfer_bound gap's hint says it in place of the core's question ("is the
+#: next partition's upload chained behind the other worker's kernels?", which the advice
+#: answered no to beside it).
+COPIES_UNDER_LOCK_HINT = (
+    "cuzk copies under the GPU's lock (one mutex per GPU held from the H2D copies through the "
+    f"kernels, groth16_cuda.cu:900-1070): {COPIES_NEVER_OVERLAP}")
 #: A GPU_QUEUE this close after a gap's start (or before its end) counts as "during" it: log
 #: lines are stamped to the ms, samples place the gap's edges to ~0.1 s.
 EDGE_SLACK_S = 0.25

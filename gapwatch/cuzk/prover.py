@@ -29,6 +29,7 @@ from gapwatch.cuzk.causes import (
 )
 from gapwatch.cuzk.first_wave import unpinned_by_design
 from gapwatch.cuzk.pipeline import (
+    COPIES_UNDER_LOCK_HINT,
     EMPTY_PIPELINE_CAUSE,
     NO_FACTS,
     Capacity,
@@ -211,8 +212,13 @@ class CuzkGap:
         waves = unpinned_by_design(
             self.facts.first_waves.waves_of(self.facts.restarts.of_gpu(self.gpu)), start_s,
             end_s if end_s is not None else reach_s, log.spans_restart, max(reach_s, start_s))
-        return ProverView(cause, states, evidence,
-                          prover_phrase(cause, during, detail, said_by, lead),
+        words = prover_phrase(cause, during, detail, said_by, lead)
+        if kind == "transfer_bound" and (self.facts.seen or self.facts.status_seen):
+            # Copies at line rate, SMs idle: cuzk's lock says why, in place of the core's
+            # question (the advice says the same: `COPIES_UNDER_LOCK`). Only where cuzk was
+            # read: a process replaced on the GPU (any name) is no sign the prover is cuzk.
+            words = "; ".join(x for x in (words, COPIES_UNDER_LOCK_HINT) if x)
+        return ProverView(cause, states, evidence, words,
                           self.facts.error_words(start_s, reach_s), facts, waves)
 
 

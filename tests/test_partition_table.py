@@ -32,6 +32,8 @@ from gapwatch.cuzk.partitions import (
 )
 from gapwatch.logs.parse import LogParser
 from gapwatch.offline.detect import detect_records
+from gapwatch.offline.report import _partition_json
+from gapwatch.offline.report_text import _partition_lines
 
 DATA = Path(__file__).parent / "data"
 
@@ -293,3 +295,31 @@ def test_a_snapdeals_first_wave_after_a_poreps_is_marked_in_the_table() -> None:
         if slim is not None:
             builder.add(slim)
     assert {(p.job_id, p.partition): p.first_wave for p in builder.finish().partitions} == marked
+
+
+def test_a_partition_whose_pool_checkout_failed_is_no_first_wave_but_pool_failed() -> None:
+    """cuzk checks a pinned buffer out only with a capacity hint (pipeline.rs:273-275,
+    301-308): a partition its `pinned pool checkout FAILED` line names had one, so it is no
+    first wave, whatever its synthesis's start says. The H200 pageable run's partitions 0-2
+    of porep-1000-0 began before any synthesis ended, their own lines said the checkout
+    failed, and the table read `no (first wave)` (no setting) beside a gap blamed on the
+    pool and advised on with safety_margin. A partition no such line names, begun as early,
+    stays one."""
+    failed = ("2026-11-30T10:03:39.{:06d}Z  WARN synthesize_partition{{job_id=\"porep-1000-0\" "
+              "partition={}}}: cuzk_core::pipeline: pinned pool checkout FAILED — falling back "
+              "to unpinned num_constraints=50331648 pool_free=0 pool_total_gib=0")
+    lines = ["2026-11-30T10:03:39.000000Z  INFO cuzk_core::engine: starting cuzk engine "
+             "pipeline_enabled=true",
+             failed.format(21759, 0), failed.format(22105, 1),
+             *[f"TIMELINE,{1 + i},SYNTH_START,porep-1000-0,partition={i}" for i in range(3)],
+             *[f"TIMELINE,{2250 + i},SYNTH_END,porep-1000-0,partition={i},synth_ms=2247"
+               for i in range(3)],
+             *[f"TIMELINE,{3000 + 4000 * i},{edge},porep-1000-0,worker=0,partition={i}"
+               for i in range(3) for edge in ("GPU_START", "GPU_END")]]
+    run = derive_timeline(events_of_lines(lines))
+    said = {p.partition: (p.first_wave, p.pool_failed, p.pinned_words) for p in run.partitions}
+    assert said == {0: (False, True, "no"), 1: (False, True, "no"), 2: (True, False, "no")}
+    table = "\n".join(_partition_lines(run))
+    assert re.search(r"porep-1000-0 +0 .* no \(pool failed\)$", table, re.M), table
+    assert re.search(r"porep-1000-0 +2 .* no \(first wave\)$", table, re.M), table
+    assert [_partition_json(p)["pool_failed"] for p in run.partitions] == [True, True, False]

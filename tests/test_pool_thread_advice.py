@@ -239,12 +239,28 @@ def test_a_failure_saying_the_pool_held_buffers_is_never_read_as_a_pool_that_pin
     advice = pool_advice([*START, *failure(38.57, "46.59")])
     evidence = advice[0].evidence
     assert not any("pinned no buffer" in e or "holds 0.0 GiB" in e for e in evidence)
-    assert "pool holds 46.6 GiB in ? buffer(s), 0 free" in evidence
+    assert "pool holds 46.6 GiB (buffer count not logged), 0 free" in evidence
     assert any(e.startswith("whether the pool churned before its failures is not known: a "
                             "failed checkout says it held 46.59 GiB") for e in evidence)
     # Churn could have come unseen: the churn knob is named, as a guess saying why.
     knob = by_setting(advice)["[pipeline] max_gpu_queue_depth"]
     assert knob.guess and "not visible in the lines read" in knob.guess_why
+
+
+def test_a_pool_whose_buffer_count_is_not_logged_says_so_in_words_not_a_question_mark() -> None:
+    """A failed checkout gives the pool's GiB and free buffers, not how many it holds: the H200
+    pageable run's evidence read "pool holds 0.0 GiB in ? buffer(s), 0 free", a "?" inside a
+    sentence. What was not logged is said so. (With the pool's start line read, it held 0.)"""
+    no_pool_start = [text for text in START if "pinned memory pool initialized" not in text]
+    for lines, words in (
+            ([*no_pool_start, *failure(38.57)],
+             "pool holds 0.0 GiB (buffer count not logged), 0 free"),
+            ([*START, *failure(38.57, "46.59")],
+             "pool holds 46.6 GiB (buffer count not logged), 0 free"),
+            ([*START, *failure(38.57)], "pool holds 0.0 GiB in 0 buffer(s), 0 free")):
+        evidence = pool_advice(lines)[0].evidence
+        assert words in evidence, evidence
+        assert not any("?" in e for e in evidence if e.startswith("pool holds")), evidence
 
 
 # --- the figures of the failure's own run and daemon ---

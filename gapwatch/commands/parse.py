@@ -167,7 +167,7 @@ def format_timeline(run: RunTimeline) -> str:
             "gpu_ms held_ms wait_ms h2d_ntt_ms pinned source"]
     for p in run.partitions:
         part = ms(p.partition) if not p.monolithic else (p.kind or "mono")
-        note = " first wave" if p.first_wave else ""
+        note = " pool failed" if p.pool_failed else " first wave" if p.first_wave else ""
         rows.append(
             (f"{p.run:>3} " if runs else "")
             + f"{fmt.fit(fmt.visible(p.job_id or '-'), jw)} {part:>12} {ms(p.worker):>6} "

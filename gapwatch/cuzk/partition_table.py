@@ -69,6 +69,7 @@ _END = struct.Struct("<d")
 GPU_EDGE: Final = "G"  # (G, seq, is_start, t, worker, gpu, gpu_ms, mono_kind)
 SYNTH_MS: Final = "Y"  # (Y, seq, ms)
 UNPINNED: Final = "U"  # (U, seq): `is_pinned=false`, or a pool fallback warning naming it
+POOL_FAILED: Final = "F"  # (F, seq): a pool fallback warning named it (its checkout failed)
 PINNED: Final = "P"  # (P, seq): the log said `is_pinned=true`
 FIRST_WAVE: Final = "W"  # (W, seq)
 LOCK: Final = "L"  # (L, seq, own, worker, held, wait, total, ntt, barrier, start, end)
@@ -118,8 +119,14 @@ class PartitionTiming:
     #: unpinned (pipeline.rs:181-204, 270-275), a first wave, one per run and circuit type (a
     #: SnapDeals one may come hours after PoRep's; `partitions.TimelineBuilder` marks it).
     #: Never where the log said `is_pinned=true` of it (pipeline.rs:2397-2402): pinned, it had
-    #: a hint (pipeline.rs:273-275), and the log's word wins over the times' inference.
+    #: a hint (pipeline.rs:273-275), and the log's word wins over the times' inference. Nor
+    #: where a pinned-pool fallback warning named it (`pool_failed`).
     first_wave: bool = False
+    #: A pinned-pool fallback warning named it (`models.POOL_FALLBACK_WARNINGS`: `pinned pool
+    #: checkout FAILED`, `cudaHostAlloc failed`): it tried the pinned pool, which cuzk does
+    #: only with a capacity hint (pipeline.rs:273-275, 301-308), so it is no first wave, and
+    #: its a/b/c are pageable because the pool failed (the table's `no (pool failed)`).
+    pool_failed: bool = False
 
     @property
     def monolithic(self) -> bool:
@@ -227,7 +234,8 @@ class _Fold:
     """One key's operations applied as they come, in order (a hostile log's millions of
     operations on one key take no more memory than one)."""
 
-    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "pinned", "first_wave", "locks")
+    __slots__ = ("rec", "first_seq", "synth_ms", "unpinned", "pinned", "first_wave",
+                 "pool_failed", "locks")
 
     def __init__(self, run: int, job: str | None, part: Part) -> None:
         partition = part if isinstance(part, int) else None
@@ -239,6 +247,7 @@ class _Fold:
         self.unpinned = False
         self.pinned = False
         self.first_wave = False
+        self.pool_failed = False
         #: The parser's lock regions, then the ones redone from the C++ lines (`own`).
         self.locks = (_Locks(), _Locks())
 
@@ -254,6 +263,8 @@ class _Fold:
             self.unpinned = True
         elif code == PINNED:
             self.pinned = True
+        elif code == POOL_FAILED:
+            self.unpinned = self.pool_failed = True
         elif code == FIRST_WAVE:
             self.first_wave = True
         elif code == LOCK:
@@ -316,7 +327,7 @@ class _Fold:
     def says(self) -> bool:
         """Whether the log said anything of its synthesis (time, pinning, first wave)."""
         return (self.synth_ms is not None or self.unpinned or self.pinned
-                or self.first_wave)
+                or self.first_wave or self.pool_failed)
 
     def said(self, rec: PartitionTiming) -> None:
         """What the log said of the synthesis onto `rec`: its time, its pinning, its wave."""
@@ -325,7 +336,9 @@ class _Fold:
         # The unpinned word wins: a partition that fell back has no pinned a/b/c.
         rec.pinned_said = (False if self.unpinned else True if self.pinned
                            else None)
-        rec.first_wave = (self.first_wave and not self.pinned
+        # A checkout tried (and failed) had a capacity hint: no first wave, whatever the times.
+        rec.pool_failed = self.pool_failed and rec.partition is not None
+        rec.first_wave = (self.first_wave and not self.pinned and not rec.pool_failed
                           and rec.partition is not None)
 
 

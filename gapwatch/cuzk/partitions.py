@@ -67,6 +67,7 @@ from gapwatch.cuzk.partition_table import (
     LOCK,
     LONG_IDLE_S,
     PINNED,
+    POOL_FAILED,
     STATUS,
     STATUS_RUN,
     SYNTH_MS,
@@ -227,14 +228,18 @@ def timeline_event(e: LogEvent) -> LogEvent | None:
     return None
 
 
+def _pool_fell_back(e: LogEvent) -> bool:
+    """Whether `e` is a pinned-pool fallback warning naming a partition of a job: it tried the
+    pool (with a capacity hint, pipeline.rs:273-275, 301-308) and fell back to pageable a/b/c."""
+    return (e.warning in POOL_FALLBACK_WARNINGS and e.job_id is not None
+            and e.partition is not None)
+
+
 def _says_unpinned(e: LogEvent) -> bool:
     """Whether `e` says its partition (or monolithic job) was synthesised unpinned: its
     `is_pinned=false`, or a pinned-pool fallback warning naming a partition of a job (a log
     kept at WARN has only these: without them its partitions read "yes" with no word said)."""
-    if e.warning == "unpinned":
-        return True
-    return (e.warning in POOL_FALLBACK_WARNINGS and e.job_id is not None
-            and e.partition is not None)
+    return e.warning == "unpinned" or _pool_fell_back(e)
 
 
 def _order(r: PartitionTiming) -> float:
@@ -509,7 +514,8 @@ class TimelineBuilder:
             if ms is not None:
                 self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, SYNTH_MS, ms)
         elif _says_unpinned(e):
-            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, UNPINNED)
+            self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s,
+                          POOL_FAILED if _pool_fell_back(e) else UNPINNED)
         elif e.fields.get("is_pinned") is True and e.partition is not None:
             self._ops.add(self._run, e.job_id, e.partition, e.t_wall_s, PINNED)
         if kind == PARTITION_KIND:

@@ -1688,9 +1688,7 @@ class PipelineFacts(_Limits):
                        "and is not in the memory budget, so a checkout fails only when pinning "
                        "a new buffer fails (pinned_pool.rs)")
         if pool.total_gib is not None:
-            free = "?" if pool.free is None else str(pool.free)
-            out.append(f"pool holds {pool.total_gib:.1f} GiB in "
-                       f"{'?' if pool.buffers is None else pool.buffers} buffer(s), {free} free")
+            out.append(_pool_holds_words(pool.total_gib, pool.buffers, pool.free))
         return out
 
     def srs_load_during(self, start_s: float, end_s: float) -> SrsLoad | None:
@@ -2047,6 +2045,20 @@ class PipelineFacts(_Limits):
                 "was read): if cuzk restarted, the request died with it")
         return LogView("waits_on_budget", evidence, "a request over the whole budget",
                        facts=ProverGapFacts(over_budget=True))
+
+
+def _pool_holds_words(total_gib: float, buffers: int | None, free: int | None) -> str:
+    """`pool holds 46.6 GiB in 12 buffer(s), 0 free`: what the pool's lines said it holds, a
+    count they did not give said so in words (a failed checkout gives the GiB and the free
+    buffers, not how many it holds: "in ? buffer(s)" put a "?" inside the sentence)."""
+    held = f"pool holds {total_gib:.1f} GiB"
+    if buffers is None and free is None:
+        return f"{held} (buffer counts not logged)"
+    if buffers is None:
+        return f"{held} (buffer count not logged), {free} free"
+    if free is None:
+        return f"{held} in {buffers} buffer(s) (free count not logged)"
+    return f"{held} in {buffers} buffer(s), {free} free"
 
 
 def _held_words(held: HeldOver, gpu: int) -> str:

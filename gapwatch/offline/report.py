@@ -931,7 +931,8 @@ def _partition_json(p: PartitionTiming) -> dict[str, Any]:
     """One row of the partition table (`gapwatch.cuzk.partitions.PartitionTiming`)."""
     return {
         "job_id": p.job_id, "partition": p.partition, "run": p.run, "kind": p.kind,
-        "first_wave": p.first_wave, "worker": p.worker, "gpu": p.gpu,
+        "first_wave": p.first_wave, "pool_failed": p.pool_failed, "worker": p.worker,
+        "gpu": p.gpu,
         "gpu_start_s": p.gpu_start_s, "gpu_end_s": p.gpu_end_s,
         "mutex_held_ms": p.mutex_held_ms, "mutex_wait_ms": p.mutex_wait_ms,
         "h2d_in_ntt_ms": p.h2d_in_ntt_ms, "unpinned": p.synthesised_unpinned,

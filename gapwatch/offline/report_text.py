@@ -275,7 +275,7 @@ def _partition_lines(run: RunTimeline, all_rows: bool = False) -> list[str]:
     for p in rows:
         start = _clock(p.gpu_start_s) if p.gpu_start_s else "-"
         part = v(p.partition) if not p.monolithic else (p.kind or "monolithic")
-        note = " (first wave)" if p.first_wave else ""
+        note = " (pool failed)" if p.pool_failed else " (first wave)" if p.first_wave else ""
         lines.append("  " + (f"{p.run:>3} " if runs else "")
                      + f"{fmt.fit(fmt.visible(p.job_id or '-'), jw)} {part:>12} "
                      f"{v(p.worker):>6} {start:<12} "

@@ -22,7 +22,9 @@ from gapwatch.core.ledger import GapLedger, Tally, counts_by_kind
 from gapwatch.core.models import GAP_KINDS, Gap, GpuInfo
 from gapwatch.core.prover import ProverView, UnpinnedByDesign, UnpinnedSpan
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.cuzk.advice import STALL_WORDS, stall_of
 from gapwatch.cuzk.partitions import PartitionTiming, RunTimeline
+from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.engine.summary import gap_counts_text
 from gapwatch.offline.report_text import _partition_lines
 from gapwatch.sinks.snapshot import hint_lines
@@ -293,3 +295,27 @@ def test_a_gap_table_row_and_a_closing_line_read_the_same_kind_counts() -> None:
                        link_bytes_per_s=LINK))
     assert gap_counts_text(ledger.tally()) == "host_stall=1, pcie_starved=2"
     assert ledger.counts_by_kind() == counts_by_kind(ledger.tally())
+
+
+def test_a_host_stall_the_prover_gave_no_cause_says_no_cause_known_whatever_synthesis_it_saw(
+        ) -> None:
+    """The hint named synthesis ("synthesis did not keep up with the GPU?") wherever a line of
+    the gap's window mentioned one, while the advice over the same gap said "the GPU waited on
+    the host (no cause known)": the H100 pageable run's last gap, two partitions synthesised and
+    queued for the GPU before it (r1 F6). What a host stall waited on is the prover's to say,
+    from its facts at the gap's time (its cause, which then leads the hint); without one the
+    hint, the snapshot's grouped hint and the advice all say no cause is known."""
+    synth = EventEvidence(100.2, "SYNTH_END", partition=0, raw="TIMELINE,28625,SYNTH_END")
+    facts = GapFacts("host_stall", 1.0, 1e6, 1e6, LINK, "high", since_s=99.0)
+    for events in ([synth], []):
+        hint = hint_of(facts, Evidence(NO_HOST, events, NO_COPIES))
+        assert "did not keep up" not in hint
+        assert hint.endswith("the GPU waited on the host; no cause known: synthesis, a lock or "
+                             "the scheduler?"), hint
+    gap = Gap(gap_id=1, gpu=0, kind="host_stall", start_mono_ns=0, start_s=101.0,
+              end_mono_ns=None, end_s=102.0, duration_s=1.0, pcie_rx_bytes_per_s=1e6,
+              pcie_tx_bytes_per_s=1e6, link_bytes_per_s=LINK, confidence="high",
+              hint=hint_of(facts, Evidence(NO_HOST, [synth], NO_COPIES)), log_events=[synth])
+    [group, _latest] = hint_lines([gap], DetectorConfig().evidence_before_s)
+    assert "no cause known" in group and "did not keep up" not in group
+    assert "no cause known" in STALL_WORDS[stall_of(gap, PipelineView())]

@@ -36,6 +36,7 @@ from bisect import insort
 from collections.abc import Callable, Iterable
 from typing import Final
 
+from msgspec import UnsetType
 from msgspec.structs import replace
 
 from gapwatch.core.bounds import DEFAULT_PERIOD_NS
@@ -743,7 +744,9 @@ class GapDetector:
         tr.quiet_ns = tr.starved_ns = tr.fast_ns = 0
 
     def finish(self) -> list[Gap | StateChange]:
-        """End of data: a GPU whose data stopped while the others went on is NO_DATA; an open
+        """End of data: a GPU whose data stopped while the others went on is NO_DATA; the
+        prover is told the data ended, and a closed gap that can now say what was never seen
+        again is published again (`_tell_end`); an open
         gap is idle after the last busy period, so it is retracted, and so are the gaps held over
         holes that no busy sample followed (live, each was retracted at its hole already)."""
         self._prune_due = True
@@ -752,6 +755,7 @@ class GapDetector:
         end = self._end_of_data()
         if end is not None:
             self._judge_silence(end, None, None, out)
+        self._tell_end(out)
         for tr in self._tracks.values():
             if tr.phase == _IDLE and tr.gap_id is not None:
                 tr.open_at_end = OpenAtEnd(tr.kind, tr.idle_start_s,
@@ -769,6 +773,29 @@ class GapDetector:
             self.counters["retracted"] += len(tr.held)
             tr.held.clear()
         return out
+
+    def _tell_end(self, out: list[Gap | StateChange]) -> None:
+        """Tell the prover when the data ended (the host's last sample, read by every report
+        worker alike, else the latest GPU sample), then explain again each closed gap still
+        open to late evidence: one whose partitions stayed queued for the GPU to the end says
+        so now (`ProverGapFacts.queued_at_end`), and is published again. Only those: the
+        others keep the words they had when they closed, as every earlier gap does."""
+        end_s = self.last_host_wall_s
+        if end_s is None:
+            walls = [w for tr in self._tracks.values()
+                     if (w := _last_sample_wall(tr)) is not None]
+            end_s = max(walls, default=None)
+        if end_s is None:
+            return
+        self._ev.prover.end(end_s)
+        for acc in self._ev.closed_listening():
+            old = acc.published
+            if old is None or not acc.prover.has_evidence() or _queued_at_end(old):
+                continue
+            new = self._rebuilt(acc, old)
+            if _queued_at_end(new):
+                acc.published = new
+                out.append(new)
 
     def _end_of_data(self) -> int | None:
         """The data time the GPUs' silence is judged at, at the end: the host's last sample
@@ -1432,6 +1459,13 @@ def _last_sample_wall(tr: Track) -> float | None:
     if _latest_is_miss(tr):
         return tr.last_miss_wall
     return None if tr.last_t is None else tr.last_wall
+
+
+def _queued_at_end(gap: Gap) -> bool:
+    """The gap's prover says its queued partitions were never picked up before the data
+    ended (`ProverGapFacts.queued_at_end`)."""
+    facts = gap.prover_facts
+    return not isinstance(facts, UnsetType) and facts.queued_at_end
 
 
 def _retract(gap: Gap) -> Gap:

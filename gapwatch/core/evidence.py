@@ -488,6 +488,11 @@ class EvidenceBuffer:
         for recent in self._recent.values():
             yield from recent
 
+    def closed_listening(self) -> list[GapEvidence]:
+        """Every closed gap still listening (`_closed`), as a list: the detector explains
+        them again at the end of data (`GapDetector._tell_end`)."""
+        return list(self._closed())
+
     def add_prover(self, status: ProverStatus) -> bool:
         """Keep a prover snapshot; True when it reached a closed gap (to be re-published)."""
         self._prover.append(status)

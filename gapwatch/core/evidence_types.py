@@ -189,6 +189,9 @@ class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
     #: into that list as the prover package made it: nothing may reorder or cut the list
     #: after (nothing does: `Gap.prover_evidence` is passed on whole).
     pool_churn_line: Count | None = None
+    #: The partitions queued for the GPU at the gap's start were never picked up before the
+    #: data ended (a recording or replay read to its end): the prover took no more work.
+    queued_at_end: bool = False
 
 
 class LinkDown(Struct, frozen=True, gc=False):

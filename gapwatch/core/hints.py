@@ -64,6 +64,13 @@ HINT_SEP: Final = "; "
 #: A host stall's memory words: its own evidence window saw a partition synthesised unpinned,
 #: or the pinned pool fail (`memory_phrases`, `hint_cause`).
 PAGEABLE_SEEN_WORDS = "pageable buffers seen (is_pinned=false)"
+#: A host stall the prover gave no cause, in its hint and its snapshot group alike: the advice
+#: over it says "the GPU waited on the host (no cause known)" (`gapwatch.cuzk.advice`). What
+#: the host held it on is the prover's to say from its facts at the gap's time (its cause, which
+#: then leads the hint): a synthesis line in the gap's window told none. "synthesis did not
+#: keep up with the GPU?" was said wherever one was, of the H100 pageable run's last gap with two
+#: partitions synthesised and queued for the GPU before it.
+NO_CAUSE_WORDS: Final = "no cause known: synthesis, a lock or the scheduler?"
 
 
 #: A partition as a hint names it: its job (None: the line named none) and its number.
@@ -304,14 +311,8 @@ def cause_phrases(kind: str, events: list[EventEvidence], traced: bool, memory_s
         return [NOT_OVERLAPPED_WORDS if prover_said
                 else f"{NOT_OVERLAPPED_WORDS}: {NOT_OVERLAPPED_QUESTION}"]
     if kind == "host_stall" and not prover_said:  # else the prover's own words follow
-        if any(_synthesis(e) for e in events):
-            return ["synthesis did not keep up with the GPU?"]
-        return ["synthesis, a lock or the scheduler?"]
+        return [NO_CAUSE_WORDS]
     return []
-
-
-def _synthesis(event: EventEvidence) -> bool:
-    return "SYNTH" in event.name.upper() or "synthesis" in event.raw
 
 
 def prover_leads(kind: str, prover_words: str) -> bool:
@@ -331,7 +332,8 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
     stall's pageable buffers are its own window's). `prover_words`: the prover's cause of the
     gap, without its figures ("" for none); where it leads the gap's hint (`prover_leads`) it
     leads here, the memory after it, as in the hint: summary.md said "synthesis did not keep up
-    with the GPU?" of gaps over a restart whose hints (and "What to change") said the restart."""
+    with the GPU?" of gaps over a restart whose hints (and "What to change") said the restart.
+    A host stall without one is `NO_CAUSE_WORDS`, as its hint says."""
     if prover_leads(kind, prover_words):
         return prover_words + (f"; {PAGEABLE_SEEN_WORDS}" if _pageable_seen(events, since_s)
                                else "")
@@ -347,10 +349,8 @@ def hint_cause(kind: str, events: list[EventEvidence], since_s: float | None = N
         return "a slow copy: pageable memory or host memory-bandwidth contention?"
     if kind == "transfer_bound":
         return NOT_OVERLAPPED_WORDS
-    synth = any(_synthesis(e) for e in events)
-    cause = "synthesis did not keep up with the GPU?" if synth else (
-        "synthesis, a lock or the scheduler?")
-    return cause + (f"; {PAGEABLE_SEEN_WORDS}" if _pageable_seen(events, since_s) else "")
+    return NO_CAUSE_WORDS + (f"; {PAGEABLE_SEEN_WORDS}" if _pageable_seen(events, since_s)
+                             else "")
 
 
 # -- the copy trace, /proc and the link (issue 13) -------------------------------------------

@@ -13,6 +13,8 @@ What the core asks, and nothing more:
   left buffers unpinned by design);
 - which status snapshots concern a GPU (`concerns`);
 - nothing of the host samples it is fed (`feed_host`) but what its own facts make of them;
+- that the data ended (`end`: what was never seen again, such as work queued and never taken,
+  can then be said of the gaps still open to late evidence);
 - what it has learnt about its pipeline so far (`facts`: an immutable view of the package's own
   type, kept by the store for the dashboard, `/metrics` and the advice), and what it lacks
   (`lacks`: said where a user reads why a cause is missing).
@@ -120,6 +122,10 @@ class Prover(Protocol):
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         """Does this snapshot say anything about `gpu`?"""
 
+    def end(self, t_wall_s: float) -> None:
+        """The data ended at `t_wall_s` (the detector's `finish`): nothing more will be fed,
+        so what was never seen again can be said (e.g. work queued and never taken)."""
+
     def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
                  ) -> ProverGap:
         """An accumulator for a gap of `gpu` that opened at `start_s` (wall seconds);
@@ -169,6 +175,9 @@ class NoProver:
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return False
+
+    def end(self, t_wall_s: float) -> None:
+        return None
 
     def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
                  ) -> ProverGap:

@@ -320,6 +320,9 @@ class StallGaps:
     #: Any gap whose new request cuzk's batch collector held for part of it (an empty
     #: pipeline's: `ProverGapFacts.batch_held`).
     batch_held: bool = False
+    #: Gaps whose queued partitions no worker took before the data ended
+    #: (`ProverGapFacts.queued_at_end`).
+    queued_at_end: int = 0
     #: Of an empty pipeline's gaps, what started each one's new work, as its own daemon ran
     #: (`ProverGapFacts.new_work_pacer_target`, `new_work_at_once`): the gaps whose daemon's
     #: dispatch pacer paced it, by that pacer's `gpu_queue_target`; those whose free workers
@@ -363,6 +366,7 @@ class StallGaps:
         self.kinds |= _kinds_of(facts)
         self.over_budget = self.over_budget or facts.over_budget
         self.batch_held = self.batch_held or facts.batch_held
+        self.queued_at_end += facts.queued_at_end
         if self.stall == EMPTY_PIPELINE_CAUSE:
             target = facts.new_work_pacer_target
             if target is not None:
@@ -898,6 +902,8 @@ def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found
         return _pipeline_off(stall, pipeline)
     if second_worker_closes(stall, pipeline):
         return [], False, "", []  # the setting is `_with_second_worker`'s to add
+    if stall == "dispatch_stall" and gaps.queued_at_end:
+        return _queued_at_end_words(gaps)
     why = _NO_SETTING.get(stall)
     if why is not None:
         return why
@@ -1245,6 +1251,24 @@ def _new_work_facts(gaps: StallGaps, pipeline: PipelineView) -> list[str]:
             "(engine.rs:1475, 1678), and the gap ended with the first one's synthesis, "
             "whatever their number")
     return out
+
+
+#: Of dispatch stalls whose queued partitions no worker took before the recording ended.
+_QUEUED_AT_END = (
+    "the partitions were synthesised (no synthesis shortfall) and a GPU worker was free, but "
+    "none was picked up before the recording ended (GPU_QUEUE with no GPU_PICKUP after): the "
+    "prover took no more work at the recording's end (its load ended, a shutdown, a hung "
+    "worker?), or the recording ended first; a run's end, not a stall a setting closes")
+
+
+def _queued_at_end_words(gaps: StallGaps) -> str:
+    """Why no setting closes dispatch stalls some of which (`StallGaps.queued_at_end`) are
+    the recording's end with work left queued: said of those, and the upstream reason of the
+    others where there are any."""
+    if gaps.queued_at_end == len(gaps):
+        return f"no cuzk setting: {_QUEUED_AT_END}"
+    return (f"{_NO_SETTING['dispatch_stall']}; {gaps.queued_at_end} of these {len(gaps)} "
+            f"gap(s) at the recording's end: {_QUEUED_AT_END}")
 
 
 _NO_PINNED_POOL_FAILURE = (

@@ -973,14 +973,28 @@ class PipelineFacts(_Limits):
         self.dropped: dict[str, int | float] = {}
         #: How many figures were dropped so, in all (the view's `figures_dropped`).
         self.figures_dropped = 0
+        #: The latest time of a cuzk line read (TIMELINE or tracing; None: none), and when the
+        #: data ended (`end`; None: it goes on, as live): a partition queued and never picked
+        #: up is said so only once nothing more will be read (`_left_words`).
+        self.last_line_s: float | None = None
+        self.data_end_s: float | None = None
 
     # -- feeding -------------------------------------------------------------------------------
+
+    def end(self, t_wall_s: float) -> None:
+        """The data ended at `t_wall_s` (a recording or a replay read to its end: the
+        detector's `finish`): nothing more will be read, so a partition still queued for the
+        GPU was never picked up in what was."""
+        self.data_end_s = t_wall_s
 
     def feed(self, ev: LogEvent) -> None:
         """Take one parsed log event (with its fields: before evidence slims it)."""
         kind = ev.kind
         if kind == "timeline" or kind == "tracing":
             self.seen = True
+            last = self.last_line_s
+            if last is None or ev.t_wall_s > last:
+                self.last_line_s = ev.t_wall_s
             restarted = self.restarts.feed_log(ev)
             if restarted:  # every event comes here: no call for the many that say nothing
                 self._restarted(restarted, self.restarts.daemon_of(ev.stream))
@@ -1840,6 +1854,10 @@ class PipelineFacts(_Limits):
                   and (w.gpu is None or w.gpu == gpu)]
         if waited:
             return self._queue_wait_view(gpu, start_s, end_s, waited[-1])
+        left = self._never_picked(gpu, start_s + EDGE_SLACK_S)
+        if left is not None:
+            # Queued through the gap as surely as one picked up after it: the same rule.
+            return self._queue_wait_view(gpu, start_s, end_s, *left)
         queued_then = self.queued_at(start_s + EDGE_SLACK_S, gpu)
         ready_s = min((t for run in self._runs_of_gpu(gpu) for t in run.queue_times
                        if lo < t <= hi), default=None)
@@ -1858,21 +1876,52 @@ class PipelineFacts(_Limits):
             return self._over_budget_view(over)
         return LogView(None, [])
 
+    def _never_picked(self, gpu: int, t_s: float) -> tuple[QueueWait, int] | None:
+        """The partition queued longest by `t_s` for the GPUs of `gpu`'s daemons and picked up
+        in no line read so far (its `QueueWait`, `picked_s` infinite), and how many were so
+        queued then; None: none. One daemon's queue is read by the workers of all its GPUs
+        (`queued_at`); cuzk writes GPU_PICKUP for every partition a worker pops (engine.rs:
+        3023), so one still queued was not taken by the latest line read."""
+        runs = self.daemon_runs
+        left = [QueueWait(job, part, q, math.inf, None, d)
+                for d in self.restarts.of_gpu(gpu) if d < len(runs)
+                for (job, part), q in runs[d].queued.items() if q <= t_s]
+        if not left:
+            return None
+        return min(left, key=lambda w: w.queued_s), len(left)
+
     def _queue_wait_view(self, gpu: int, start_s: float, end_s: float,
-                         wait: QueueWait) -> LogView:
+                         wait: QueueWait, queued_n: int = 1) -> LogView:
         """A host_stall gap of `gpu` a partition waited in the GPU queue through (its GPU_QUEUE
-        before the gap, its GPU_PICKUP at or after its end): a dispatch stall only where a
+        before the gap, its GPU_PICKUP at or after its end, or none read: `picked_s` infinite,
+        `queued_n` so queued at the gap's start): a dispatch stall only where a
         worker of `gpu` was free to take it for most of the gap (`gapwatch.cuzk.gpu_workers`:
         a worker holds its partition from GPU_PICKUP until prove_start returns, engine.rs:3023,
         3139-3148). Where every worker held one for most of it, the partition waited for a
         worker and the GPU's idle was inside the workers (`inside_workers`: CPU prep and
         barrier_wait under the per-GPU lock, the lock itself, the JobTracker after pickup), as
-        /status says of every worker proving; the majority decides, as the snapshots' does."""
+        /status says of every worker proving; the majority decides, as the snapshots' does.
+        Either way the partitions were synthesised: no synthesis shortfall. Never picked up and
+        the data ended (`end`): said so, and when it ended (`_left_words`)."""
         job, part, q, p, _, daemon = wait
-        queued = (f"partition {part} of {fmt.visible(job)} was queued for the GPU (GPU_QUEUE) "
-                  f"at {_hms(q)}, before the gap, and picked up (GPU_PICKUP) only at {_hms(p)}: "
-                  f"{p - q:.1f} s in the queue while the GPU idled")
-        detail = f"partition {part} {p - q:.1f} s in the GPU queue"
+        if math.isinf(p):
+            more = f", {queued_n - 1} more queued with it" if queued_n > 1 else ""
+            queued = (f"partition {part} of {fmt.visible(job)} was queued for the GPU "
+                      f"(GPU_QUEUE) at {_hms(q)}, before the gap, and not picked up (no "
+                      f"GPU_PICKUP of it read) by its end{more}: {end_s - q:.1f} s in the queue "
+                      "by then while the GPU idled")
+            detail = f"{queued_n} partition(s) queued, none picked up"
+            left, ended_s = self._left_words(queued_n), self.data_end_s
+            if left is not None and ended_s is not None:
+                detail += f" by the recording's end at {_hms(ended_s)}"
+        else:
+            queued = (f"partition {part} of {fmt.visible(job)} was queued for the GPU "
+                      f"(GPU_QUEUE) at {_hms(q)}, before the gap, and picked up (GPU_PICKUP) "
+                      f"only at {_hms(p)}: {p - q:.1f} s in the queue while the GPU idled")
+            detail = f"partition {part} {p - q:.1f} s in the GPU queue"
+            left = None
+        tail = [] if left is None else [left]
+        facts = NO_FACTS if left is None else ProverGapFacts(queued_at_end=True)
         from_s, until_s = max(start_s, q), min(end_s, p)
         if until_s <= from_s:  # the edges' slack: the wait met the gap only at its edges
             from_s, until_s = start_s, end_s
@@ -1881,8 +1930,8 @@ class PipelineFacts(_Limits):
             evidence = [queued]
             if held is not None:
                 evidence.append(_free_words(held, from_s, until_s, gpu))
-            return LogView("dispatch_stall", evidence, detail,
-                           worker_free=held is not None and held.free_shown)
+            return LogView("dispatch_stall", evidence + tail, detail,
+                           worker_free=held is not None and held.free_shown, facts=facts)
         return LogView("inside_workers", [
             f"{_held_words(held, gpu)} for {until_s - from_s - held.free_s:.1f} s of the "
             f"{until_s - from_s:.1f} s gap ({', '.join(h.words(until_s) for h in held.holds)}; "
@@ -1892,8 +1941,23 @@ class PipelineFacts(_Limits):
             "(GPU_TIMING spawn_blocking prove_start, prove_start returned: engine.rs:3023, "
             "3139-3148), then loops back to the queue: the partition waited for a worker, not "
             "for dispatch; the GPU idled inside the workers (CPU prep and barrier_wait under "
-            "the per-GPU lock, the lock itself, the JobTracker after pickup)"],
-            f"{_held_words(held, gpu)}; {detail}")
+            "the per-GPU lock, the lock itself, the JobTracker after pickup)", *tail],
+            f"{_held_words(held, gpu)}; {detail}", facts=facts)
+
+    def _left_words(self, queued_n: int) -> str | None:
+        """That the `queued_n` partitions queued at a gap's start and not picked up by its end
+        were never picked up before the data ended (`end`), and when the log's last line was;
+        None while it goes on."""
+        end_s = self.data_end_s
+        if end_s is None:
+            return None
+        last = (f" (the log's last line at {_hms(self.last_line_s)})"
+                if self.last_line_s is not None else "")
+        return (f"none of these {queued_n} partition(s) was picked up before the recording "
+                f"ended at {_hms(end_s)}{last}: the prover took no more "
+                "work from its GPU queue, whose partitions were synthesised (no synthesis "
+                "shortfall); it or its GPU workers stopped (its load ended, a shutdown, a hung "
+                "worker?), or the recording ended first")
 
     def _held_over(self, gpu: int, daemon: int, from_s: float,
                    until_s: float) -> HeldOver | None:

@@ -203,6 +203,10 @@ class CuzkGap:
             first = cause == EMPTY_PIPELINE_CAUSE
             facts = log.facts if first else _after(log.facts, len(evidence))
             evidence = log.evidence + evidence if first else evidence + log.evidence
+            if detail and log.facts.queued_at_end and log.detail not in detail:
+                # The snapshots' figure ("5 in synth_done") does not say the work stayed
+                # queued to the recording's end: the log's, which does, joins it.
+                detail = f"{detail}; {log.detail}"
             detail = detail or log.detail
         if kind == "pcie_starved" and cause != "pinned_pool":
             pool = self.facts.pool_said()
@@ -257,6 +261,9 @@ class CuzkProver:
 
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return concerns(status, gpu)
+
+    def end(self, t_wall_s: float) -> None:
+        self.pipeline.end(t_wall_s)
 
     def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
                  ) -> ProverGap:

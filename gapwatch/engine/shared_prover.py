@@ -43,6 +43,10 @@ class SharedProver:
     def concerns(self, status: ProverStatus, gpu: int) -> bool:
         return self._prover.concerns(status, gpu)
 
+    def end(self, t_wall_s: float) -> None:
+        with self._lock:
+            self._prover.end(t_wall_s)
+
     def open_gap(self, gpu: int, start_s: float, idle_since_s: float | None = None
                  ) -> ProverGap:
         return self._prover.open_gap(gpu, start_s, idle_since_s)

@@ -1,0 +1,144 @@
+"""Partitions synthesised and queued for the GPU while it idled are no synthesis shortfall (r1
+F6): the prover's facts at the gap's time say what the gap waited on, by the rule of a partition
+that waited through a gap in the GPU queue (a dispatch stall where a GPU worker was free to take
+it, inside the workers where they all held one), whether its GPU_PICKUP came after the gap or
+never. A gap whose queued work no worker took before the recording ended says so, and when it
+ended, in its hint, the advice and the replay the dashboard shows alike.
+
+The committed H200 pageable run: its last gap (10:04:13.956, 0.96 s) had five partitions queued
+for the GPU at its start (porep-1000-1 partition 4, queued at 10:04:01.600 and never proved, then
+its partitions 8, 9 and porep-1000-2 partitions 0, 1); worker 1's prove_start returned
+at 10:04:14.199 and no worker picked anything up again (the load generator stopped: truth.json
+says stopped_by "duration"); the log's last line is at 10:04:15.730, the recording's last sample
+at 10:04:18.245. Its hint said "synthesis did not keep up with the GPU?", its advice "the GPU
+waited on the host (no cause known)", the dashboard of the H100 run of the same scenario "a
+dispatch stall inside the prover (... 5 in synth_done)".
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+from cuzk_fakes import cuzk_doc
+from sim_recordings import report_of
+
+from gapwatch.config import build_config
+from gapwatch.core.evidence_types import ProverGapFacts
+from gapwatch.core.models import Gap, LogEvent
+from gapwatch.cuzk.advice import advise
+from gapwatch.cuzk.pipeline import PipelineFacts
+from gapwatch.cuzk.prover import CuzkGap, view_of
+from gapwatch.cuzk.status import parse_status
+from gapwatch.engine.runtime import build_runtime
+from gapwatch.sources.files import read_any
+
+DATA = Path(__file__).parent / "data" / "h200-e2e" / "pageable"
+REC = DATA / "rec.jsonl.gz"
+LOGS = ("--log", str(DATA / "stdout.log"), "--log", str(DATA / "stderr.log"))
+#: The last gap, as the report detects it again from the samples.
+START_S, END_S = 1796033053.9564822, 1796033054.9157364
+#: The recording's last sample.
+RECORDING_END_S = 1796033058.245781
+#: What the gap's prover phrase says, its cause's words and their fact first.
+DISPATCH = ("a dispatch stall inside the prover (synthesised partitions waiting while a worker "
+            "is idle; 5 partition(s) queued, none picked up")
+AT_END = " by the recording's end at 10:04:18.245)"
+
+
+@cache
+def _log_events() -> tuple[LogEvent, ...]:
+    """The recording's own log lines (made with `record --log`), in its order."""
+    return tuple(r for r in read_any(REC).records if isinstance(r, LogEvent))
+
+
+def test_partitions_queued_through_a_host_stall_with_a_worker_free_are_a_dispatch_stall() -> None:
+    """As the gap closes (the lines up to its end read, as live): the five partitions queued
+    at its start, none picked up by its end, a worker free for most of it."""
+    facts = PipelineFacts()
+    for ev in _log_events():
+        if ev.t_wall_s <= END_S:
+            facts.feed(ev)
+    view = facts.log_view(0, START_S, END_S, "host_stall")
+    assert view.cause == "dispatch_stall"
+    assert view.detail == "5 partition(s) queued, none picked up"
+    assert view.worker_free
+    assert view.evidence[0].startswith(
+        "partition 4 of porep-1000-1 was queued for the GPU (GPU_QUEUE) at 10:04:01.600, before "
+        "the gap, and not picked up (no GPU_PICKUP of it read) by its end, 4 more queued with "
+        "it"), view.evidence
+    assert view.evidence[1].startswith("a GPU worker of GPU 0 was free for 0.7 s of the 1.0 s "
+                                       "gap"), view.evidence
+    assert not any("recording" in e for e in view.evidence)
+    # The whole log read and the data ended: none of them was ever picked up.
+    for ev in _log_events():
+        if ev.t_wall_s > END_S:
+            facts.feed(ev)
+    facts.end(RECORDING_END_S)
+    ended = facts.log_view(0, START_S, END_S, "host_stall")
+    assert (ended.cause, ended.detail) == (
+        "dispatch_stall", "5 partition(s) queued, none picked up by the recording's end at "
+        "10:04:18.245")
+    assert ended.evidence[-1].startswith(
+        "none of these 5 partition(s) was picked up before the recording ended at 10:04:18.245 "
+        "(the log's last line at 10:04:15.730): the prover took no more work"), ended.evidence
+    assert ended.facts.queued_at_end
+
+
+def test_the_last_gap_with_work_queued_says_so_and_that_the_recording_ends_there() -> None:
+    """The report's hint, its JSON, its advice and the replay the dashboard shows give that gap
+    one cause in one set of words: the partitions were synthesised and queued (no synthesis
+    shortfall), a worker free, none taken before the recording ended."""
+    text = report_of(REC, *LOGS)
+    [line] = [row for row in text.splitlines() if "10:04:13.956" in row and "host_stall" in row]
+    assert f"prover log: {DISPATCH}{AT_END}" in line, line
+    assert "synthesis did not keep up" not in text
+    doc = json.loads(report_of(REC, *LOGS, "--json"))
+    [gap] = [g for g in doc["gaps"] if g["kind"] == "host_stall"]
+    assert gap["prover_cause"] == "dispatch_stall"
+    assert any("picked up before the recording ended at 10:04:18.245" in e
+               for e in gap["prover_evidence"]), gap["prover_evidence"]
+    [note] = [n for n in doc["no_setting"] if n["stall"] == "dispatch_stall"]
+    assert "at the recording's end" in note["why"] and "no cause known" not in text
+    # The dashboard's path: a replay of the recording (its own log lines) to its end.
+    rt = build_runtime(build_config({}), f"replay:{REC}", speed=0)
+    rt.start()
+    try:
+        assert rt.wait(120)
+    finally:
+        rt.stop()
+    snap = rt.store.snapshot()
+    [shown] = [g for g in snap.gaps if isinstance(g, Gap) and g.kind == "host_stall"
+               and not g.retracted]
+    assert shown.prover_cause == "dispatch_stall"
+    assert f"prover log: {DISPATCH}{AT_END}" in shown.hint, shown.hint
+    report = advise([g for g in snap.gaps if not g.is_open], view_of(snap.pipeline))
+    [said] = [n for n in report.no_setting if n.stall == "dispatch_stall"]
+    assert said.why == note["why"]
+
+
+def test_status_snapshots_of_the_same_gap_say_the_same_cause_and_the_recordings_end() -> None:
+    """The live dashboard of the H100 run polled /status: "a dispatch stall inside the prover
+    (synthesised partitions waiting while a worker is idle; 5 in synth_done)". With its log
+    read to the recording's end, the gap keeps that cause and figure and says the end too."""
+    facts = PipelineFacts()
+    for ev in _log_events():
+        facts.feed(ev)
+    doc = cuzk_doc(synth_done=5, pending=9, workers=("idle", "idle"), job="porep-1000-2")
+    acc = CuzkGap(0, START_S, facts)
+    for t in (START_S + 0.3, START_S + 0.8):
+        status = parse_status(json.dumps(doc).encode(), "127.0.0.1:9821", int(t * 1e9), t, 1.0)
+        facts.feed_status(status)
+        acc.add_status(status)
+    live = acc.view(END_S, START_S, "host_stall", END_S)
+    assert live.cause == "dispatch_stall"
+    assert live.words == ("prover status: a dispatch stall inside the prover (synthesised "
+                          "partitions waiting while a worker is idle; 5 in synth_done)")
+    facts.end(RECORDING_END_S)
+    ended = acc.view(END_S, START_S, "host_stall", END_S)
+    assert ended.words == (
+        "prover status: a dispatch stall inside the prover (synthesised partitions waiting "
+        "while a worker is idle; 5 in synth_done; 5 partition(s) queued, none picked up by the "
+        "recording's end at 10:04:18.245)")
+    assert isinstance(ended.facts, ProverGapFacts) and ended.facts.queued_at_end

@@ -142,3 +142,25 @@ def test_status_snapshots_of_the_same_gap_say_the_same_cause_and_the_recordings_
         "while a worker is idle; 5 in synth_done; 5 partition(s) queued, none picked up by the "
         "recording's end at 10:04:18.245)")
     assert isinstance(ended.facts, ProverGapFacts) and ended.facts.queued_at_end
+
+
+def test_a_window_that_ends_before_the_recording_says_nothing_of_its_end() -> None:
+    """A report or replay of a window (`--until`) read the data to the window's end, not the
+    recording's: what came after it is not known, so the gap says only what the lines read
+    show (its partitions not picked up by its end), never that the recording ended there."""
+    text = report_of(REC, *LOGS, "--until", "10:04:16")
+    [line] = [row for row in text.splitlines() if "10:04:13.956" in row and "host_stall" in row]
+    assert f"prover log: {DISPATCH})" in line, line
+    assert "recording's end" not in text and "recording ended" not in text
+    from gapwatch.sources.files import header_of
+    from gapwatch.sources.time_window import moment, resolve
+
+    window = resolve(None, moment("10:04:16"), header_of(REC).started_wall_s, None)
+    rt = build_runtime(build_config({}), f"replay:{REC}", speed=0, window=window)
+    rt.start()
+    try:
+        assert rt.wait(120)
+    finally:
+        rt.stop()
+    [shown] = [g for g in rt.store.snapshot().gaps if g.kind == "host_stall" and not g.retracted]
+    assert shown.hint.startswith(f"prover log: {DISPATCH});"), shown.hint

@@ -178,6 +178,9 @@ class GapDetector:
         #: Wall time of the latest host sample (None: none): the end of the data a report
         #: says a GPU stopped before, where the host's samples outlast every GPU's.
         self.last_host_wall_s: float | None = None
+        #: Whether the end of the data fed is the recording's end (`_tell_end`): False for a
+        #: window cut before it (`--until`), whose gaps cannot know what came after it.
+        self.ends_recording = True
         #: Called at each silence check the GPUs' samples run that could judge a GPU (not the
         #: first sample's, not one after a hole in all the data): the parallel report (whose
         #: workers see only their GPUs' samples) reads such an input in one process, and gives
@@ -779,7 +782,10 @@ class GapDetector:
         worker alike, else the latest GPU sample), then explain again each closed gap still
         open to late evidence: one whose partitions stayed queued for the GPU to the end says
         so now (`ProverGapFacts.queued_at_end`), and is published again. Only those: the
-        others keep the words they had when they closed, as every earlier gap does."""
+        others keep the words they had when they closed, as every earlier gap does. Not for
+        a window cut before the recording's end (`ends_recording`)."""
+        if not self.ends_recording:
+            return
         end_s = self.last_host_wall_s
         if end_s is None:
             walls = [w for tr in self._tracks.values()

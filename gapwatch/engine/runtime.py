@@ -471,7 +471,7 @@ def _build(
     if kind != "replay":
         _refuse_gzip_logs(paths)  # before the recording is created
     src = _open_source(config, kind, arg, speed, opened, window)
-    rt = _new_runtime(config, src)
+    rt = _new_runtime(config, src, window)
     if src.sim is not None and config.sim.copy_trace == "on":
         # The simulated prover's copies, as its copy trace would deliver them.
         rt.session.add_sink(sim_copy_feed(src.sim, config, rt.session))
@@ -521,9 +521,11 @@ def _open_source(config: Config, kind: str, arg: str, speed: float,
                        recording.header.period_ms, SystemClock(), recording=recording)
 
 
-def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
+def _new_runtime(config: Config, src: _OpenSource, window: TimeWindow | None = None
+                 ) -> Runtime:
     """The session for `src`: its header, the bounded store (long enough for the longest chart
-    window, snapshot history and detector window) and the detector."""
+    window, snapshot history and detector window) and the detector (a replay's `window` cut
+    before the recording's end ends no recording: `GapDetector.ends_recording`)."""
     from gapwatch.core.detector import GapDetector  # local: keeps `gapwatch --help` light
     from gapwatch.cuzk.watch import watch_beside
 
@@ -543,6 +545,7 @@ def _new_runtime(config: Config, src: _OpenSource) -> Runtime:
     store = SeriesStore(src.gpus, period_s=period_s, history_s=history_s, prover=prover,
                         detector_config=config.detector)
     detector = GapDetector(config.detector, src.gpus, period_s=period_s, prover=prover)
+    detector.ends_recording = window is None or window.until_s is None
     # Only when cuzk's rules are on: its watcher reads cuzk's lines (PoSt, restarts, errors),
     # its PoSt the workers' holds the prover keeps (fed the same records by the detector).
     watch = watch_beside(cuzk, config.cuzk, config.logs.cuzk)

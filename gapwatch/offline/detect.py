@@ -399,6 +399,8 @@ def detect_records(
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
     det.on_gpu_clock = on_gpu_clock
+    # A window cut before the recording's end ends no recording: its gaps say nothing of it.
+    det.ends_recording = until_s is None
 
     # Hot loop (~7 M records): GPU samples, the bulk, go straight to feed_gpu and host samples
     # to feed_host (what `feed` would call), after the merge test; every other record through

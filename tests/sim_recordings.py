@@ -6,7 +6,7 @@ its own cost ~0.3 CPU-s of interpreter and imports a call; the stop signals, exi
 start-up of real processes are pinned in test_stop_anytime.py and test_fault_signals.py).
 Who calls it: tests/test_snapshot_replay.py, tests/test_advice_open_gap.py, tests/test_sim_post_failures.py, tests/test_sim_cuzk_lines.py,
 tests/test_sim_batch_wait.py, tests/test_sim_post.py, tests/test_time_window.py,
-tests/test_live_link_floor.py."""
+tests/test_live_link_floor.py, tests/test_stop_anytime.py (the input of the processes it stops)."""
 
 from __future__ import annotations
 

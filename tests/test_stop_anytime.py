@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from faults import gapwatch_argv, process_running, signal_storm, wait_for
 from shared_files import made_once
+from sim_recordings import record_sim
 
 from gapwatch.copytrace import build as ctbuild
 
@@ -72,19 +73,20 @@ def _stop(proc: subprocess.Popen[str], sig: signal.Signals) -> tuple[int, str]:
 
 
 def _recording(folder: Path, seconds: int, gpus: int = 1) -> Path:
-    out = folder / "rec.jsonl"
+    """`gapwatch record` of the chained simulator for `seconds` on `gpus` GPUs, in `folder`.
+    It is only the input of the processes stopped below, so the command runs in this process
+    (`sim_recordings.record_sim`), not as a process of its own (~0.3 CPU-s of interpreter and
+    imports more, once a run for each recording)."""
     cfg = folder / "sim.toml"
     cfg.write_text(f"[sim]\ngpus = {gpus}\n")
-    subprocess.run(gapwatch_argv("record", "--config", str(cfg), "--source", "sim:chained",
-                                 "--speed", "0", "--duration", str(seconds), "--quiet", "--out",
-                                 str(out)),
-                   check=True, capture_output=True, timeout=120)
+    out, _err = record_sim(folder, "chained", seconds, "--config", str(cfg))
     return out
 
 
 @pytest.fixture(scope="module")
 def small_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return made_once(tmp_path_factory, "stop-small", lambda d: _recording(d, 30)) / "rec.jsonl"
+    return made_once(tmp_path_factory, "stop-small",
+                     lambda d: _recording(d, 30)) / "chained.jsonl"
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +96,7 @@ def long_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     lowers that). Making it is ~4 s, hence once per run, and one recording for both uses: a
     half hour of one GPU for the rest cost as much again."""
     return made_once(tmp_path_factory, "stop-long",
-                     lambda d: _recording(d, 900, gpus=2)) / "rec.jsonl"
+                     lambda d: _recording(d, 900, gpus=2)) / "chained.jsonl"
 
 
 def _commands(rec: Path, out: Path) -> dict[str, list[str]]:

@@ -8,6 +8,7 @@ every command is named in them for that command (`copytrace --unit` was in its -
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -142,9 +143,11 @@ _CLAUSE_END = re.compile(r" \| |;|: ")
 _NOT_FLAG_PAGES = ("benchmarks.md", "bad-input.md")
 
 
-def _names_command(text: str, command: str) -> bool:
-    """`` `report ``, `gapwatch report` or `report --`: the command, not the word."""
-    return re.search(rf"`{command}\b|gapwatch {command}\b|\b{command} --", text) is not None
+@functools.cache
+def _command_named(command: str) -> re.Pattern[str]:
+    """What names `command` in a text: `` `report ``, `gapwatch report` or `report --` (the
+    command, not the word)."""
+    return re.compile(rf"`{command}\b|gapwatch {command}\b|\b{command} --")
 
 
 def _paragraphs(text: str) -> list[tuple[str, str]]:
@@ -168,18 +171,28 @@ def _paragraphs(text: str) -> list[tuple[str, str]]:
     return out
 
 
+@functools.cache
+def _clauses(page: Path) -> list[tuple[str, list[str]]]:
+    """(heading above, clauses) of each paragraph of `page` (`_paragraphs`), read and split
+    once a process: `unnamed_flags` looks through every page for each of the ten commands,
+    and the flag tests run it three times."""
+    return [(heading, _CLAUSE_END.split(paragraph))
+            for heading, paragraph in _paragraphs(page.read_text())]
+
+
 def flags_named_for(command: str, flags: list[str], pages: list[Path]) -> set[str]:
     """The `flags` of `command` the `pages` name for it: in one clause of a paragraph (between
     table cells, `;` and `: `) with the command or with "every command", or in a section whose
     heading names the command."""
+    names = _command_named(command)
+    whole = [(f, re.compile(re.escape(f) + r"(?![\w-])")) for f in flags]
     named: set[str] = set()
     for page in pages:
-        for heading, paragraph in _paragraphs(page.read_text()):
-            for clause in _CLAUSE_END.split(paragraph):
-                if (_names_command(clause, command) or "every command" in clause
-                        or _names_command(heading, command)):
-                    named.update(f for f in flags
-                                 if re.search(re.escape(f) + r"(?![\w-])", clause))
+        for heading, clauses in _clauses(page):
+            under = names.search(heading) is not None  # the section's heading names it
+            for clause in clauses:
+                if under or "every command" in clause or names.search(clause):
+                    named.update(f for f, flag in whole if f in clause and flag.search(clause))
     return named
 
 

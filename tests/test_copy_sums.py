@@ -101,9 +101,10 @@ def test_each_gaps_pageable_time_from_the_sweep_is_the_union_over_all_its_gpus_c
     gaps = sorted(((rng.randrange(3), t(lo), t(lo + rng.uniform(0, 5))) for lo in
                    (rng.uniform(0, 520) for _ in range(600))), key=lambda g: g[1])
     sweep = PageableSweep(iter(spans))
+    # Every copy of each GPU, listed once (not again for each of the 600 gaps).
+    everything = {gpu: [(a, b) for g, a, b in spans if g == gpu] for gpu in range(3)}
     for gpu, lo, hi in gaps:
-        everything = [(a, b) for g, a, b in spans if g == gpu]
-        assert sweep.time_in(gpu, lo, hi) == union_s(everything, lo, hi)
+        assert sweep.time_in(gpu, lo, hi) == union_s(everything[gpu], lo, hi)
 
 
 def test_the_sweep_lets_go_of_a_gapless_gpus_copies_once_no_gap_can_reach_them() -> None:

@@ -29,6 +29,7 @@ import pytest
 from faults import until
 from followed_logs import following
 from parsed_logs import parse_log_files
+from shared_files import read_only_once
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
@@ -401,27 +402,39 @@ def test_the_runs_of_start_lines_no_longer_kept_are_placed_by_none_the_later_one
         in notes[-1]
 
 
-def _post_recording(folder: Path) -> tuple[str, str, str, str]:
+_POST_FILES = ("rec.jsonl", "cuzk.log", "out.log", "err.log")
+
+
+def _write_post_recording(folder: Path) -> None:
     """The simulator's `post` scenario over two restarts: its recording, cuzk's log as one
-    file, and as `cuzk > out.log 2> err.log` writes it."""
+    file, and as `cuzk > out.log 2> err.log` writes it (`_POST_FILES`)."""
     sim = simulate("post", duration_s=2 * CYCLE_S + 10, status_period_s=1.0)
-    rec, one, out, err = (folder / name for name in ("rec.jsonl", "cuzk.log", "out.log",
-                                                     "err.log"))
+    rec, one, out, err = (folder / name for name in _POST_FILES)
     write_recording(rec, sim.header, sim.records)
     one.write_text("".join(f"{text}\n" for _stream, text in sim.log_lines))
     out.write_text("".join(f"{text}\n" for stream, text in sim.log_lines if stream != "stderr"))
     err.write_text("".join(f"{text}\n" for stream, text in sim.log_lines if stream == "stderr"))
-    return str(rec), str(one), str(out), str(err)
+
+
+@pytest.fixture(scope="module")
+def post_recording(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str, str, str]:
+    """`_write_post_recording`'s files, made once a run for the three tests that read them
+    (the simulation and the writing were ~0.25 CPU-s each time): read only, a test that
+    changes one works on a copy."""
+    folder = read_only_once(tmp_path_factory, "two-stream-post", _write_post_recording,
+                            _POST_FILES)
+    rec, one, out, err = (str(folder / name) for name in _POST_FILES)
+    return rec, one, out, err
 
 
 def test_a_post_recording_with_its_stderr_given_apart_reports_its_proofs_and_restarts_as_one_log(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        post_recording: tuple[str, str, str, str], capsys: pytest.CaptureFixture[str]) -> None:
     """The `post` scenario's log as two files: its first runs' PoSt were said lost in restart
     (8 proofs, 6 late, for 4 and 2), a restart's cost read from the wrong runs (1.9 s for 18.1
     and 18.2), the payoff's partitions an hour 1,685 for 3,476. The report says the one file's proofs, restarts and partitions; only the lock
     times (its C++ lines are placed beside no partition) and the GPU of an error line (its
     partition's, named by the TIMELINE lines read after it) stay unsaid."""
-    rec, one, out, err = _post_recording(tmp_path)
+    rec, one, out, err = post_recording
     assert main(["report", "--json", rec, "--log", one]) == 0
     whole = json.loads(capsys.readouterr().out)
     assert main(["report", "--json", rec, "--log", out, "--log", err]) == 0
@@ -446,8 +459,11 @@ def test_a_post_recording_with_its_stderr_given_apart_reports_its_proofs_and_res
 
 
 def test_a_replay_and_a_report_say_once_that_the_stderrs_runs_could_not_be_placed(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    rec, _one, out, err = _post_recording(tmp_path)
+        post_recording: tuple[str, str, str, str], tmp_path: Path,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rec, _one, shared_out, err = post_recording
+    out = str(tmp_path / "out.log")  # a copy: the shared one is read only
+    Path(out).write_bytes(Path(shared_out).read_bytes())
     with open(out, "a") as f:  # a start line after the last run's: 4 start lines, 3 runs
         f.write("2026-11-30T00:58:40.000000Z  INFO cuzk_core::engine: starting cuzk engine "
                 "pipeline_enabled=true\n")
@@ -633,13 +649,13 @@ def _proofs(events: list[LogEvent]) -> list[tuple[str | None, str, bool]]:
 
 
 def test_followed_from_their_start_stdout_and_stderr_say_the_proofs_one_file_says(
-        tmp_path: Path) -> None:
+        post_recording: tuple[str, str, str, str]) -> None:
     """`record --from-start --log out.log --log err.log`: the stdout's backlog reached the
     watchers before the stderr's TIMELINE lines of the same hours, so each WinningPoSt of the
     backlog was said LATE, "still running" 30 s after its `job enqueued` line, and "lost in a
     restart" at the next start line, before its own lines came. The backlogs' events are
     handed on by time once all are read, as the one file's: the same proofs."""
-    _rec, one, out, err = _post_recording(tmp_path)
+    _rec, one, out, err = post_recording
     whole, _ = parse_log_files([one], Config())
     events: list[LogEvent] = []
     follower = LogFollower([out, err], LogsConfig(from_start=True), events.append)

@@ -22,6 +22,7 @@ from faults import gapwatch_argv, process_running, signal_storm, wait_for
 from shared_files import made_once
 from sim_recordings import record_sim
 
+from gapwatch.cli import main
 from gapwatch.copytrace import build as ctbuild
 
 STOP = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
@@ -262,17 +263,18 @@ def test_out_of_files_suggests_a_limit_above_the_one_met(monkeypatch: pytest.Mon
                     "run it again")
 
 
-def test_parse_json_writes_c1_and_bidi_controls_escaped() -> None:
+def test_parse_json_writes_c1_and_bidi_controls_escaped(
+        capsys: pytest.CaptureFixture[str]) -> None:
     """`parse --json` passed U+009B (a C1 CSI: a terminal obeys it) and U+202E (a bidi override:
-    the line reads backwards) to the terminal raw."""
-    done = subprocess.run(gapwatch_argv("parse", "--json", str(HOSTILE / "c1-bidi.log")),
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert done.returncode == 0, done.stderr
-    assert "\u009b" not in done.stdout and "\u202e" not in done.stdout
-    assert "\x1b" not in done.stdout
-    assert "\\u009b" in done.stdout and "\\u202e" in done.stdout
+    the line reads backwards) to the terminal raw. What it writes is the point, not its process:
+    the command runs in the test's (`gapwatch.cli.main`)."""
+    assert main(["parse", "--json", str(HOSTILE / "c1-bidi.log")]) == 0
+    stdout = capsys.readouterr().out
+    assert "\u009b" not in stdout and "\u202e" not in stdout
+    assert "\x1b" not in stdout
+    assert "\\u009b" in stdout and "\\u202e" in stdout
     # Still JSON, holding the same text: only how it is written changed.
-    raws = [json.loads(line)["raw"] for line in done.stdout.splitlines() if line.strip()]
+    raws = [json.loads(line)["raw"] for line in stdout.splitlines() if line.strip()]
     assert any("\u009b" in r for r in raws) and any("\u202e" in r for r in raws)
 
 

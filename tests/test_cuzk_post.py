@@ -878,6 +878,35 @@ def _tracing(wall_s: float, message: str) -> str:
     return f"{stamp}  INFO cuzk_core::engine: {message}"
 
 
+def test_a_post_still_running_is_said_late_at_the_first_data_time_past_its_deadline() -> None:
+    """The deadlines were checked at most every 0.5 s of data time (`CHECK_EVERY_S`), counted
+    from whichever line last moved "now": a WinningPoSt enqueued at 0 s was said late at 30.1 s
+    after lines at 29.4 and 29.8 s, but at 30.4 s after the line at 29.8 s alone. So the
+    windowed replay of a recording holding its log said it `still running: 30.6 s` (at
+    00:54:26), and the same replay given that log as `--log` said `30.5 s` (at 00:54:25): the
+    recording holds its lines in the order they arrived, a file's are fed in time order, and
+    the checks fell at other moments. Now it is said at the first data time past its deadline,
+    whatever lines came before."""
+    wall0 = 1_800_000_000.0
+    enqueued = _tracing(wall0, "job enqueued job_id=winpost-1000-aa proof_kind=winning-post "
+                               "priority=Critical queue_position=0")
+
+    def other_work(s: float) -> str:
+        return _tracing(wall0 + s, "partition GPU prove complete job_id=porep-1-2 partition=3 "
+                                   "gpu_ms=3356")
+
+    for before in ([29.8], [29.4, 29.8], [29.6]):
+        parser, watch = LogParser(), CuzkWatch()
+        said: list[ProverEvent] = []
+        lines = [enqueued, *map(other_work, before), other_work(30.1), other_work(30.4)]
+        for i, line in enumerate(lines):
+            for e in parser.parse_line(line, "cuzk.log", i, wall0):
+                said += watch.feed(e)
+        [late] = [e for e in said if e.proof is not None]
+        assert late.t_wall_s == pytest.approx(wall0 + 30.1, abs=1e-3), before
+        assert "still running: 30.1 s of its 30 s deadline" in late.message, before
+
+
 def test_a_post_begun_in_the_backlog_and_stuck_live_counts_up_and_is_said_late_then() -> None:
     """A WinningPoSt whose first lines were in the file when `--from-start` began (its anchor
     rotated away: timed by its offsets) and that then waits for a GPU while gapwatch reads on:

@@ -80,6 +80,7 @@ Either way the line is an error event of its own (`gapwatch.cuzk.errors`).
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
@@ -581,6 +582,14 @@ class PostTracker:
         #: completion lines not paired yet (time, total_ms).
         self._awaiting: list[_Post] = []
         self._completions: deque[tuple[float, int | None]] = deque(maxlen=16)
+        #: The earliest data time at which `check` may say what it has not said: a proof in
+        #: flight on the wall clock past its deadline, an ended one whose wait for its
+        #: completion line (`PAIR_S`) is over. A bound from below (a proof that ended since
+        #: leaves it early: one check for nothing), exact after each `check` and lowered as a
+        #: line places a proof's begin (`_lower_due`). The watcher checks at the first data
+        #: time past it (`gapwatch.cuzk.watch._DaemonWatch._moved_to`), so a proof is said late
+        #: at the first time past its deadline, whatever moved "now" before it.
+        self.due_s = math.inf
         #: PoSt given up because more than MAX_IN_FLIGHT were in flight (said as they go).
         self.given_up = 0
         #: What `_start` said while making room, and a retry's lines read again
@@ -632,9 +641,23 @@ class PostTracker:
         if ev.kind == "timeline":
             self._engine_clock_of(ev, mono_s)
         out = self._feed(ev)
+        if ev.job_id is not None:
+            self._lower_due(ev.job_id)
         if self._said:  # PoSt given up to make room for this one: said before it
             out, self._said = self._said + out, []
         return out
+
+    def _lower_due(self, job_id: str) -> None:
+        """A line of `job_id` was fed: when it is a proof in flight on the wall clock, its
+        deadline (from its begin, which the line may have placed) lowers `due_s`. A proof
+        timed by its engine's offsets has its "now" on that clock, not the data's: its
+        deadline is found by the checks every `CHECK_EVERY_S` alone."""
+        job = self._jobs.get(job_id)
+        if job is None or job.said_late or job.engine_clock:
+            return
+        deadline, since = self.deadlines.of(job.kind), job.since_s()
+        if deadline is not None and since is not None and since + deadline < self.due_s:
+            self.due_s = since + deadline
 
     def _read_at(self, mono_s: float) -> None:
         """A line arrived at `mono_s` (gapwatch's monotonic clock, s): the latest arrival, on
@@ -1250,6 +1273,8 @@ class PostTracker:
             del self._completions[best]
             return [self._arrived(job, t, total_ms)]
         self._awaiting.append(job)
+        if end + PAIR_S < self.due_s:  # said without its completion line past that
+            self.due_s = end + PAIR_S
         if len(self._awaiting) > MAX_AWAITING:  # never paired: said without, oldest first
             first = self._awaiting.pop(0)
             return [self._event(first, first.end_s if first.end_s is not None else 0.0, True)]
@@ -1319,16 +1344,25 @@ class PostTracker:
         """Proofs still running past their deadline at data time `now_s`: said late once; and
         ended ones whose completion line did not come: said without it."""
         out = self._unpaired(now_s)
+        # What is still to say, and when it is due (`due_s`): those still waiting for their
+        # completion line, and those in flight on the wall clock not yet past their deadline.
+        due = min((j.end_s + PAIR_S for j in self._awaiting if j.end_s is not None),
+                  default=math.inf)
         for job in self._jobs.values():
             deadline = self.deadlines.of(job.kind)
             # Its begin, else its first line read: in flight longer than its deadline since
             # then is late whenever it began (a log followed from mid-proof).
             begin = job.since_s()
+            if job.said_late or deadline is None or begin is None:
+                continue
             now = self._on_clock(job, now_s)
-            if job.said_late or deadline is None or begin is None or now - begin <= deadline:
+            if now - begin <= deadline:
+                if not job.engine_clock and begin + deadline < due:
+                    due = begin + deadline
                 continue
             job.said_late = True
             out.append(self._event(job, now, done=False, said_s=now_s))
+        self.due_s = due
         return out
 
     def running(self, now_s: float) -> list[RunningProof]:

@@ -55,7 +55,8 @@ from gapwatch.cuzk.restarts import RestartWatch, is_cuzk_process
 if TYPE_CHECKING:
     from gapwatch.cuzk.prover import CuzkProver
 
-#: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more).
+#: Deadlines are checked at most this often in data time (a PoSt deadline is 30 s or more),
+#: and at the first time past one (`PostTracker.due_s`).
 CHECK_EVERY_S = 0.5
 #: The log events the parts read: TIMELINE, tracing lines and panics.
 _WATCHED = frozenset(("timeline", "tracing", PANIC_KIND))
@@ -314,10 +315,17 @@ class _DaemonWatch:
                   every: bool = False) -> list[ProverEvent]:
         """The data's time moved on to `t` (later than it was): the panic halves whose wait
         is over said (`incidents`; a log line says them before its own events), and the
-        deadlines checked (at most every `CHECK_EVERY_S`, unless `every`)."""
+        deadlines checked: at the first time past one (`PostTracker.due_s`: a proof still
+        running is said late there, whichever records moved "now" before it), else at most
+        every `CHECK_EVERY_S`, unless `every`. Checked only every `CHECK_EVERY_S` from the
+        latest check, a WinningPoSt was said late up to 0.5 s past its deadline, at a moment
+        set by the lines before it: the replay of a recording holding its log (its lines in
+        the order they arrived) said it 0.1 s after the same replay given that log as
+        `--log` (its lines in time order), `still running: 30.6 s` at 00:54:26 against
+        `30.5 s` at 00:54:25."""
         self._now_s = t
         out = self.incidents.due(t) if incidents else []
-        if every or t - self._checked_s >= CHECK_EVERY_S:
+        if every or t - self._checked_s >= CHECK_EVERY_S or t > self.post.due_s:
             self._checked_s = t
             out += self.post.check(t)
         return out

@@ -184,3 +184,71 @@ def test_the_simulated_box_is_short_of_ram_where_its_pins_fail() -> None:
     out = advise([gap_at(facts, max(fails) + 1.0, 60.0)], facts.view()).advice
     assert out and out[0].setting == "[memory] safety_margin", out
     assert any("RAM was short" in e for e in out[0].evidence), out[0].evidence
+
+
+def _feed_at(lines: list[str], hosts: list[HostSample]) -> PipelineFacts:
+    """cuzk's facts from `lines` and `hosts`, fed in time order (a reading before a line of
+    its moment), as a report feeds them."""
+    facts = PipelineFacts()
+    events = offline_events(lines)
+    fed: list[tuple[float, int, int, HostSample | LogEvent]] = sorted(
+        [*((e.t_wall_s, 1, i, e) for i, e in enumerate(events)),
+         *((h.t_wall_s, 0, i, h) for i, h in enumerate(hosts))], key=lambda x: x[:3])
+    for *_, r in fed:
+        if isinstance(r, HostSample):
+            facts.feed_host(r)
+        else:
+            facts.feed(r)
+    return facts
+
+
+def test_a_failed_pin_is_one_failure_at_the_host_not_one_per_line() -> None:
+    """Upstream writes a failed pin as 'cudaHostAlloc failed' (pinned_pool.rs:64), 'pinned pool:
+    cudaHostAlloc failed' (:204) and then 'pinned pool checkout FAILED' (pipeline.rs:306), one
+    thread, one pin: the host is matched once for it. Three pins, two of them interleaved as two
+    synthesis workers write them, are 3 failures, not 6 (the sim's report said '106
+    checkout(s) FAILED', '106 cudaHostAlloc failure(s)' and '212 failure line(s)')."""
+    a, b = failure(38.57), failure(38.5705)
+    lines = [*START, *sorted([*a, *b]), *failure(40.0)]
+    facts = _facts_with_host(lines, 517.0, 2.0)
+    pool = facts.view().pool
+    assert pool is not None and pool.host is not None
+    assert (pool.checkout_failed, pool.alloc_failed) == (3, 3)
+    assert (pool.host.read, pool.host.unread) == (3, 0), pool.host
+    first = advise([starved_gap(facts, lines)], facts.view()).advice[0]
+    (host,) = [e for e in first.evidence if e.startswith("the host at the failures")]
+    assert "the least within 1 s of 3 failed pin(s)" in host, host
+
+
+def test_a_failed_pin_with_one_of_its_lines_missing_is_still_one_failure() -> None:
+    """A checkout FAILED with no 'cudaHostAlloc failed' before it (its target filtered out) is
+    a failed pin; so is a 'cudaHostAlloc failed' whose checkout line never came (the log cut),
+    and a checkout FAILED a second later is another pin, not that one's."""
+    alloc_only = failure(38.57)[:2]
+    checkout_only = failure(40.0)[2:]
+    facts = _facts_with_host([*START, *alloc_only, *checkout_only], 517.0, 2.0)
+    pool = facts.view().pool
+    assert pool is not None and pool.host is not None
+    assert (pool.host.read, pool.host.unread) == (2, 0), pool.host
+
+
+def test_ram_is_not_ruled_out_while_a_failed_pin_had_no_host_reading() -> None:
+    """A --log whose pins mostly failed before the recording began: 5 failures with no host
+    reading within 1 s, then one with 600 GiB available. That one reading says nothing of the
+    5: RAM is not ruled out, the safety_margin advice stays, and the evidence says how many
+    failures had no reading."""
+    lines = [*START, *(x for k in range(5) for x in failure(38.0 + k)), *failure(50.0)]
+    at = offline_events(failure(50.0))[0].t_wall_s
+    hosts = [_host(at - 0.5 + 0.1 * k, 1024.0, 600.0) for k in range(10)]
+    facts = _feed_at(lines, hosts)
+    pool = facts.view().pool
+    assert pool is not None and pool.host is not None
+    assert (pool.host.read, pool.host.unread) == (1, 5), pool.host
+    out = advise([starved_gap(facts, lines)], facts.view())
+    settings = [a.setting for a in _pool(out.advice)]
+    assert "[memory] safety_margin" in settings, out
+    first = _pool(out.advice)[0]
+    assert "not RAM" not in first.guess_why, first.guess_why
+    (host,) = [e for e in first.evidence if e.startswith("the host at the failures")]
+    assert "5 more without a reading within 1 s" in host, host
+    assert "RAM is not ruled out" in host and "not RAM" not in host, host

@@ -1,23 +1,32 @@
-"""The host's RAM when cuzk's pinned pool failed to pin: its readings nearest each failure line.
+"""The host's RAM when cuzk's pinned pool failed to pin: its readings nearest each failed pin.
 
 Who calls it: `gapwatch.cuzk.pipeline.PipelineFacts`, fed every host sample (the detector hands
-each to its prover, `Prover.feed_host`), which asks `failure` at each pool failure line and keeps
-the answer as `PoolState.host`; `gapwatch.cuzk.pin_need` reads it (was RAM short when pinning
-failed, and is the budget above the host's RAM?). Pure, bounded: the last `KEPT` readings.
+each to its prover, `Prover.feed_host`), which tells it each pool failure line (`alloc_failed`,
+`checkout_failed`) and puts `at_failures` in its view as `PoolState.host`;
+`gapwatch.cuzk.pin_need` reads it (was RAM short when pinning failed, and is the budget above
+the host's RAM?). Pure, bounded: the last `KEPT` readings.
+
+One failed pin, one failure: upstream writes a failed pin as `cudaHostAlloc failed size_gib
+cuda_err` (pinned_pool.rs:64), `pinned pool: cudaHostAlloc failed` (:204), then `pinned pool
+checkout FAILED` (pipeline.rs:306), in one thread: `PinnedAbcBuffers::checkout` stops at its
+first failed allocation, so each checkout FAILED has exactly one failed cudaHostAlloc before it.
+The pin is matched at its first line read, the checkout line where its alloc lines were not.
 
 Why: upstream does not say why cudaHostAlloc fails (cuzk-upstream-paths.md 2.1, 2.3); its
 failures fall back to pageable a/b/c with no word of the cause but the CUDA error. Want of RAM
 is one cause the host's own readings can rule in or out: the sampler reads /proc/meminfo each
 tick (`gapwatch.sources.host`), MemAvailable and the share in use, which give MemTotal
-(`gapwatch.core.readings.mem_total_bytes`). A failure line is matched with the reading nearest
+(`gapwatch.core.readings.mem_total_bytes`). A failed pin is matched with the reading nearest
 it in time within `NEAR_S`: a report feeds a line once the data's time passes it, so the reading
-just before it; live, a line comes a little after the readings of its moment.
+just before it; live, a line comes a little after the readings of its moment. A pin with no
+reading that near (one of a --log before the recording began, or after it ended) is counted as
+such (`HostAtFailures.unread`): RAM is ruled out only where none is (`pin_need.ram_ruled_out`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gapwatch.core.models import HostSample
 from gapwatch.core.readings import mem_total_bytes, reading
@@ -25,31 +34,37 @@ from gapwatch.core.readings import mem_total_bytes, reading
 #: Readings kept to match failure lines with: 6.4 s at the default 100 ms, more than a line
 #: read live lags its moment.
 KEPT = 64
-#: A failure line's reading is one this close to it in time, or none: the host sampler reads
+#: A failed pin's reading is one this close to it in time, or none: the host sampler reads
 #: every 100 ms by default, and a reading further off says little of the moment of the pin.
 NEAR_S = 1.0
+#: A `pinned pool checkout FAILED` line this close to an unpaired `cudaHostAlloc failed` line of
+#: its stream is that line's pin: upstream writes the two one after the other in one thread
+#: (pinned_pool.rs:64, 204, then pipeline.rs:306, microseconds apart); a second is room for the
+#: clocks' rounding.
+SAME_PIN_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
 class HostAtFailures:
-    """What the host's readings said at the pool's failure lines."""
+    """What the host's readings said at the pool's failed pins."""
 
-    #: The least MemAvailable read near a failure line (bytes), and that reading's time; None:
-    #: no failure line had a reading near it.
+    #: The least MemAvailable read near a failed pin (bytes), and that reading's time; None:
+    #: no failed pin had a reading near it.
     least_available_bytes: float | None
     least_at_s: float | None
     #: The host's MemTotal (bytes), from the reading with the most available of all fed (the
     #: best-conditioned: `mem_total_bytes`); None: no reading gave it.
     mem_total_bytes: float | None
-    #: Failure lines with a reading within `NEAR_S`, and without.
+    #: Failed pins with a reading within `NEAR_S`, and without (one each, however many of its
+    #: lines were read: `HostMemory.alloc_failed`, `checkout_failed`).
     read: int
     unread: int
 
 
 class HostMemory:
-    """The host's recent memory readings, and what they said at each pool failure line."""
+    """The host's recent memory readings, and what they said at each failed pin."""
 
-    __slots__ = ("_recent", "_total", "_total_from", "at_failures")
+    __slots__ = ("_allocs", "_failures", "_recent", "_total", "_total_from")
 
     def __init__(self) -> None:
         #: (time, MemAvailable bytes) of the latest readings that had one.
@@ -57,8 +72,12 @@ class HostMemory:
         #: MemTotal and the MemAvailable of the reading it came from (the most seen).
         self._total: float | None = None
         self._total_from = -1.0
-        #: What the readings said at the failure lines so far; None: no line asked yet.
-        self.at_failures: HostAtFailures | None = None
+        #: What the readings said at the failed pins so far (MemTotal left out: `at_failures`
+        #: gives the best-conditioned); None: no pin failed yet.
+        self._failures: HostAtFailures | None = None
+        #: (stream, time) of `cudaHostAlloc failed` lines whose pin's checkout line has not
+        #: come yet: that line is the same pin, already matched.
+        self._allocs: deque[tuple[str, float]] = deque(maxlen=KEPT)
 
     def feed(self, sample: HostSample) -> None:
         """Take a host sample: its MemAvailable kept (a sample without one is passed over), its
@@ -77,17 +96,45 @@ class HostMemory:
         """Any host sample with MemAvailable was fed."""
         return self._total_from >= 0 or bool(self._recent)
 
-    def failure(self, t_s: float) -> HostAtFailures:
-        """A pool failure line at `t_s`: folded into `at_failures` with the reading nearest it
-        (none further than `NEAR_S`), which it returns."""
+    @property
+    def at_failures(self) -> HostAtFailures | None:
+        """What the readings said at the failed pins so far, with the host's MemTotal; None
+        where no pin failed, or no host sample was ever fed (a log read alone: nothing to say
+        of the host). A pin that failed before the first sample, or after the last, counts as
+        one without a reading (`unread`)."""
+        failures = self._failures
+        if failures is None or not self.seen:
+            return None
+        return replace(failures, mem_total_bytes=self._total)
+
+    def alloc_failed(self, t_s: float, stream: str) -> None:
+        """A `cudaHostAlloc failed` line at `t_s` (pinned_pool.rs:64), a failed pin's first
+        line: the pin matched here; its `pinned pool checkout FAILED` line, which follows in the
+        same thread (pipeline.rs:306), is then the same pin (`checkout_failed`)."""
+        self._allocs.append((stream, t_s))
+        self._failure(t_s)
+
+    def checkout_failed(self, t_s: float, stream: str) -> None:
+        """A `pinned pool checkout FAILED` line at `t_s` (pipeline.rs:306), a failed pin's last
+        line: the same pin as the earliest unpaired `cudaHostAlloc failed` line of its stream
+        within `SAME_PIN_S` (matched there); else a pin whose alloc line was not read (its
+        target filtered out), matched here."""
+        allocs = self._allocs
+        for i, (stream_of, at) in enumerate(allocs):
+            if stream_of == stream and abs(t_s - at) <= SAME_PIN_S:
+                del allocs[i]
+                return
+        self._failure(t_s)
+
+    def _failure(self, t_s: float) -> None:
+        """A failed pin at `t_s`: folded into the failures with the reading nearest it (none
+        further than `NEAR_S`)."""
         near = min(self._recent, key=lambda r: abs(r[0] - t_s), default=None)
         if near is not None and abs(near[0] - t_s) > NEAR_S:
             near = None
-        was = self.at_failures or HostAtFailures(None, None, None, 0, 0)
+        was = self._failures or HostAtFailures(None, None, None, 0, 0)
         least, at = was.least_available_bytes, was.least_at_s
         if near is not None and (least is None or near[1] < least):
             at, least = near
-        self.at_failures = HostAtFailures(least, at, self._total,
-                                          was.read + (near is not None),
-                                          was.unread + (near is None))
-        return self.at_failures
+        self._failures = HostAtFailures(least, at, None, was.read + (near is not None),
+                                        was.unread + (near is None))

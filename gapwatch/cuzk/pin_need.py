@@ -23,13 +23,15 @@ Upstream (curio e0294b0f; cuzk-upstream-paths.md 2.1-2.4, cuzk-log-formats.md 3.
   initialized total_budget_gib`, INFO, engine.rs:1198). So raising the margin by X lowers the
   budget by X, and with an explicit budget the same change is the budget lowered by X.
 
-What the host's own readings at the failure lines say (`gapwatch.cuzk.pin_host`; `ram_short`,
+What the host's own readings at the failed pins say (`gapwatch.cuzk.pin_host`; `ram_short`,
 `ram_ruled_out`, `budget_above_ram`, their words in `host_words`, `not_ram_words`):
-- RAM short: MemAvailable below one partition's pinned buffers at a failure line: the advice
+- RAM short: MemAvailable below one partition's pinned buffers at a failed pin: the advice
   below stands (and says so);
 - RAM ruled out: MemAvailable at least `PLENTY_PARTITIONS` partitions' pinned buffers at every
-  failure line read (a reading every 100 ms is not the pin's own instant: a margin that wide
-  no moment between two readings closes): no `[memory] safety_margin`, and the words lead with
+  failed pin, each with a reading within `NEAR_S` (a reading every 100 ms is not the pin's own
+  instant: a margin that wide no moment between two readings closes; a pin with no reading, one
+  of a --log outside the recording, could be the one RAM failed, so any such keeps RAM in and
+  the evidence says how many): no `[memory] safety_margin`, and the words lead with
   what else can fail a pin (upstream names none: the CUDA error of its line, a container's
   memory limit, which /proc/meminfo inside a container does not show, the locked-memory limit,
   which upstream's systemd unit does not set, cuzk-proving-daemon.md:122-140);
@@ -99,7 +101,7 @@ BUDGET_LINE = "'memory budget initialized', engine.rs:1198"
 #: Where the host's figures come from.
 HOST_LINE = "/proc/meminfo, the host's samples"
 #: RAM was plenty when a pin failed where MemAvailable was at least this many partitions'
-#: pinned buffers (3 each) at every failure line read: the host samples every 100 ms, not at
+#: pinned buffers (3 each) at every failed pin, each read: the host samples every 100 ms, not at
 #: the pin's instant, and a margin this wide is not closed between two readings.
 PLENTY_PARTITIONS = 4
 #: What else can fail cudaHostAlloc, said where RAM is ruled out: upstream names no cause
@@ -145,7 +147,7 @@ class PinNeed:
     #: The figures of cuzk's run since, where a start after the failure gave others (a
     #: restart): `(synth_worker_count, total_budget_gib)`; None: none did.
     since: tuple[int | None, float | None] | None = None
-    #: What the host's memory readings said at the failure lines (`PoolState.host`); None:
+    #: What the host's memory readings said at the failed pins (`PoolState.host`); None:
     #: no host sample read.
     host: HostAtFailures | None = None
     #: The latest `cudaHostAlloc failed` line's CUDA error, and whether any such line was read.
@@ -206,7 +208,7 @@ class PinNeed:
 
     @property
     def available_gib(self) -> float | None:
-        """The least MemAvailable read at a failure line, GiB; None: none read."""
+        """The least MemAvailable read at a failed pin, GiB; None: none read."""
         host = self.host
         least = None if host is None else host.least_available_bytes
         return None if least is None else least / GIB
@@ -225,15 +227,27 @@ class PinNeed:
 
     @property
     def ram_short(self) -> bool:
-        """RAM was short at a failure line: less available than one partition's buffers."""
+        """RAM was short at a failed pin: less available than one partition's buffers."""
         available, step = self.available_gib, self.partition_gib
         return available is not None and step is not None and available < step
 
     @property
-    def ram_ruled_out(self) -> bool:
-        """RAM was plenty at every failure line read (`PLENTY_PARTITIONS`)."""
+    def unread(self) -> int:
+        """Failed pins with no host reading within `NEAR_S` (0 where no host was read)."""
+        return 0 if self.host is None else self.host.unread
+
+    @property
+    def plenty_at_read(self) -> bool:
+        """RAM was plenty at every failed pin that had a reading (`PLENTY_PARTITIONS`)."""
         available, plenty = self.available_gib, self.plenty_gib
         return available is not None and plenty is not None and available >= plenty
+
+    @property
+    def ram_ruled_out(self) -> bool:
+        """RAM was plenty at every failed pin, each with a reading: a pin with none (one of a
+        --log before the recording began, or after it ended) could be the one RAM failed, so
+        any such keeps RAM in (the margin advice stands)."""
+        return self.plenty_at_read and self.unread == 0
 
     @property
     def budget_above_ram(self) -> bool:
@@ -242,7 +256,7 @@ class PinNeed:
         return total is not None and budget is not None and budget > total
 
     def host_words(self) -> str | None:
-        """The host's readings at the failure lines as evidence, with what they make of RAM;
+        """The host's readings at the failed pins as evidence, with what they make of RAM;
         None where no host sample was read."""
         host = self.host
         if host is None:
@@ -252,13 +266,13 @@ class PinNeed:
         available = self.available_gib
         if available is None:
             return (f"the host's RAM at the failures is not known: no host reading within "
-                    f"{NEAR_S:.0f} s of any of the {host.unread} failure line(s)")
+                    f"{NEAR_S:.0f} s of any of the {host.unread} failed pin(s)")
         assert host.least_at_s is not None
         unread = (f", {host.unread} more without a reading within {NEAR_S:.0f} s"
                   if host.unread else "")
         said = (f"the host at the failures: MemAvailable {available:.1f} GiB{of} at "
                 f"{fmt.clock(host.least_at_s, millis=True)} ({HOST_LINE}; the least within "
-                f"{NEAR_S:.0f} s of {host.read} failure line(s){unread})")
+                f"{NEAR_S:.0f} s of {host.read} failed pin(s){unread})")
         step = self.partition_gib
         if step is None:
             return said
@@ -268,6 +282,10 @@ class PinNeed:
                     f"{step:.1f} GiB)")
         if self.ram_ruled_out:
             return f"{said}: not RAM ({self._plenty_words()})"
+        if self.plenty_at_read:
+            return (f"{said}: RAM is not ruled out: plenty at the {host.read} pin(s) read "
+                    f"({self._plenty_words()}), but {host.unread} failed with no reading within "
+                    f"{NEAR_S:.0f} s, and RAM may have been short at any of them")
         return (f"{said}: RAM may have been short: under {PLENTY_PARTITIONS} partitions' "
                 f"pinned buffers ({self.plenty_gib or 0.0:.1f} GiB), which would rule it out")
 

@@ -432,8 +432,9 @@ class PoolState:
     #: The CUDA error of the latest `cudaHostAlloc failed` line (`cuda_err`, pinned_pool.rs:61);
     #: None: no such line gave one (the failed checkout after it replaces `last_failure`).
     cuda_err: FieldValue | None = None
-    #: What the host's memory readings said at the failure lines (`gapwatch.cuzk.pin_host`);
-    #: None: no failure line, or no host sample fed.
+    #: What the host's memory readings said at the failed pins (`gapwatch.cuzk.pin_host`,
+    #: `HostMemory.at_failures`, put in by `PipelineFacts.view`); None: no failed pin, or no
+    #: host sample fed.
     host: HostAtFailures | None = None
 
 
@@ -905,7 +906,7 @@ class PipelineFacts(_Limits):
         self.mode = PipelineMode()
         self.pool = PoolState()
         self.pool_seen = False
-        #: The host's memory readings, asked at each pool failure line (`PoolState.host`).
+        #: The host's memory readings, told each pool failure line (`PoolState.host`).
         self.host_memory = HostMemory()
         #: Each run's first wave of each circuit type (`gapwatch.cuzk.first_wave`).
         self.first_waves = WavesByDaemon()
@@ -1166,7 +1167,7 @@ class PipelineFacts(_Limits):
         if msg.startswith(_POOL_PREFIXES) or msg == POOL_INITIALIZED:
             if msg.startswith(POOL_CHECKOUT_FAILED) or HOST_ALLOC_FAILED in msg:
                 self._failure_run(ev.stream)
-            self._pool(msg, f, t)
+            self._pool(msg, f, t, ev.stream)
         elif msg == STARTING_PIPELINE:
             self.synth_workers = self._count(f, "synth_worker_count")
         elif msg in (GPU_THREADS_MESSAGE, RAYON_THREADS_MESSAGE):
@@ -1463,7 +1464,7 @@ class PipelineFacts(_Limits):
             self.dropped[key] = bad
             self.figures_dropped += 1
 
-    def _pool(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
+    def _pool(self, msg: str, f: dict[str, FieldValue], t: float, stream: str) -> None:
         pool = self.pool
         self.pool_seen = True
         if msg == POOL_INITIALIZED:
@@ -1490,7 +1491,7 @@ class PipelineFacts(_Limits):
             if pool.buffers is not None:
                 pool.buffers = max(0, pool.buffers - 1)
         else:
-            self._pool_failure(msg, f, t)
+            self._pool_failure(msg, f, t, stream)
 
     def _failure_run(self, stream: str) -> None:
         """A failure line's own run's figures, kept with it (`PoolState.failure_workers`): the
@@ -1508,16 +1509,17 @@ class PipelineFacts(_Limits):
                                                            self.budget_total_bytes)
         pool.failure_apart = None
 
-    def _pool_failure(self, msg: str, f: dict[str, FieldValue], t: float) -> None:
+    def _pool_failure(self, msg: str, f: dict[str, FieldValue], t: float, stream: str) -> None:
         """A pool line that is not about its size: a failed checkout or cudaHostAlloc, or a
-        first synthesis (unpinned by design)."""
+        first synthesis (unpinned by design). A failed pin's lines are told to the host's
+        readings (`HostMemory`), which match the pin once, however many of its lines were read."""
         pool = self.pool
         if msg.startswith(POOL_CHECKOUT_FAILED):
             pool.checkout_failed += 1
             pool.last_failure = {k: f[k] for k in ("pool_free", "pool_total_gib",
                                                    "num_constraints") if k in f}
             pool.last_failure_s = t
-            pool.host = self._host_at(t)
+            self.host_memory.checkout_failed(t, stream)
             free = self._count(f, "pool_free")
             if free is not None:
                 pool.free = free
@@ -1532,18 +1534,12 @@ class PipelineFacts(_Limits):
                     k: f[k] for k in ("cuda_err", "size_gib") if k in f}}
                 pool.last_failure_s = t
                 pool.cuda_err = f.get("cuda_err", pool.cuda_err)
-                pool.host = self._host_at(t)
+                self.host_memory.alloc_failed(t, stream)
             size = self._gib(f, "size_gib")
             if size:
                 pool.buffer_gib, pool.buffer_constraints = size, None
         elif msg.startswith(NO_CAPACITY_HINT_MESSAGE):
             pool.first_syntheses += 1
-
-    def _host_at(self, t_s: float) -> HostAtFailures | None:
-        """The host's readings at a failure line at `t_s` (`HostMemory.failure`); None where no
-        host sample was ever fed (a log read alone: nothing to say of the host)."""
-        memory = self.host_memory
-        return memory.failure(t_s) if memory.seen else None
 
     def feed_host(self, sample: HostSample) -> None:
         """Take a host sample: its memory readings, which the pool's failure lines are matched
@@ -1632,8 +1628,8 @@ class PipelineFacts(_Limits):
             gpu_workers_per_device=self.gpu_workers_per_device,
             pipeline_enabled=self.pipeline_enabled,
             pipeline_off_by_workers=self.pipeline_off_by_workers,
-            pool=(replace(pool, last_failure=dict(pool.last_failure)) if self.pool_seen
-                  else None),
+            pool=(replace(pool, last_failure=dict(pool.last_failure),
+                          host=self.host_memory.at_failures) if self.pool_seen else None),
             pacer_target=self.pacer_target, pacer=dict(self.pacer) if self.pacer else None,
             srs_loading=tuple(load.circuit for load in self.srs_loads if load.end_s is None),
             srs_evictions=tuple(dict.fromkeys(c for _, c in self.srs_evictions)),

@@ -252,3 +252,11 @@ def test_ram_is_not_ruled_out_while_a_failed_pin_had_no_host_reading() -> None:
     (host,) = [e for e in first.evidence if e.startswith("the host at the failures")]
     assert "5 more without a reading within 1 s" in host, host
     assert "RAM is not ruled out" in host and "not RAM" not in host, host
+
+
+def test_a_buffer_size_read_to_six_places_is_said_in_prose_to_the_hundredth() -> None:
+    """The bench's log gives `buffer_gib` as 3.882613: "a 3.882613 GiB buffer failed to pin"
+    was said; the prose rounds to the hundredth (the log's own figure stays in its evidence)."""
+    from gapwatch.cuzk.pin_need import _gib
+
+    assert [_gib(x) for x in (3.882613, 1.5, 512.0, 0.0)] == ["3.88", "1.5", "512", "0"]

@@ -118,6 +118,12 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.7g}"
 
 
+def _gib(x: float) -> str:
+    """A size in GiB as prose says it, to the hundredth at most (`1.5`, `3.88`, `512`): a
+    buffer read as `3.882613` from the log was said "a 3.882613 GiB buffer"."""
+    return f"{x:.2f}".rstrip("0").rstrip(".")
+
+
 def _from(field: str, value: float, line: str) -> str:
     """`synth_worker_count=20, 'starting pipeline', engine.rs:1839`: a figure and its line."""
     return f"{field}={_num(value)}, {line}"
@@ -278,7 +284,7 @@ class PinNeed:
             return said
         if self.ram_short:
             return (f"{said}: RAM was short, below one partition's pinned buffers "
-                    f"({BUFFERS_PER_PARTITION} x {_num(self.buffer_gib or 0.0)} GiB = "
+                    f"({BUFFERS_PER_PARTITION} x {_gib(self.buffer_gib or 0.0)} GiB = "
                     f"{step:.1f} GiB)")
         if self.ram_ruled_out:
             return f"{said}: not RAM ({self._plenty_words()})"
@@ -292,7 +298,7 @@ class PinNeed:
     def _plenty_words(self) -> str:
         assert self.plenty_gib is not None
         return (f"above {PLENTY_PARTITIONS} partitions' pinned buffers, {PLENTY_PARTITIONS} x "
-                f"{BUFFERS_PER_PARTITION} x {_num(self.buffer_gib or 0.0)} GiB = "
+                f"{BUFFERS_PER_PARTITION} x {_gib(self.buffer_gib or 0.0)} GiB = "
                 f"{self.plenty_gib:.1f} GiB")
 
     def cuda_words(self) -> str:
@@ -309,11 +315,11 @@ class PinNeed:
         """`not RAM: ...`: why the host's readings rule RAM out, and what else to look at (a
         guess: upstream does not say why cudaHostAlloc fails). Only where `ram_ruled_out`."""
         assert self.available_gib is not None
-        size = f"a {_num(self.buffer_gib)} GiB buffer" if self.buffer_gib else "a buffer"
+        size = f"a {_gib(self.buffer_gib)} GiB buffer" if self.buffer_gib else "a buffer"
         above = ""
         if self.budget_above_ram:
             assert self.budget_gib is not None and self.mem_total_gib is not None
-            above = (f"; total_budget {_num(self.budget_gib)} GiB is above this host's "
+            above = (f"; total_budget {_gib(self.budget_gib)} GiB is above this host's "
                      f"{self.mem_total_gib:.1f} GiB of RAM")
         return (f"not RAM: MemAvailable was at least {self.available_gib:.1f} GiB when "
                 f"{size} failed to pin ({HOST_LINE}; {self._plenty_words()}){above}; "

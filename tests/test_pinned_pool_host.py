@@ -260,3 +260,21 @@ def test_a_buffer_size_read_to_six_places_is_said_in_prose_to_the_hundredth() ->
     from gapwatch.cuzk.pin_need import _gib
 
     assert [_gib(x) for x in (3.882613, 1.5, 512.0, 0.0)] == ["3.88", "1.5", "512", "0"]
+
+
+def test_the_reading_matched_to_a_failed_pin_is_the_nearest_within_a_second_the_earlier_of_two() -> None:
+    """The nearest reading, found from the newest back (not a min over all kept): of two as
+    near, the earlier; none further than `NEAR_S`; a failure after the newest reading or
+    before the oldest is matched as the min over all matched it."""
+    from collections import deque
+
+    from gapwatch.cuzk.pin_host import NEAR_S, _nearest
+
+    recent = deque([(10.0, 1.0), (10.5, 2.0), (11.0, 3.0), (11.5, 4.0)])
+    assert _nearest(recent, 10.75) == (10.5, 2.0)  # 10.5 and 11.0 as near: the earlier
+    assert _nearest(recent, 11.4) == (11.5, 4.0)
+    assert _nearest(recent, 11.5 + NEAR_S) == (11.5, 4.0)  # exactly NEAR_S: matched
+    assert _nearest(recent, 11.5 + NEAR_S + 0.01) is None
+    assert _nearest(recent, 9.0) == (10.0, 1.0)
+    assert _nearest(recent, 8.9) is None
+    assert _nearest(deque(), 10.0) is None

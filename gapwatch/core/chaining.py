@@ -122,6 +122,11 @@ class _Gpu:
     #: The latest sample that moved data: (its bucket, period s, the copy time counted, SM
     #: busy share), counted as a run's edge until the next sample says it sat inside one.
     last_moved: tuple[_Bucket, float, float, float] | None = None
+    #: Seconds a byte takes on the link (1 / link_bytes_per_s), kept for the per-sample path.
+    per_link_byte_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.per_link_byte_s = 1.0 / self.link_bytes_per_s if self.link_bytes_per_s > 0 else 0.0
 
 
 class ChainingMeter:
@@ -183,12 +188,16 @@ class ChainingMeter:
         b = g.cur
         if b is None or int(end // BUCKET_S) != g.cur_k:
             b = self._bucket(g, end)
-        copy_s = min(period, rx * period / g.link_bytes_per_s)
+        # Per moving sample: a comparison, not min(); a product, not a division.
+        copy_s = rx * period * g.per_link_byte_s
+        if copy_s > period:
+            copy_s = period
         b.pcie_s += copy_s
         b.pcie_busy_s += copy_s * busy
         last = g.last_moved
-        if last is not None and g.last_end is not None \
-                and abs(start - g.last_end) <= period / 2:
+        last_end = g.last_end
+        if last is not None and last_end is not None \
+                and -period <= 2.0 * (start - last_end) <= period:
             if g.moving_run >= 2:
                 lb, l_period, l_copy_s, l_busy = last
                 lb.pcie_s += l_period - l_copy_s

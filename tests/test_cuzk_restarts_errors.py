@@ -17,7 +17,7 @@ from gapwatch.core.evidence_types import NO_COPIES, NO_HOST
 from gapwatch.core.explain import Evidence, GapFacts, hint_of
 from gapwatch.core.models import Gap, LogEvent, ProcessMemory, ProverEvent, ProverStatus
 from gapwatch.core.prover import ProverView
-from gapwatch.cuzk.advice import advise
+from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.errors import Incidents, error_event
 from gapwatch.cuzk.partitions import derive_timeline
 from gapwatch.cuzk.pipeline import PipelineFacts
@@ -632,7 +632,10 @@ def test_a_process_replaced_on_the_gpu_is_the_restart_every_gap_of_its_idle_says
     report = advise(gaps, view_of(None))
     assert report.advice == []
     [note] = report.no_setting
-    assert note.stall == "restart" and note.gaps == 2
+    assert note.gaps == 2
+    said = "\n".join(advice_lines(report))
+    for cuzk_only in CUZK_RESTART_ONLY:
+        assert cuzk_only not in said, said
     # A second process of the name on the GPU beside the first, which still runs: no restart.
     both = _python3(t0, 558, [float(t) for t in range(0, 40)]) + new
     gaps, _ = _gaps_over(both, [(0.0, 10.0), (38.0, 40.0)])
@@ -654,6 +657,9 @@ def test_a_restart_whose_first_gpu_work_was_not_read_holds_its_gpu_until_the_nex
     for g in (before, after):
         assert g.prover_cause == "restart"
         assert g.hint.startswith("GPU processes: cuzk restarted"), g.hint
+    # A pid of cuzk's name is cuzk's restart: its advice gives cuzk's restart procedure.
+    [note] = advise(gaps, view_of(None)).no_setting
+    assert note.stall == "restart" and "Restart cuzk only when needed" in note.why
 
 
 def test_a_real_restart_recorded_without_its_log_is_said_as_one_restart_in_report_and_replay(
@@ -688,7 +694,7 @@ def test_a_real_restart_recorded_without_its_log_is_said_as_one_restart_in_repor
         assert "synthesis, a lock or the scheduler?" not in hint
         assert "worked again" not in hint  # idle at every reading until the new run's work
     assert report.advice.advice == []
-    assert [(n.stall, n.gaps) for n in report.advice.no_setting] == [("restart", 3)]
+    assert [(n.stall, n.gaps) for n in report.advice.no_setting] == [("process_replaced", 3)]
     rt = build_runtime(Config(), f"replay:{case / 'restart.jsonl.gz'}", speed=0)
     rt.start()
     try:
@@ -698,6 +704,36 @@ def test_a_real_restart_recorded_without_its_log_is_said_as_one_restart_in_repor
     finally:
         rt.stop()
     assert replayed == said
+
+
+#: Words only a restart of cuzk's own may say: its restart procedure and its source.
+CUZK_RESTART_ONLY = ("cuzk restarted", "restart of cuzk", "Restart cuzk", "SIGINT", "main.rs")
+
+
+def test_a_process_proc_alone_saw_replaced_is_advised_as_what_proc_showed_not_as_cuzk_restarting(
+        ) -> None:
+    """tests/data/h200-restart (a python3 stand-in, no log): its hints said the GPU's process
+    was replaced and its Prover events "restarts not known", but its advice said "cuzk
+    restarted: the GPU waited for its new run ... Restart cuzk only when needed ... SIGINT",
+    and its GPUs line said "where the prover said it waited (its /status or log): 3 restart",
+    though /proc said it. The advice says what /proc showed, with no claim it was cuzk and no
+    cuzk restart procedure, and the GPUs line names /proc as what said the cause."""
+    from gapwatch.config import Config
+    from gapwatch.offline.report import build_report
+    from gapwatch.offline.report_text import format_text
+
+    case = Path(__file__).parent / "data" / "h200-restart"
+    report = build_report(case / "restart.jsonl.gz", Config(), workers=1)
+    [note] = report.advice.no_setting
+    assert note.gaps == 3 and report.advice.advice == []
+    said = "\n".join(advice_lines(report.advice))
+    for cuzk_only in CUZK_RESTART_ONLY:
+        assert cuzk_only not in said, said
+    assert "the GPU's process was replaced (/proc" in said, said
+    assert "not known to be cuzk's" in said, said
+    text = format_text(report)
+    assert "3 restart (/proc)" in text, text
+    assert "(its /status or log): 3 restart" not in text
 
 
 def test_a_restart_seen_by_status_uptime_alone_is_the_cause_of_the_gap_that_spans_it() -> None:

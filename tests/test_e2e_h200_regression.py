@@ -99,10 +99,11 @@ def test_every_line_the_load_generator_wrote_is_understood(case: Path) -> None:
 def test_the_report_names_the_log_as_a_source_of_the_provers_cause(
         capsys: pytest.CaptureFixture[str]) -> None:
     """The H200 pageable run's causes are the log's pinned-pool fallbacks, with no /status
-    polled: the GPU line must not credit /status alone (it said "(cuzk /status)")."""
+    polled: the GPU line must not credit /status alone (it said "(cuzk /status)"), and it names
+    the log as what said them."""
     from gapwatch.cli import main
 
     assert main(["report", str(DATA / "pageable" / "rec.jsonl.gz")]) == 0
     text = capsys.readouterr().out
-    assert "where the prover said it waited (its /status or log): 15 pinned pool" in text
+    assert "where it waited (said by its /status, log or /proc): 15 pinned pool (log)" in text
     assert "no cuzk /status snapshot" in text

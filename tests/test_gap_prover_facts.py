@@ -89,7 +89,7 @@ def test_a_job_id_saying_in_the_batch_collector_names_no_batch_wait() -> None:
     held. What the advice reads is the typed fact the prover decided: nothing was held."""
     gap, prover = _empty_pipeline_gap('"porep-1000-8 in the batch collector"')
     assert any("job_id=porep-1000-8 in the batch collector" in e for e in gap.prover_evidence)
-    assert gap.prover_facts == ProverGapFacts(new_work_at_once=True)
+    assert gap.prover_facts == ProverGapFacts(new_work_at_once=True, said_by="log")
     report = advise([gap], view_of(prover.facts()))
     assert [a.setting for a in report.advice] == ["Curio [Cuzk] MaxPending"]
     assert not any("batch collector held" in e for e in report.advice[0].evidence)
@@ -104,7 +104,8 @@ def test_a_request_the_batch_collector_held_is_a_typed_fact_of_its_gap() -> None
     gaps, prover = _detected(events_of_lines([ENGINE, FOUR_WORKERS, *held]), t0 + 5.0,
                              t0 + 16.0, (t0 + 10.0, t0 + 13.4))
     [gap] = gaps
-    assert gap.prover_facts == ProverGapFacts(batch_held=True, new_work_at_once=True)
+    assert gap.prover_facts == ProverGapFacts(batch_held=True, new_work_at_once=True,
+                                             said_by="log")
     settings = [a.setting for a in advise([gap], view_of(prover.facts())).advice]
     assert settings == ["Curio [Cuzk] MaxPending", "[scheduler] max_batch_wait_ms"]
 
@@ -112,7 +113,7 @@ def test_a_request_the_batch_collector_held_is_a_typed_fact_of_its_gap() -> None
 def test_the_pacer_that_paced_an_empty_pipelines_work_is_a_typed_fact_of_its_gap() -> None:
     pacer = line("GPU queue target dispatch pacer enabled", 0.2, gpu_queue_target=4)
     gap, prover = _empty_pipeline_gap("porep-1000-8", pacer)
-    assert gap.prover_facts == ProverGapFacts(new_work_pacer_target=4)
+    assert gap.prover_facts == ProverGapFacts(new_work_pacer_target=4, said_by="log")
     (a,) = advise([gap], view_of(prover.facts())).advice
     assert any("gpu_queue_target=4" in e and "paces the new work" in e for e in a.evidence)
 
@@ -135,7 +136,8 @@ def test_a_job_id_saying_in_one_call_makes_no_post_a_batch() -> None:
     [gap] = gaps
     assert gap.prover_cause == "monolithic"
     assert any("(porep-c2) in one call" in e for e in gap.prover_evidence)
-    assert gap.prover_facts == ProverGapFacts(monolithic_kind="winning-post", one_call=True)
+    assert gap.prover_facts == ProverGapFacts(monolithic_kind="winning-post", one_call=True,
+                                             said_by="log")
     facts, _ = read(hostile)
     for rules in (lambda s, g: path_rule(s, g, facts), None):
         (a,) = advise([gap], view_of(prover.facts()), rules=rules).advice
@@ -211,7 +213,7 @@ def test_the_facts_travel_with_the_gap_but_not_in_its_json_documents() -> None:
     [gap], _ = _pipeline_off_gaps(PIPELINE_OFF_LOG)
     assert decode_record(encode_line(gap)) == gap
     assert "prover_facts" not in gap_json(gap)
-    assert b'"prover_facts":{"monolithic_kind":"winning-post","one_call":true}' \
+    assert b'"prover_facts":{"monolithic_kind":"winning-post","one_call":true,"said_by":"log"}' \
         in encode_line(gap)
 
 

@@ -16,7 +16,7 @@ what it holds is said there in words, `prover_evidence`.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from msgspec import UNSET, Struct, UnsetType
 
@@ -158,6 +158,10 @@ class ProverState(Struct, frozen=True, gc=False):
     queue_depth: int | None = None
 
 
+#: What said a gap's prover cause (`ProverGapFacts.said_by`).
+CauseSaidBy = Literal["status", "log", "processes"]
+
+
 class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
     """What the prover package decided about one gap, as typed facts: what its advice reads
     back (e.g. `gapwatch.cuzk.advice`). Each is set where the package decides it, beside the
@@ -192,6 +196,15 @@ class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
     #: The partitions queued for the GPU at the gap's start were never picked up before the
     #: data ended (a recording or replay read to its end): the prover took no more work.
     queued_at_end: bool = False
+    #: What said the gap's prover cause: the prover's /status ("status"), its log ("log"), or
+    #: the GPU's processes, /proc and NVML's list ("processes"); None: the gap has no prover
+    #: cause (or was made before this was kept). The report's GPUs line names it.
+    said_by: CauseSaidBy | None = None
+    #: The gap's restart is a process on its GPU replaced by a new pid of its name, which /proc
+    #: alone showed, the process not known to be the prover's (not under its name: the H200
+    #: stand-in is `python3`): its advice says what /proc showed, never the prover's own
+    #: restart procedure.
+    replaced_process: bool = False
 
 
 class LinkDown(Struct, frozen=True, gc=False):

@@ -30,7 +30,9 @@ dispatch stall has no knob, the wait inside the GPU workers none but a second wo
 log says one (`second_worker_closes`), pinned copies at line rate have nothing to turn: they run
 under cuzk's per-GPU lock, which no worker count overlaps (`COPIES_UNDER_LOCK`).
 
-Stalls (`stall_of`, one per gap): the gap's prover cause where it has one (`restart`,
+Stalls (`stall_of`, one per gap): `process_replaced` for a restart /proc alone showed of a
+process not under cuzk's name (`ProverGapFacts.replaced_process`: what /proc showed, no cuzk
+restart advice); else the gap's prover cause where it has one (`restart`,
 `waits_on_synthesis`, `waits_on_budget`, `pacer_hold`, `srs_loading`, `dispatch_stall`,
 `monolithic`, `pinned_pool`, `inside_workers`, `batch_wait`, `empty_pipeline`, `no_work`); else
 from its kind and evidence: `pinned_pool` (pcie_starved, the pool failed; by how much from the
@@ -93,7 +95,7 @@ from gapwatch.cuzk.pool_churn import (
 )
 from gapwatch.cuzk.post_advice import ProofAdvice, proof_advice, proof_advice_lines
 from gapwatch.cuzk.prover import view_of
-from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, STARTS_AGAIN
+from gapwatch.cuzk.restarts import AFTER_SIGINT, KILLED, RESTART_CAUSE, STARTS_AGAIN
 
 #: Host pressure above which more syntheses may slow each one (config.rs warns of it).
 PSI_PRESSURE_SHARE = 0.10
@@ -109,6 +111,8 @@ RAISE_BUDGET = "raise it (or, with \"auto\", lower safety_margin) if the host ha
 #: What each stall is, in words (the headline of its advice or no-setting note).
 STALL_WORDS: dict[str, str] = {
     "restart": "cuzk restarted: the GPU waited for its new run",
+    "process_replaced": "the GPU's process was replaced (/proc): the GPU waited for the new "
+                        "one",
     "waits_on_synthesis": "the GPU waits on synthesis",
     "waits_on_budget": "the next synthesis waits on cuzk's memory budget",
     "pacer_hold": "the dispatch pacer holds synthesis back",
@@ -411,6 +415,10 @@ def _warnings(g: Gap) -> set[str]:
 
 def stall_of(g: Gap, pipeline: PipelineView) -> str:
     """The stall a gap shows (see the module docstring)."""
+    if g.prover_cause == RESTART_CAUSE and facts_of(g).replaced_process:
+        # A restart /proc alone showed, of a process not under cuzk's name: cuzk's restart
+        # procedure is not its advice (the hint says the same: `REPLACED_LEAD`).
+        return "process_replaced"
     if g.prover_cause is not None and g.prover_cause in STALL_WORDS:
         # /status's "inside the workers" during a copy gap is the copy: the gap's kind says
         # which (a transfer_bound gap's workers are copying at line rate, not in CPU work).
@@ -1300,6 +1308,14 @@ _NO_SETTING: dict[str, str] = {
         "needed, well before a proving window, and find why it stopped: each restart says "
         f"whether it came {AFTER_SIGINT} or {KILLED}, or that this is not known (no INFO "
         "line of the old run read), and a gap's hint names a prover error just before it"),
+    # What /proc showed, nothing of cuzk: the process may be of any name (the H200 stand-in's
+    # is python3), and cuzk's restart words (its SIGINT, its pipeline state) would be a claim.
+    "process_replaced": (
+        "/proc showed the GPU's process gone and a new pid of its name on the GPU "
+        "(each gap's evidence names both pids and when), the GPU idle from the old process's "
+        "last work to the new one's first; the process is not known to be cuzk's (its name is "
+        "not cuzk's), so no cuzk advice: find why the process stopped (its own log, the "
+        "service manager's, the kernel's OOM lines)"),
 }
 #: The stalls a setting can close: the rule that picks it.
 _RULES: dict[str, Callable[[StallGaps, PipelineView], _Found | str]] = {

@@ -74,7 +74,7 @@ from typing import NamedTuple
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
-from gapwatch.core.evidence_types import ProverGapFacts
+from gapwatch.core.evidence_types import CauseSaidBy, ProverGapFacts
 from gapwatch.core.gpu_pids import GpuPids
 from gapwatch.core.models import (
     FieldValue,
@@ -123,7 +123,13 @@ from gapwatch.cuzk.pool_churn import (
     PoolChurn,
     PoolChurnView,
 )
-from gapwatch.cuzk.restarts import NO_WORK_CAUSE, REPLACED_LEAD, RESTART_CAUSE, replaced_evidence
+from gapwatch.cuzk.restarts import (
+    NO_WORK_CAUSE,
+    REPLACED_LEAD,
+    RESTART_CAUSE,
+    is_cuzk_process,
+    replaced_evidence,
+)
 from gapwatch.cuzk.unnamed_failure import RunStream
 
 #: memory.rs: per-partition budget (PoRep 32G, one circuit), `POREP_PARTITION_FULL_BYTES`.
@@ -853,7 +859,7 @@ class LogView:
     detail: str = ""
     #: What said it: the log's lines, or, for a restart, only `/status` (its uptime going
     #: back: "status") or NVML's processes (a new cuzk pid: "processes").
-    said_by: str = "log"
+    said_by: CauseSaidBy = "log"
     #: The gap spans a restart (its cause the restart's, or its new run's wait for work):
     #: then it stands over any snapshot's (`gapwatch.cuzk.causes.with_log_cause`).
     spans_restart: bool = False
@@ -1787,9 +1793,12 @@ class PipelineFacts(_Limits):
         replaced = self.gpu_pids.replaced_in(gpu, stretch_s - EDGE_SLACK_S, hi)
         if replaced is not None:
             # The same rule: the gap is the restart's, said by the GPU's processes (/proc
-            # alone: the process is not known to be cuzk's, its name may be any).
+            # alone: the process is not known to be cuzk's, its name may be any). Only under
+            # cuzk's name is its advice cuzk's restart procedure (`replaced_process`).
             return LogView(RESTART_CAUSE, [replaced_evidence(replaced)], replaced.words(),
-                           said_by="processes", spans_restart=True, lead=REPLACED_LEAD)
+                           said_by="processes", spans_restart=True, lead=REPLACED_LEAD,
+                           facts=ProverGapFacts(
+                               replaced_process=not is_cuzk_process(replaced.name)))
         batch = self.batch_held_s(start_s, end_s, gpu)
         held = self._batch_wait_view(start_s, end_s, batch)
         if held is not None:

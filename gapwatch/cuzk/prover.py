@@ -15,7 +15,7 @@ from collections import deque
 
 from msgspec.structs import replace
 
-from gapwatch.core.evidence_types import ProverGapFacts
+from gapwatch.core.evidence_types import CauseSaidBy, ProverGapFacts
 from gapwatch.core.models import HostSample, LogEvent, ProcessMemory, ProverStatus
 from gapwatch.core.prover import ProverGap, ProverView
 from gapwatch.cuzk.causes import (
@@ -77,11 +77,12 @@ def cause_words(cause: str | None) -> str:
 
 
 #: What said a gap's prover cause, as its hint names it (`prover_phrase`'s `said_by`).
-_SAID_BY = {"log": "prover log", "status": "prover status", "processes": "GPU processes"}
+_SAID_BY: dict[CauseSaidBy, str] = {"log": "prover log", "status": "prover status",
+                                    "processes": "GPU processes"}
 
 
 def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
-                  said_by: str = "status", lead: str = "") -> str:
+                  said_by: CauseSaidBy = "status", lead: str = "") -> str:
     """The hint's words for a gap's prover cause ("" for none), with its one figure
     (`detail`, "18 of 18 synthesis workers busy"); `during` False: the cause came from the
     snapshot just before the gap (the gap was shorter than the poll period); `said_by`: the
@@ -185,7 +186,8 @@ class CuzkGap:
         log = self.facts.log_view(self.gpu, start_s, end_s if end_s is not None else start_s,
                                   kind, is_open=end_s is None, idle_since_s=self.idle_since_s)
         decided = with_log_cause(cause, log.cause, during, log.spans_restart, log.worker_free)
-        said_by, lead = "status", ""
+        said_by: CauseSaidBy = "status"
+        lead = ""
         if decided != cause:  # the log's facts decide it
             if cause is not None:
                 evidence = [f"/status: {e}" for e in evidence]
@@ -216,6 +218,8 @@ class CuzkGap:
         waves = unpinned_by_design(
             self.facts.first_waves.waves_of(self.facts.restarts.of_gpu(self.gpu)), start_s,
             end_s if end_s is not None else reach_s, log.spans_restart, max(reach_s, start_s))
+        if cause is not None:  # what said it, for the report's GPUs line
+            facts = replace(facts, said_by=said_by)
         words = prover_phrase(cause, during, detail, said_by, lead)
         if kind == "transfer_bound" and (self.facts.seen or self.facts.status_seen):
             # Copies at line rate, SMs idle: cuzk's lock says why, in place of the core's

@@ -76,6 +76,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
+from gapwatch.core.evidence_types import CauseSaidBy
 from gapwatch.core.gpu_pids import Replaced
 from gapwatch.core.models import (
     LogEvent,
@@ -333,7 +334,7 @@ class Restart:
         return any(s.startswith(START_LINE_SIGN) for s in self.signs)
 
     @property
-    def said_by(self) -> str:
+    def said_by(self) -> CauseSaidBy:
         """What said it, as a gap's hint names its source: "log" (a start line), "processes"
         (only a new cuzk pid on a GPU: NVML's list) or "status" (`/status` uptime)."""
         if self.in_log:
@@ -414,7 +415,7 @@ class Spanned:
         return self.kept[0]
 
     @property
-    def said_by(self) -> str:
+    def said_by(self) -> CauseSaidBy:
         """What said the latest restart (`Restart.said_by`)."""
         return self.latest.said_by
 

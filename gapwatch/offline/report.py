@@ -48,6 +48,7 @@ from gapwatch.core.blind import Bye, blind_words
 from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.config import DetectorConfig
+from gapwatch.core.evidence_types import known
 from gapwatch.core.health import HealthStats, event_words
 from gapwatch.core.ledger import Tally
 from gapwatch.core.models import (
@@ -188,6 +189,10 @@ class ReportData:
     #: Each GPU's closed gaps by the prover's finer cause (`gaps_by_prover_cause`); a GPU
     #: without any left out.
     prover_causes: dict[int, dict[str, dict[str, float]]] = field(default_factory=dict)
+    #: Of those, how many each source said, by GPU and cause (`ProverGapFacts.said_by`:
+    #: "status", "log", "processes"): the GPUs line names them; a gap whose source was not
+    #: kept, or of no cause ("none"), in none.
+    prover_cause_said_by: dict[int, dict[str, dict[str, int]]] = field(default_factory=dict)
     #: What the prover package could not learn from the input (`Prover.lacks`): why gaps may
     #: have no prover cause and stalls no setting.
     prover_lacks: list[str] = field(default_factory=list)
@@ -519,6 +524,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         gap_tally=tally,
         prover_events=found.prover_events,
         prover_causes=sums.causes,
+        prover_cause_said_by=sums.said_by,
         prover_lacks=list(found.prover_lacks),
         longest_gaps=sums.longest(), window=window, post_deadlines=found.post_deadlines,
     )  # fmt: skip
@@ -532,6 +538,7 @@ class _GapSums:
 
     def __init__(self, gaps: Iterable[Gap], copies: CopySums, pipeline: PipelineView) -> None:
         self.causes: dict[int, dict[str, dict[str, float]]] = {}
+        self.said_by: dict[int, dict[str, dict[str, int]]] = {}
         #: (end in data time, idle seconds) of each GPU's pcie_starved gaps, by end.
         self.starved: dict[int, list[tuple[int, float]]] = {}
         #: Per GPU with gaps: (gap seconds, pageable copy seconds within them).
@@ -557,7 +564,7 @@ class _GapSums:
                 heappush(longest, entry)
             elif entry[:2] > longest[0][:2]:
                 heapreplace(longest, entry)
-            _add_cause(self.causes, g)
+            _add_cause(self.causes, self.said_by, g)
             if g.kind == "pcie_starved" and g.end_mono_ns is not None:
                 self.starved.setdefault(g.gpu, []).append((g.end_mono_ns, g.duration_s))
             if sweep is not None:
@@ -797,14 +804,21 @@ def gaps_by_prover_cause(r: ReportData, gpu: int) -> dict[str, dict[str, float]]
     return r.prover_causes.get(gpu)
 
 
-def _add_cause(causes: dict[int, dict[str, dict[str, float]]], g: Gap) -> None:
-    """Count one gap (in start order) in its GPU's `gaps_by_prover_cause`."""
+def _add_cause(causes: dict[int, dict[str, dict[str, float]]],
+               said_by: dict[int, dict[str, dict[str, int]]], g: Gap) -> None:
+    """Count one gap (in start order) in its GPU's `gaps_by_prover_cause`, and its cause's
+    source in `ReportData.prover_cause_said_by`."""
     if g.prover_cause is None and not g.prover_states:
         return
     entry = causes.setdefault(g.gpu, {}).setdefault(g.prover_cause or "none",
                                                     {"count": 0, "idle_s": 0.0})
     entry["count"] += 1
     entry["idle_s"] += g.duration_s
+    facts = known(g.prover_facts)
+    source = facts.said_by if facts is not None and g.prover_cause is not None else None
+    if source is not None:
+        sources = said_by.setdefault(g.gpu, {}).setdefault(g.prover_cause or "none", {})
+        sources[source] = sources.get(source, 0) + 1
 
 
 def _kind_entry(tally: Tally | None) -> dict[str, float]:

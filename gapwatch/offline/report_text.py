@@ -139,15 +139,34 @@ def _gpu_lines(r: ReportData) -> list[str]:
                    f"(link {fmt.rate(t.link_bytes_per_s)}); {kinds}{low}")
         causes = gaps_by_prover_cause(r, t.gpu)
         if causes:
-            said = ", ".join(f"{v['count']:.0f} {k.replace('_', ' ')}"
-                             for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
-            # The cause is from /status snapshots, or from the log where only it can say
-            # (a pinned-pool fallback, SRS loading, a restart): name both.
-            out.append(f"         where the prover said it waited (its /status or log): {said}")
+            sources = r.prover_cause_said_by.get(t.gpu, {})
+            said = ", ".join(
+                f"{v['count']:.0f} {k.replace('_', ' ')}"
+                f"{_said_by_words(round(v['count']), sources.get(k, {}))}"
+                for k, v in sorted(causes.items(), key=lambda kv: -kv[1]["count"]))
+            # Each cause with what said it: /status snapshots, the log where only it can say
+            # (a pinned-pool fallback, SRS loading, a restart), or /proc (a process on the GPU
+            # replaced, of any name: "its /status or log" credited the prover with it).
+            out.append(f"         where it waited (said by its /status, log or /proc): {said}")
         tail = idle_at_cut_end(t, cut_by(r.header, r.data_after))
         if tail is not None:
             out.append(f"         {tail}")
     return out
+
+
+#: What said a gap's cause (`ProverGapFacts.said_by`), as the GPUs line names it.
+_SAID_BY_WORDS = {"status": "/status", "log": "log", "processes": "/proc"}
+
+
+def _said_by_words(count: int, sources: dict[str, int]) -> str:
+    """" (/proc)" where every one of `count` gaps of a cause was said by one source, else
+    " (2 log, 1 /status)" of those whose source is known; "" where none is."""
+    if not sources:
+        return ""
+    if len(sources) == 1 and sum(sources.values()) == count:
+        return f" ({_SAID_BY_WORDS.get(next(iter(sources)), '?')})"
+    return " (" + ", ".join(f"{n} {_SAID_BY_WORDS.get(k, '?')}"
+                            for k, n in sorted(sources.items(), key=lambda kv: -kv[1])) + ")"
 
 
 def _gap_lines(r: ReportData, all_rows: bool) -> list[str]:

@@ -232,3 +232,32 @@ def test_a_wall_clock_stepped_years_ahead_costs_the_worst_minute_no_window_per_t
     # equal shares, the first that rounding leaves lowest).
     assert worst[0] > 1000.0 + ahead - 60.0
     assert meter._worst_by_sums(g, 6, "pcie", 1.0) == worst
+
+
+def test_a_figure_of_almost_no_copy_time_says_no_copies_to_speak_of_not_a_share() -> None:
+    """The H200 restart recording (a GPU idle through a restart) has 0.004 s of copy time
+    estimated from stray PCIe bytes: its report said "0 % of 0.0 s of copies", a share of
+    noise. Below `MIN_COPY_S` every place that words the figure says there were no copies to
+    speak of; from it on, the share; `--json` and /metrics keep the numbers."""
+    from gapwatch.config import Config
+    from gapwatch.core.chaining import MIN_COPY_S, chain_cell_share
+    from gapwatch.core.health import health_cell
+    from gapwatch.offline.report import build_report, to_json
+    from gapwatch.offline.report_text import format_text
+
+    none = ChainingFigure(0, 0.0, 0.004, "pcie", 60.0, before=0.9)
+    assert none.words() == "chaining: no copies to speak of"
+    assert not none.fell()  # a "fall" to a share of nothing is no fall
+    assert chain_cell_share(none) == "-" and chain_cell_share(None) == "?"
+    assert health_cell(0, None, none).endswith("c  -")  # no copies: not "?" (no reading)
+    some = ChainingFigure(0, 0.0, MIN_COPY_S, "pcie", 60.0)
+    assert some.words() == "chaining 0 %" and chain_cell_share(some) == "0%"
+    assert health_cell(0, None, some).endswith("c  0")
+
+    report = build_report(Path(__file__).parent / "data" / "h200-restart" / "restart.jsonl.gz",
+                          Config(), workers=1)
+    text = format_text(report)
+    assert "  GPU 0: no copies to speak of (under 0.1 s of copy time" in text, text
+    assert "of 0.0 s of copies" not in text
+    figure = to_json(report)["chaining"]["0"]
+    assert figure["share"] == 0.0 and 0.0 < figure["copy_s"] < MIN_COPY_S

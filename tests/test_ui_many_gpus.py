@@ -21,12 +21,15 @@ from ui_fakes import (
     t_ns,
 )
 
+from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.health import health_cell
 from gapwatch.core.models import GpuHealth, StateChange
 from gapwatch.engine.store import SeriesStore
 from gapwatch.ui.app import GapwatchApp
 
 #: One compact GPU cell, whole: the index, a space, the state, busy, RX in GB/s.
+#: A chaining figure of 90 % over a minute's copies, as a health cell shows it (`c 90`).
+NINETY = ChainingFigure(0, 0.9, 1.0, "pcie", 60.0)
 CELL = re.compile(r"[▶ ]\d+ +CHAINED +\d+% RX +[\d.]+G")
 
 
@@ -98,9 +101,9 @@ def test_a_health_cell_writes_a_two_digit_index_apart_from_its_memory() -> None:
     h = GpuHealth(gpu=12, t_mono_ns=0, t_wall_s=WALL0_S, memory_used_bytes=141 << 30,
                   memory_total_bytes=141 << 30, temperature_c=52.0, power_w=455.0,
                   power_limit_w=700.0)
-    assert health_cell(12, h, 0.9, digits=2).startswith("12 141G")
-    assert health_cell(100, h, 0.9, digits=3).startswith("100 141G")
-    assert health_cell(0, h, 0.9) == "0 141G 52° 65% c 90"
+    assert health_cell(12, h, NINETY, digits=2).startswith("12 141G")
+    assert health_cell(100, h, NINETY, digits=3).startswith("100 141G")
+    assert health_cell(0, h, NINETY) == "0 141G 52° 65% c 90"
 
 
 async def test_sixteen_gpus_with_health_show_the_health_of_the_page_shown(
@@ -267,8 +270,8 @@ def test_a_gpu_at_its_power_cap_is_not_flagged_and_one_held_down_by_heat_is() ->
         return GpuHealth(gpu=0, t_mono_ns=0, t_wall_s=WALL0_S, power_w=690.0,
                          power_limit_w=700.0, clocks_event_mask=mask)
 
-    assert "%!c" not in health_cell(0, h(0x4), 0.9) and "power cap" in health_cells(h(0x4))
-    assert "%!c" in health_cell(0, h(0x20), 0.9) and "%!c" in health_cell(0, h(0x24), 0.9)
+    assert "%!c" not in health_cell(0, h(0x4), NINETY) and "power cap" in health_cells(h(0x4))
+    assert "%!c" in health_cell(0, h(0x20), NINETY) and "%!c" in health_cell(0, h(0x24), NINETY)
 
 
 async def test_the_header_flags_only_the_gpu_held_down_by_heat_not_those_at_their_cap(

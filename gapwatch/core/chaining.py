@@ -56,6 +56,13 @@ MAX_PENDING: Final = 4096
 #: A drop from the window before to this one of at least this much is said as "a -> b".
 DROP_SAID: Final = 0.15
 
+#: Copy time below which the figure is no share (s): there were no copies to speak of, and a
+#: share of them is noise (the H200 restart recording's 0.004 s of stray PCIe bytes, its GPU
+#: idle through the restart, said "0 % of 0.0 s of copies"). Said in words in its place
+#: (`ChainingFigure.has_copies`); `--json` and /metrics keep the numbers.
+MIN_COPY_S: Final = 0.1
+NO_COPIES: Final = "no copies to speak of"
+
 Basis = Literal["copies", "pcie"]
 BASIS_WORDS: Final[dict[str, str]] = {
     "copies": "from the copy trace", "pcie": "estimated from PCIe bytes and SM activity",
@@ -75,13 +82,22 @@ class ChainingFigure:
     window_s: float | None
     before: float | None = None
 
+    def has_copies(self) -> bool:
+        """Whether there were copies to speak of (`MIN_COPY_S`): only then is the share said."""
+        return self.copy_s >= MIN_COPY_S
+
     def fell(self) -> bool:
-        """Did it fall by `DROP_SAID` or more from the window before?"""
-        return self.before is not None and self.before - self.share >= DROP_SAID
+        """Did it fall by `DROP_SAID` or more from the window before (to a share of copies to
+        speak of: a fall to a share of nothing is none)?"""
+        return (self.before is not None and self.has_copies()
+                and self.before - self.share >= DROP_SAID)
 
     def words(self, compact: bool = False) -> str:
         """"chaining 93 % → 41 %" when it fell by `DROP_SAID` or more, else "chaining 92 %";
-        `compact` ("chaining 93%→41%") for lines that wrap at spaces (the dashboard's)."""
+        `compact` ("chaining 93%→41%") for lines that wrap at spaces (the dashboard's);
+        "chaining: no copies to speak of" below `MIN_COPY_S` of copy time."""
+        if not self.has_copies():
+            return f"chaining: {NO_COPIES}"
         pct = "%" if compact else " %"
         arrow = "→" if compact else " → "
         now = f"{self.share * 100:.0f}{pct}"
@@ -91,6 +107,15 @@ class ChainingFigure:
 
     def basis_words(self) -> str:
         return BASIS_WORDS[self.basis]
+
+
+def chain_cell_share(f: ChainingFigure | None) -> str:
+    """The figure in a dashboard cell's few columns (`0 chaining  87%`): "87%", "-" for no
+    copies to speak of (`MIN_COPY_S`), "?" for no figure (no reading). The dashboard's header
+    calls it."""
+    if f is None:
+        return "?"
+    return f"{f.share * 100:.0f}%" if f.has_copies() else "-"
 
 
 @dataclass(slots=True)

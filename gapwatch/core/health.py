@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from gapwatch.core.chaining import ChainingFigure
 from gapwatch.core.models import GpuHealth, HardwareEvent
 
 #: NVML's clocks event reasons (nvml.h `nvmlClocksEventReason*`, formerly ThrottleReasons):
@@ -186,7 +187,7 @@ def health_cells(h: GpuHealth | None) -> list[str]:
 HEALTH_CELL_WIDTH: Final = 19
 
 
-def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
+def health_cell(gpu: int, h: GpuHealth | None, chain: ChainingFigure | None,
                 digits: int = 1, *, flagged: bool = False) -> str:
     """One GPU's health in `HEALTH_CELL_WIDTH + digits - 1` columns, `0  60G 52° 64%!c 92`: the
     GPU's index whole in `digits` columns and a space (an index cut to two digits read GPU 100
@@ -194,9 +195,9 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
     (GiB), temperature (°C), power as a share of its limit, `!` when heat or a hardware
     slowdown holds the clocks down (`held_down_words`: not the power cap) or the GPU is in a
     lasting bad state (`flagged`: a row remap failed or pending; the header names either for
-    the selected GPU), the chaining figure (`c`, %); `?` for a missing reading. The help and
-    docs/dashboard.md give the legend."""
-    mem = temp = power = chain = "?"
+    the selected GPU), the chaining figure (`c`, %; `-`: no copies to speak of); `?` for a
+    missing reading. The help and docs/dashboard.md give the legend."""
+    mem = temp = power = chain_text = "?"
     flag = "!" if flagged else " "
     if h is not None:
         if h.memory_used_bytes is not None:
@@ -207,9 +208,9 @@ def health_cell(gpu: int, h: GpuHealth | None, chain_share: float | None,
             power = f"{min(999.0, 100 * h.power_w / h.limit_w):.0f}"
         if held_down_words(h.clocks_event_mask):
             flag = "!"
-    if chain_share is not None:
-        chain = f"{chain_share * 100:.0f}"
-    return f"{gpu:<{digits}} {mem:>3}G{temp:>3}°{power:>3}%{flag}c{chain:>3}"
+    if chain is not None:  # "-": no copies to speak of (`ChainingFigure.has_copies`)
+        chain_text = f"{chain.share * 100:.0f}" if chain.has_copies() else "-"
+    return f"{gpu:<{digits}} {mem:>3}G{temp:>3}°{power:>3}%{flag}c{chain_text:>3}"
 
 
 @dataclass(slots=True)

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from gapwatch.core import fmt
 from gapwatch.core.blind import blind_words
+from gapwatch.core.chaining import MIN_COPY_S, NO_COPIES
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.health import event_words
 from gapwatch.core.models import GAP_KINDS, Gap
@@ -74,6 +75,10 @@ def _chaining_lines(r: ReportData) -> list[str]:
     """The chaining figure per GPU over the run and its worst minute."""
     out = ["Chaining (share of host-to-device copy time that ran while SMs were busy)"]
     for gpu, f in sorted(r.chaining.items()):
+        if not f.has_copies():  # a share of next to no copy time is noise
+            out.append(f"  GPU {gpu}: {NO_COPIES} (under {MIN_COPY_S:g} s of copy time, "
+                       f"{f.basis_words()})")
+            continue
         line = f"  GPU {gpu}: {f.share * 100:.0f} % of {f.copy_s:.1f} s of copies"
         worst = r.chaining_worst.get(gpu)
         if worst is not None and worst[1] < f.share - 0.05:

@@ -349,7 +349,8 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
     rows = []
     for info in snap.gpus:
         f = snap.chaining.get(info.index)
-        chain = f"{f.words()} ({f.basis_words()})" if f is not None else "- (no copies seen)"
+        chain = ("- (no copies seen)" if f is None else f.words() if not f.has_copies()
+                 else f"{f.words()} ({f.basis_words()})")
         health = " ".join([*snap.lasting_states(info.index),
                            *health_cells(snap.health.get(info.index))])
         rows.append([f"GPU{info.index}", chain, health])

@@ -36,6 +36,7 @@ from rich.style import Style
 from rich.text import Text
 
 from gapwatch.core import fmt
+from gapwatch.core.chaining import chain_cell_share
 from gapwatch.core.health import (
     HEALTH_CELL_WIDTH,
     health_cell,
@@ -267,8 +268,7 @@ class GpuHeader(TextLines):
                 lasting = bool(snap.lasting_states(gpu))
                 throttled = (h is not None and bool(held_down_words(h.clocks_event_mask))) \
                     or lasting
-                cell = health_cell(gpu, h, chain.share if chain is not None else None, digits,
-                                   flagged=lasting)
+                cell = health_cell(gpu, h, chain, digits, flagged=lasting)
                 line.append(cell, style("gpu-header--throttle") if throttled
                             else style("gpu-header--health"))
             lines.append(line)
@@ -290,8 +290,7 @@ class GpuHeader(TextLines):
                     line.append(f"{gpu:<{digits}} {short_state(states[0])}".ljust(cell_width),
                                 style("gpu-header--throttle"))
                     continue
-                f = view.snap.chaining.get(gpu)
-                share = "?" if f is None else f"{f.share * 100:.0f}%"
+                share = chain_cell_share(view.snap.chaining.get(gpu))
                 line.append(f"{gpu:<{digits}} chaining {share:>4}".ljust(cell_width),
                             style("gpu-header--health"))
             lines.append(line)
@@ -328,7 +327,9 @@ class GpuHeader(TextLines):
         if chain is not None:
             line.append(" · " if cells else "")
             basis = "copy trace" if chain.basis == "copies" else "PCIe+SM"
-            line.append(f"{chain.words(compact=True)} ({basis})")
+            # No copies to speak of: no figure, so nothing it was estimated from.
+            line.append(f"{chain.words(compact=True)} ({basis})" if chain.has_copies()
+                        else chain.words(compact=True))
         line.truncate(width, overflow="ellipsis")
         return line
 

@@ -61,7 +61,8 @@ health (header; one GPU: in words, several: a cell per GPU)
              ran while SMs were busy (copies overlapped with kernels):
              from the copy trace, else estimated from PCIe bytes and
              SM activity. Falling (93 % -> 41 %) is chaining breaking
-             before gaps pile up
+             before gaps pile up; - (or "no copies to speak of"):
+             under 0.1 s of copies, no share said
 
 states
   CHAINED    the two workers keep the GPU busy

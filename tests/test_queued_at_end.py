@@ -5,9 +5,12 @@ it, inside the workers where they all held one), whether its GPU_PICKUP came aft
 never. A gap whose queued work no worker took before the recording ended says so, and when it
 ended, in its hint, the advice and the replay the dashboard shows alike.
 
-The committed H200 pageable run: its last gap (10:04:13.956, 0.96 s) had five partitions queued
-for the GPU at its start (porep-1000-1 partition 4, queued at 10:04:01.600 and never proved, then
-its partitions 8, 9 and porep-1000-2 partitions 0, 1); worker 1's prove_start returned
+The committed H200 pageable run: its last gap (10:04:13.956, 0.96 s) had four partitions queued
+for the GPU at its start (porep-1000-1 partitions 8, 9 and porep-1000-2 partitions 0, 1; its
+partition 4, queued at 10:04:01.600 and never proved, is no longer taken as queued once its
+partition 5 was picked up at 10:04:07.406: cuzk's queue pops the least (job_seq, partition) first,
+so in cuzk it was not in the queue then, its pickup line lost; the load generator's own queue
+is first come, first served, and let it wait); worker 1's prove_start returned
 at 10:04:14.199 and no worker picked anything up again (the load generator stopped: truth.json
 says stopped_by "duration"); the log's last line is at 10:04:15.730, the recording's last sample
 at 10:04:18.245. Its hint said "synthesis did not keep up with the GPU?", its advice "the GPU
@@ -43,7 +46,7 @@ START_S, END_S = 1796033053.9564822, 1796033054.9157364
 RECORDING_END_S = 1796033058.245781
 #: What the gap's prover phrase says, its cause's words and their fact first.
 DISPATCH = ("a dispatch stall inside the prover (synthesised partitions waiting while a worker "
-            "is idle; 5 partition(s) queued, none picked up")
+            "is idle; 4 partition(s) queued, none picked up")
 AT_END = " by the recording's end at 10:04:18.245)"
 
 
@@ -54,7 +57,7 @@ def _log_events() -> tuple[LogEvent, ...]:
 
 
 def test_partitions_queued_through_a_host_stall_with_a_worker_free_are_a_dispatch_stall() -> None:
-    """As the gap closes (the lines up to its end read, as live): the five partitions queued
+    """As the gap closes (the lines up to its end read, as live): the four partitions queued
     at its start, none picked up by its end, a worker free for most of it."""
     facts = PipelineFacts()
     for ev in _log_events():
@@ -62,11 +65,11 @@ def test_partitions_queued_through_a_host_stall_with_a_worker_free_are_a_dispatc
             facts.feed(ev)
     view = facts.log_view(0, START_S, END_S, "host_stall")
     assert view.cause == "dispatch_stall"
-    assert view.detail == "5 partition(s) queued, none picked up"
+    assert view.detail == "4 partition(s) queued, none picked up"
     assert view.worker_free
     assert view.evidence[0].startswith(
-        "partition 4 of porep-1000-1 was queued for the GPU (GPU_QUEUE) at 10:04:01.600, before "
-        "the gap, and not picked up (no GPU_PICKUP of it read) by its end, 4 more queued with "
+        "partition 8 of porep-1000-1 was queued for the GPU (GPU_QUEUE) at 10:04:08.969, before "
+        "the gap, and not picked up (no GPU_PICKUP of it read) by its end, 3 more queued with "
         "it"), view.evidence
     assert view.evidence[1].startswith("a GPU worker of GPU 0 was free for 0.7 s of the 1.0 s "
                                        "gap"), view.evidence
@@ -78,10 +81,10 @@ def test_partitions_queued_through_a_host_stall_with_a_worker_free_are_a_dispatc
     facts.end(RECORDING_END_S)
     ended = facts.log_view(0, START_S, END_S, "host_stall")
     assert (ended.cause, ended.detail) == (
-        "dispatch_stall", "5 partition(s) queued, none picked up by the recording's end at "
+        "dispatch_stall", "4 partition(s) queued, none picked up by the recording's end at "
         "10:04:18.245")
     assert ended.evidence[-1].startswith(
-        "none of these 5 partition(s) was picked up before the recording ended at 10:04:18.245 "
+        "none of these 4 partition(s) was picked up before the recording ended at 10:04:18.245 "
         "(the log's last line at 10:04:15.730): the prover took no more work"), ended.evidence
     assert ended.facts.queued_at_end
 
@@ -139,7 +142,7 @@ def test_status_snapshots_of_the_same_gap_say_the_same_cause_and_the_recordings_
     ended = acc.view(END_S, START_S, "host_stall", END_S)
     assert ended.words == (
         "prover status: a dispatch stall inside the prover (synthesised partitions waiting "
-        "while a worker is idle; 5 in synth_done; 5 partition(s) queued, none picked up by the "
+        "while a worker is idle; 5 in synth_done; 4 partition(s) queued, none picked up by the "
         "recording's end at 10:04:18.245)")
     assert isinstance(ended.facts, ProverGapFacts) and ended.facts.queued_at_end
 

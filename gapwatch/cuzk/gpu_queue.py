@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 from gapwatch.core import fmt
 from gapwatch.core.models import LogEvent, ProverEvent
+from gapwatch.cuzk.log_lines import PIPELINE_SEQ_MESSAGE
 
-SEQ_MESSAGE = "assigned pipeline sequence number"
+SEQ_MESSAGE = PIPELINE_SEQ_MESSAGE
 #: Items followed at once (a partitioned job queues 10 partitions; jobs beyond are forgotten
 #: oldest first, never said lost).
 MAX_QUEUED = 4096

@@ -54,6 +54,12 @@ WORKER_STARTED_MESSAGE = "pipeline GPU worker started"
 #: `job enqueued job_id proof_kind priority queue_position` (scheduler.rs:67-73, INFO): a request
 #: arrived (gRPC SubmitProof or Prove, engine.rs:3519-3554); every request passes there.
 JOB_ENQUEUED_MESSAGE = "job enqueued"
+#: `assigned pipeline sequence number job_id job_seq` (engine.rs:2296, INFO; SnapDeals' at
+#: 2449): a PoRep or SnapDeals job's place in its run's GPU queue order. `job_seq` counts up from
+#: 0 each run (engine.rs:1431, 2295, 2448, one counter for both), the queue pops the least
+#: (job_seq, partition) first (engine.rs:28-79).
+PIPELINE_SEQ_MESSAGE = "assigned pipeline sequence number"
+SEQ_MESSAGES = (PIPELINE_SEQ_MESSAGE, "assigned SnapDeals pipeline sequence number")
 #: cuzk-daemon main.rs:63, the first line a daemon writes.
 DAEMON_STARTING_MESSAGE = "cuzk-daemon starting"
 #: main.rs:64 (`info!(listen = %config.daemon.listen, "configuration loaded")`): its gRPC

@@ -107,6 +107,7 @@ from gapwatch.cuzk.log_lines import (
     POOL_ALLOCATED_MESSAGE,
     PROCESSING_BATCH_MESSAGE,
     RAYON_THREADS_MESSAGE,
+    SEQ_MESSAGES,
     SINGLE_SYNTH_FAILED_MESSAGES,
     SRS_EVICTED_MESSAGE,
     SRS_LOADED_MESSAGE,
@@ -195,7 +196,9 @@ _TRACING_MESSAGES = frozenset((
     MONOLITHIC_PROCESSING_MESSAGE, MONOLITHIC_COMPLETED_MESSAGE, *MONOLITHIC_FAILED_MESSAGES,
     JOB_ENQUEUED_MESSAGE, *SINGLE_SYNTH_FAILED_MESSAGES, *GPU_WORKER_FAILED_MESSAGES,
     *SYNC_DONE_MESSAGES, *PARTITION_SYNTH_FAILED_MESSAGES, GPU_THREADS_MESSAGE,
-    RAYON_THREADS_MESSAGE))
+    RAYON_THREADS_MESSAGE, *SEQ_MESSAGES))
+#: A job's place in its run's GPU queue order (`DaemonRun.sequenced`).
+_SEQ_MESSAGES = frozenset(SEQ_MESSAGES)
 #: A partition's synthesis failed: cuzk writes this ERROR line (with `job_id partition`) in
 #: place of its SYNTH_END (engine.rs:1784, 1810): it is no longer in flight (`SynthFlight`).
 _PARTITION_SYNTH_FAILED = frozenset(PARTITION_SYNTH_FAILED_MESSAGES)
@@ -275,6 +278,10 @@ COPIES_UNDER_LOCK_HINT = (
 #: A GPU_QUEUE this close after a gap's start (or before its end) counts as "during" it: log
 #: lines are stamped to the ms, samples place the gap's edges to ~0.1 s.
 EDGE_SLACK_S = 0.25
+#: How long after a partition's GPU_QUEUE a pickup of a greater key shows it no longer queued
+#: (`DaemonRun.picked`): the line is written just before the push (engine.rs:1778-1779), TIMELINE
+#: offsets are whole milliseconds, and a thread may be preempted between the two.
+QUEUE_RACE_S = 0.1
 
 
 def max_concurrent_of(total_bytes: int) -> int:
@@ -692,8 +699,8 @@ class DaemonRun:
     `[scheduler] max_batch_wait_ms` and the stretches its batch collector held a request
     (`PipelineFacts._batch_sent`); its dispatch pacer target."""
 
-    __slots__ = ("synth", "queued", "queue_times", "run", "batch_wait_ms", "batch_first_s",
-                 "batch_holds", "pacer_target")
+    __slots__ = ("synth", "queued", "queue_times", "job_seqs", "run", "batch_wait_ms",
+                 "batch_first_s", "batch_holds", "pacer_target")
 
     def __init__(self) -> None:
         self.synth = SynthFlight()
@@ -701,6 +708,9 @@ class DaemonRun:
         #: times of each GPU_QUEUE (synthesis done, ready for the GPU).
         self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
+        #: job -> (its `job_seq` in this run, when that line was read), oldest first: the GPU
+        #: queue's order between jobs (`picked`).
+        self.job_seqs: OrderedDict[str, tuple[int, float]] = OrderedDict()
         self.run = RunStream()
         #: Its run's dispatcher line's `max_batch_wait_ms`, and the (from, until) stretches its
         #: batch collector held a request: they do not overlap (one batch pending at a time).
@@ -716,10 +726,55 @@ class DaemonRun:
         """Its start line (`starting cuzk engine`) read on `stream` at `t_s`: what its old run
         held died with it; its new run is followed whole from here."""
         self.synth.new_run(t_s)
-        self.queued.clear()
+        self.forget_before(t_s)
         self.run.started(stream)
         self.batch_wait_ms = None  # the new run's dispatcher line says its own
         self.batch_first_s = None
+
+    def forget_before(self, t_s: float) -> None:
+        """Its run ended by `t_s` (a restart: its start line, or one only `/status` uptime or a
+        new pid told, `PipelineFacts._restarted`): what it had queued for the GPU died with it,
+        and `job_seq` counts from 0 again. What was queued after `t_s` is the new run's."""
+        for key in [k for k, q in self.queued.items() if q <= t_s]:
+            del self.queued[key]
+        for job in [j for j, (_, read_s) in self.job_seqs.items() if read_s <= t_s]:
+            del self.job_seqs[job]
+
+    def sequenced(self, job: str, job_seq: int, t_s: float) -> None:
+        """`assigned pipeline sequence number` of `job`, read at `t_s`."""
+        seqs = self.job_seqs
+        seqs[job] = (job_seq, t_s)
+        seqs.move_to_end(job)
+        if len(seqs) > HISTORY:
+            seqs.popitem(last=False)
+
+    def picked(self, key: tuple[str, int], t_s: float) -> float | None:
+        """GPU_PICKUP of `key` (job, partition) at `t_s`: when it was queued (None: not read),
+        and the partitions it shows no longer queued let go. cuzk's GPU queue pops its least
+        key (job_seq, partition) (`PriorityWorkQueue::try_pop`, engine.rs:28-79): a partition
+        of a smaller key still listed when this one was popped was not in the queue then, its
+        own GPU_PICKUP line lost or not parsed. Kept there, it made every later host stall of
+        the GPU a dispatch stall naming it. The queue is no FIFO: a partition queued earlier
+        with a greater key (a later partition of the job, synthesised first) is popped later
+        and stays. Only a pickup `QUEUE_RACE_S` after the partition's GPU_QUEUE counts (cuzk
+        writes that line just before the push, engine.rs:1778-1779: a worker may pop in
+        between)."""
+        queued_s = self.queued.pop(key, None)
+        if self.queued:
+            stale = [k for k, q in self.queued.items()
+                     if q < t_s - QUEUE_RACE_S and self._before(k, key)]
+            for k in stale:
+                del self.queued[k]
+        return queued_s
+
+    def _before(self, key: tuple[str, int], picked: tuple[str, int]) -> bool:
+        """Is `key` known to come before `picked` in the GPU queue's order: a lower partition of
+        the same job, or a partition of a job whose `job_seq` is the lower (both read)?"""
+        job, part = key
+        if job == picked[0]:
+            return part < picked[1]
+        mine, theirs = self.job_seqs.get(job), self.job_seqs.get(picked[0])
+        return mine is not None and theirs is not None and mine[0] < theirs[0]
 
     @property
     def pacer_on(self) -> bool:
@@ -1070,9 +1125,13 @@ class PipelineFacts(_Limits):
             self.churn.restart()
             for e in restarts:  # what its GPU workers held died with its old run
                 self.holds.restarted(daemon, e.t_wall_s)
-            # Until the new run's start line is read, no failure naming no job is placed.
+            # Until the new run's start line is read, no failure naming no job is placed; what
+            # the old run had queued for the GPU died with it (a restart no start line told:
+            # INFO filtered out, /status uptime or a new pid its only sign).
             for run in (self.daemon_runs if daemon is None else [self._daemon_run(daemon)]):
                 run.run.lost()
+                for e in restarts:
+                    run.forget_before(e.t_wall_s)
         over = self.over_budget
         if over is not None and any(e.t_wall_s > over.t_s for e in restarts):
             self.over_budget = None
@@ -1123,7 +1182,7 @@ class PipelineFacts(_Limits):
                 if len(queued) > HISTORY:
                     queued.popitem(last=False)
             elif name == "GPU_PICKUP":
-                since = self._run_of(ev.stream).queued.pop(key, None)
+                since = self._run_of(ev.stream).picked(key, t)
                 if since is not None:
                     self.queue_waits.append(QueueWait(job, part, since, t, ev.gpu,
                                                       self.restarts.daemon_of(ev.stream)))
@@ -1213,6 +1272,10 @@ class PipelineFacts(_Limits):
             run = self._run_of(ev.stream)
             if run.batch_first_s is None and f.get("proof_kind") in _BATCHED_KINDS:
                 run.batch_first_s = t
+        elif msg in _SEQ_MESSAGES:
+            seq = count_field(f.get("job_seq"))
+            if ev.job_id is not None and seq is not None:
+                self._run_of(ev.stream).sequenced(ev.job_id, seq, t)
         elif msg in _MONOLITHIC_LINES:
             self._monolithic_worker(ev)
         elif msg in _PARTITION_SYNTH_FAILED:

@@ -25,12 +25,15 @@ from functools import cache
 from pathlib import Path
 
 from cuzk_fakes import cuzk_doc
+from parsed_logs import events_of_lines
 from sim_recordings import report_of
+from test_gap_prover_facts import _detected
+from test_paths_advice import _wall
 
 from gapwatch.config import build_config
 from gapwatch.core.evidence_types import ProverGapFacts
 from gapwatch.core.models import Gap, LogEvent
-from gapwatch.cuzk.advice import advise
+from gapwatch.cuzk.advice import advice_lines, advise
 from gapwatch.cuzk.pipeline import PipelineFacts
 from gapwatch.cuzk.prover import CuzkGap, view_of
 from gapwatch.cuzk.status import parse_status
@@ -167,3 +170,26 @@ def test_a_window_that_ends_before_the_recording_says_nothing_of_its_end() -> No
         rt.stop()
     [shown] = [g for g in rt.store.snapshot().gaps if g.kind == "host_stall" and not g.retracted]
     assert shown.hint.startswith(f"prover log: {DISPATCH});"), shown.hint
+
+
+def test_work_queued_with_no_worker_holds_read_is_never_said_to_have_had_a_worker_free() -> None:
+    """No GPU_PICKUP of any worker and no `initializing GPU workers` line read: the queue wait
+    alone makes the gap a dispatch stall, but nothing showed a worker free. The hint said
+    "synthesised partitions waiting while a worker is idle", the advice "a GPU worker was free"
+    (final_read3 review, item 5): now they say the work was queued and not taken, no worker's
+    holds read."""
+    t0 = _wall("14:00:00")
+    events = events_of_lines([
+        "2026-05-12T14:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine",
+        "TIMELINE,1000,GPU_QUEUE,porep-1000-1,partition=3"])
+    gaps, prover = _detected(events, t0, t0 + 8.0, (t0 + 5.0, t0 + 6.0))
+    [gap] = gaps
+    assert gap.prover_cause == "dispatch_stall"
+    assert isinstance(gap.prover_facts, ProverGapFacts) and gap.prover_facts.queued_at_end
+    assert "worker is idle" not in gap.hint and "worker free" not in gap.hint, gap.hint
+    assert "no GPU worker's holds read" in gap.hint, gap.hint
+    [note] = advise([gap], view_of(prover.facts())).no_setting
+    assert "worker was free" not in note.why, note.why
+    assert "no GPU worker's holds read" in note.why, note.why
+    text = "\n".join(advice_lines(advise([gap], view_of(prover.facts()))))
+    assert "worker is idle" not in text and "worker was free" not in text, text

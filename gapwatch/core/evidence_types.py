@@ -205,6 +205,11 @@ class ProverGapFacts(Struct, frozen=True, gc=False, omit_defaults=True):
     #: stand-in is `python3`): its advice says what /proc showed, never the prover's own
     #: restart procedure.
     replaced_process: bool = False
+    #: The gap is the log's dispatch stall (partitions queued through it, not taken) with no
+    #: worker's holds read showing a GPU worker free (`HeldOver.free_shown`): none read at all,
+    #: or only fewer workers seen holding work than the GPU has. Its words never say a worker
+    #: was free. False where one was shown, or `/status` showed a worker idle.
+    worker_free_unshown: bool = False
 
 
 class LinkDown(Struct, frozen=True, gc=False):

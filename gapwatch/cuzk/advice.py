@@ -117,7 +117,9 @@ STALL_WORDS: dict[str, str] = {
     "waits_on_budget": "the next synthesis waits on cuzk's memory budget",
     "pacer_hold": "the dispatch pacer holds synthesis back",
     "srs_loading": "cuzk loads the SRS",
-    "dispatch_stall": "synthesised partitions wait while a GPU worker is idle",
+    # Not "while a GPU worker is idle": the log's queue wait alone, no worker's holds read,
+    # makes one too (its evidence and no-setting note say whether a worker was shown free).
+    "dispatch_stall": "synthesised partitions wait in the GPU queue, not taken by a GPU worker",
     "monolithic": "PoSt or other monolithic work (a batch, the pipeline off)",
     "pinned_pool": "a/b/c copied from pageable memory: the pinned pool could not pin",
     "first_synthesis": "a/b/c of a first wave (a circuit type's first proof in a run of cuzk) "
@@ -327,6 +329,9 @@ class StallGaps:
     #: Gaps whose queued partitions no worker took before the data ended
     #: (`ProverGapFacts.queued_at_end`).
     queued_at_end: int = 0
+    #: Of those, the ones with no worker's holds read showing a GPU worker free
+    #: (`ProverGapFacts.worker_free_unshown`).
+    queued_at_end_unshown: int = 0
     #: Of an empty pipeline's gaps, what started each one's new work, as its own daemon ran
     #: (`ProverGapFacts.new_work_pacer_target`, `new_work_at_once`): the gaps whose daemon's
     #: dispatch pacer paced it, by that pacer's `gpu_queue_target`; those whose free workers
@@ -371,6 +376,7 @@ class StallGaps:
         self.over_budget = self.over_budget or facts.over_budget
         self.batch_held = self.batch_held or facts.batch_held
         self.queued_at_end += facts.queued_at_end
+        self.queued_at_end_unshown += facts.queued_at_end and facts.worker_free_unshown
         if self.stall == EMPTY_PIPELINE_CAUSE:
             target = facts.new_work_pacer_target
             if target is not None:
@@ -1261,22 +1267,36 @@ def _new_work_facts(gaps: StallGaps, pipeline: PipelineView) -> list[str]:
     return out
 
 
-#: Of dispatch stalls whose queued partitions no worker took before the recording ended.
+#: Of dispatch stalls whose queued partitions no worker took before the recording ended
+#: (`{free}`: whether a GPU worker was shown free, `_worker_free_words`).
 _QUEUED_AT_END = (
-    "the partitions were synthesised (no synthesis shortfall) and a GPU worker was free, but "
+    "the partitions were synthesised (no synthesis shortfall) and {free}, but "
     "none was picked up before the recording ended (GPU_QUEUE with no GPU_PICKUP after): the "
     "prover took no more work at the recording's end (its load ended, a shutdown, a hung "
     "worker?), or the recording ended first; a run's end, not a stall a setting closes")
+
+
+def _worker_free_words(at_end: int, unshown: int) -> str:
+    """Whether a GPU worker was free during the `at_end` gaps of work queued to the recording's
+    end: said only of those whose worker holds read showed one (`unshown` did not)."""
+    if unshown == 0:
+        return "a GPU worker was free"
+    if unshown == at_end:
+        return "queued, with no GPU worker's holds read showing one free"
+    return (f"a GPU worker was free in {at_end - unshown} of them (in {unshown}, no GPU "
+            "worker's holds read showing one free)")
 
 
 def _queued_at_end_words(gaps: StallGaps) -> str:
     """Why no setting closes dispatch stalls some of which (`StallGaps.queued_at_end`) are
     the recording's end with work left queued: said of those, and the upstream reason of the
     others where there are any."""
+    at_end = _QUEUED_AT_END.format(
+        free=_worker_free_words(gaps.queued_at_end, gaps.queued_at_end_unshown))
     if gaps.queued_at_end == len(gaps):
-        return f"no cuzk setting: {_QUEUED_AT_END}"
+        return f"no cuzk setting: {at_end}"
     return (f"{_NO_SETTING['dispatch_stall']}; {gaps.queued_at_end} of these {len(gaps)} "
-            f"gap(s) at the recording's end: {_QUEUED_AT_END}")
+            f"gap(s) at the recording's end: {at_end}")
 
 
 _NO_PINNED_POOL_FAILURE = (

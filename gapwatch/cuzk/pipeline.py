@@ -282,6 +282,10 @@ EDGE_SLACK_S = 0.25
 #: (`DaemonRun.picked`): the line is written just before the push (engine.rs:1778-1779), TIMELINE
 #: offsets are whole milliseconds, and a thread may be preempted between the two.
 QUEUE_RACE_S = 0.1
+#: The hint's words for the log's dispatch stall where no worker's holds were read: the queue
+#: wait alone says it (`PipelineFacts._queue_wait_view`), no worker shown idle.
+NO_HOLDS_LEAD = ("synthesised partitions queued for the GPU and not taken (a dispatch stall, or "
+                 "every GPU worker busy: no GPU worker's holds read)")
 
 
 def max_concurrent_of(total_bytes: int) -> int:
@@ -1989,17 +1993,22 @@ class PipelineFacts(_Limits):
             detail = f"partition {part} {p - q:.1f} s in the GPU queue"
             left = None
         tail = [] if left is None else [left]
-        facts = NO_FACTS if left is None else ProverGapFacts(queued_at_end=True)
         from_s, until_s = max(start_s, q), min(end_s, p)
         if until_s <= from_s:  # the edges' slack: the wait met the gap only at its edges
             from_s, until_s = start_s, end_s
         held = self._held_over(gpu, daemon, from_s, until_s)
         if held is None or (held.free_s * 2 >= until_s - from_s):
+            # A dispatch stall by the queue wait; a worker free only where the holds show one.
+            shown = held is not None and held.free_shown
+            facts = ProverGapFacts(queued_at_end=left is not None, worker_free_unshown=not shown)
             evidence = [queued]
             if held is not None:
                 evidence.append(_free_words(held, from_s, until_s, gpu))
-            return LogView("dispatch_stall", evidence + tail, detail,
-                           worker_free=held is not None and held.free_shown, facts=facts)
+            else:
+                evidence.append(_no_holds_words(gpu))
+            return LogView("dispatch_stall", evidence + tail, detail, worker_free=shown,
+                           facts=facts, lead="" if held is not None else NO_HOLDS_LEAD)
+        facts = NO_FACTS if left is None else ProverGapFacts(queued_at_end=True)
         return LogView("inside_workers", [
             f"{_held_words(held, gpu)} for {until_s - from_s - held.free_s:.1f} s of the "
             f"{until_s - from_s:.1f} s gap ({', '.join(h.words(until_s) for h in held.holds)}; "
@@ -2201,6 +2210,13 @@ def _held_words(held: HeldOver, gpu: int) -> str:
             "a partition" if what == "partitions" else "work")
     every = "both" if held.workers == 2 else f"all {held.workers}"
     return f"{every} GPU workers of GPU {gpu} held {what}"
+
+
+def _no_holds_words(gpu: int) -> str:
+    """A dispatch stall's evidence where no worker's holds were read (`_held_over` None)."""
+    return (f"no GPU worker's holds read for GPU {gpu} (no GPU_PICKUP naming a worker of it, no "
+            f"'{INIT_WORKERS}' line): the partition was queued and not taken, whether a worker "
+            "was free to take it is not shown")
 
 
 def _free_words(held: HeldOver, from_s: float, until_s: float, gpu: int) -> str:

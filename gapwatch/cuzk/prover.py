@@ -88,12 +88,16 @@ def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
     snapshot just before the gap (the gap was shorter than the poll period); `said_by`: the
     prover's /status said it ("status"), its log ("log"), or NVML's processes on the GPU (a
     restart seen as a new cuzk pid, or a process replaced: "processes"); `lead`: the cause's
-    words where this gap's differ from its own (a restart /proc alone showed, of a process not
-    known to be cuzk's: `gapwatch.cuzk.restarts.REPLACED_LEAD`)."""
+    words where this gap's differ from its own, said in place of its words and its fact (a
+    restart /proc alone showed, of a process not known to be cuzk's:
+    `gapwatch.cuzk.restarts.REPLACED_LEAD`; a dispatch stall with no worker's holds read:
+    `gapwatch.cuzk.pipeline.NO_HOLDS_LEAD`)."""
     entry = PROVER_CAUSE_WORDS.get(cause or "")
     if entry is None:
         return ""
     own, fact = entry
+    if lead:
+        fact = ""
     lead = lead or own
     inside = "; ".join(x for x in (fact, detail) if x)
     when = "" if during else " (as of just before the gap)"
@@ -210,6 +214,9 @@ class CuzkGap:
                 # queued to the recording's end: the log's, which does, joins it.
                 detail = f"{detail}; {log.detail}"
             detail = detail or log.detail
+            if said_by == "status" and facts.worker_free_unshown:
+                # The snapshots' dispatch stall rests on a worker /status showed idle.
+                facts = replace(facts, worker_free_unshown=False)
         if kind == "pcie_starved" and cause != "pinned_pool":
             pool = self.facts.pool_said()
             if pool.churn_line is not None:

@@ -307,6 +307,11 @@ class CuzkLog:
                    target="cuzk_core::pipeline",
                    span=f'synthesize_partition{{job_id="{job_id}" partition={p}}}: ')
         self.timeline("SYNTH_END", job_id, f"partition={p},synth_ms={synth_ms}")
+
+    def gpu_queue(self, job_id: str, p: int) -> None:
+        """GPU_QUEUE, written once the partition is in the GPU queue: cuzk writes it as it adds
+        the partition to a queue that never blocks (engine.rs:1778-1779); written before this
+        generator's blocking put, a partition still waiting to go in read as queued."""
         self.timeline("GPU_QUEUE", job_id, f"partition={p}")
 
     def gpu_pickup(self, job_id: str, worker: int, p: int,
@@ -718,6 +723,7 @@ class Run:
         self._mu = threading.Lock()   # guards intervals, errors, seq
         self.ready: queue.Queue[tuple[Any, ...]] = queue.Queue(maxsize=params.queue_depth)
         self.free_slots: queue.Queue[int] = queue.Queue()
+        self._put_lock = threading.Lock()  # synthesis threads putting into `ready`
         self._seq = 0
         self.tracker = PipelineTracker(params.gpu, 2, params.synth_workers)
 
@@ -738,13 +744,19 @@ class Run:
         self.stopped_by = "error"
         self.stop.set()
 
-    def wait_put(self, q: queue.Queue[Any], item: Any) -> bool:
+    def queue_for_gpu(self, item: tuple[Any, ...], job: str, jp: int) -> bool:
+        """Put a synthesised partition in the GPU queue, writing GPU_QUEUE as it goes in (as
+        cuzk does, engine.rs:1778-1779, into a queue that never blocks): never while it waits
+        for room (it read as queued, and at the run's end as never picked up), never after a
+        worker could take it (GPU_PICKUP before GPU_QUEUE). Only synthesis threads put, one at
+        a time under `_put_lock`, so room seen is room kept until the put. False: stopped."""
         while not self.stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
+            with self._put_lock:
+                if not self.ready.full():
+                    self.log.gpu_queue(job, jp)
+                    self.ready.put_nowait(item)
+                    return True
+            self.stop.wait(0.005)
         return False
 
     def wait_get(self, q: queue.Queue[Any]) -> Any | None:
@@ -945,7 +957,7 @@ def _synth_loop(run: Run, be: Any, slots: list[list[Any]], tid: int) -> None:
             run.tracker.synth_end(job, jp)
             started = None
             run.log.synth_end(job, jp, synth_ms, p.pinned)
-            if not run.wait_put(run.ready, (seq, job, jp, bufs, slot, synth_ms)):
+            if not run.queue_for_gpu((seq, job, jp, bufs, slot, synth_ms), job, jp):
                 return
             del bufs
     except Exception:  # noqa: BLE001 - reported loudly, stops the run
@@ -1181,6 +1193,7 @@ def _dry_run(p: Params) -> int:
     job, jp = job_of(0, p.job_prefix)
     log.synth_start(job, jp, p.pinned, p.abc_mib)
     log.synth_end(job, jp, 812, p.pinned)
+    log.gpu_queue(job, jp)
     log.gpu_pickup(job, 0, jp)
     log.cpp(lock_acquired_line(30, 0))
     for line in lock_region_lines(30, 900, 901, 935):

@@ -231,3 +231,32 @@ def test_without_torch_the_real_backend_explains_itself(tmp_path: Path) -> None:
         assert rc == 2
     else:
         pytest.skip("torch is installed here")
+
+
+def test_a_partition_is_logged_queued_for_the_gpu_only_once_it_is_in_the_queue(
+        tmp_path: Path) -> None:
+    """cuzk writes GPU_QUEUE as it adds a synthesised partition to its GPU queue (engine.rs
+    1778-1779), which never blocks; the load generator wrote it before a blocking put into its
+    small queue, so a partition whose synthesis thread was still waiting to put it read as
+    queued, and at the run's end as never picked up (an H200 run's last partition). Queued but
+    not picked up at the end: at most what the queue holds."""
+    log_path, truth = tmp_path / "combined.log", tmp_path / "truth.json"
+    rc = lg.main(["--scenario", "pageable", "--fake", "--hogs", "0", "--abc-mib", "64",
+                  "--compute-s", "0.4", "--synth-threads", "3", "--queue-depth", "1",
+                  "--duration", "2", "--stdout-log", str(log_path), "--stderr-log",
+                  str(log_path), "--truth", str(truth)])
+    assert rc == 0
+    text = log_path.read_text()
+    queued = {line.rsplit(",", 1)[1] + line.split(",")[3] for line in text.splitlines()
+              if ",GPU_QUEUE," in line}
+    picked = {line.rsplit(",", 1)[1].replace("worker=0,", "").replace("worker=1,", "")
+              + line.split(",")[3] for line in text.splitlines() if ",GPU_PICKUP," in line}
+    assert queued and picked
+    assert len(queued - picked) <= 1, sorted(queued - picked)
+    # Each partition queued before it is picked up, as in cuzk's log.
+    order = [("Q" if ",GPU_QUEUE," in line else "P", line.split(",")[3] + line.rsplit("=", 1)[1])
+             for line in text.splitlines() if ",GPU_QUEUE," in line or ",GPU_PICKUP," in line]
+    first: dict[str, str] = {}
+    for what, key in order:
+        first.setdefault(key, what)
+    assert set(first.values()) == {"Q"}

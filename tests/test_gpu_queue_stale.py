@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from parsed_logs import events_of_lines
 
-from gapwatch.core.models import ProverStatus
+from gapwatch.core.models import ProcessMemory, ProverStatus
 from gapwatch.cuzk.pipeline import PipelineFacts
 
 #: The start line: 14:00:00 is TIMELINE offset 0.
@@ -113,3 +113,32 @@ def test_a_restart_seen_only_by_status_uptime_empties_its_daemons_gpu_queue() ->
     assert facts.restarts.first.restarts == 1
     assert facts.queued_at(T0 + 299.0, 0) == 0
     assert cause_of_gap(facts, 350.0, 351.0) != "dispatch_stall"
+
+
+def _cuzk_on_gpu(t_s: float, pid: int) -> ProcessMemory:
+    """NVML's list: cuzk's process `pid` read on GPU 0 at `t_s`."""
+    return ProcessMemory(int(t_s * 1e9), t_s, 0, pid, "cuzk-daemon", 1, 1)
+
+
+def test_a_restart_seen_only_by_a_new_pid_keeps_the_new_runs_partitions_queued_before_its_first_reading() -> None:
+    """INFO filtered out, no /status: a new cuzk pid is the only sign, first read at the new
+    run's first CUDA work, minutes after its start (final_read4 review, defect 3). The old
+    run's partition (queued while its pid was read) died with it; the new run's, queued after
+    the old pid's last reading and before the new pid's first, is its own and still waits."""
+    start, old, new = events_of_lines([START, tl(50_000, "GPU_QUEUE", JOB, "partition=3"),
+                                       tl(300_000, "GPU_QUEUE", LATER, "partition=0")])
+    assert (old.t_wall_s, new.t_wall_s) == (T0 + 50.0, T0 + 300.0)
+    facts = PipelineFacts()
+    facts.feed(start)
+    facts.feed_process(_cuzk_on_gpu(T0 + 10.0, 4242))
+    facts.feed(old)
+    for t in (100.0, 200.0):  # the old run's pid, last read at +200 s
+        facts.feed_process(_cuzk_on_gpu(T0 + t, 4242))
+    facts.feed(new)
+    facts.feed_process(_cuzk_on_gpu(T0 + 400.0, 5151))  # the new run's first CUDA work
+    assert facts.restarts.first.restarts == 1
+    assert facts.queued_at(T0 + 450.0, 0) == 1
+    view = facts.log_view(0, T0 + 410.0, T0 + 411.0, "host_stall")
+    assert view.cause == "dispatch_stall"
+    assert any("partition 0 of porep-1000-2" in e for e in view.evidence), view.evidence
+    assert not any("porep-1000-1" in e for e in view.evidence), view.evidence

@@ -737,8 +737,9 @@ class DaemonRun:
 
     def forget_before(self, t_s: float) -> None:
         """Its run ended by `t_s` (a restart: its start line, or one only `/status` uptime or a
-        new pid told, `PipelineFacts._restarted`): what it had queued for the GPU died with it,
-        and `job_seq` counts from 0 again. What was queued after `t_s` is the new run's."""
+        new pid told, `PipelineFacts._restarted`; for a new pid, the old pid's last reading):
+        what it had queued for the GPU died with it, and `job_seq` counts from 0 again. What
+        was queued after `t_s` is the new run's."""
         for key in [k for k, q in self.queued.items() if q <= t_s]:
             del self.queued[key]
         for job in [j for j, (_, read_s) in self.job_seqs.items() if read_s <= t_s]:
@@ -1117,11 +1118,14 @@ class PipelineFacts(_Limits):
         runs = self.daemon_runs
         return [runs[d] for d in self.restarts.of_gpu(gpu) if d < len(runs)]
 
-    def _restarted(self, events: list[ProverEvent], daemon: int | None) -> None:
+    def _restarted(self, events: list[ProverEvent], daemon: int | None,
+                   old_alive_s: float | None = None) -> None:
         """The restarts `RestartWatch` said of `daemon` (its start lines, `/status` uptime
-        going back; None: not known whose, every daemon's): the new run's pool is empty, its
-        re-pins no churn of the old one's frees, and a request over the budget made before one
-        died with its process."""
+        going back, a new pid; None: not known whose, every daemon's): the new run's pool is
+        empty, its re-pins no churn of the old one's frees, and a request over the budget made
+        before one died with its process. `old_alive_s`: where the restart's time is later
+        than the new run's start (a new pid's first reading), the latest the old run was known
+        alive (its pid's last reading): only what was queued by then died with it."""
         if not events:
             return
         restarts = [e for e in events if e.kind == "restart"]
@@ -1135,7 +1139,8 @@ class PipelineFacts(_Limits):
             for run in (self.daemon_runs if daemon is None else [self._daemon_run(daemon)]):
                 run.run.lost()
                 for e in restarts:
-                    run.forget_before(e.t_wall_s)
+                    run.forget_before(e.t_wall_s if old_alive_s is None
+                                      else min(e.t_wall_s, old_alive_s))
         over = self.over_budget
         if over is not None and any(e.t_wall_s > over.t_s for e in restarts):
             self.over_budget = None
@@ -1630,7 +1635,11 @@ class PipelineFacts(_Limits):
         restarted = self.restarts.feed_process(reading)
         if restarted:
             self.restart_seen = True
-            self._restarted(restarted, self.restarts.fed_daemon)
+            # The restart dates from the new pid's first reading, at its first CUDA work: the
+            # new run may have queued partitions before it. The old pid's last reading bounds
+            # the old run's queue.
+            self._restarted(restarted, self.restarts.fed_daemon,
+                            self.restarts.replaced_pid_read_s())
 
     def feed_status(self, status: ProverStatus) -> None:
         """Take a `/status` snapshot: an SRS list that goes empty after listing entries means

@@ -193,3 +193,56 @@ def test_work_queued_with_no_worker_holds_read_is_never_said_to_have_had_a_worke
     assert "no GPU worker's holds read" in note.why, note.why
     text = "\n".join(advice_lines(advise([gap], view_of(prover.facts()))))
     assert "worker is idle" not in text and "worker was free" not in text, text
+
+
+_START = "2026-05-12T14:00:00.000000Z  INFO cuzk_core::engine: starting cuzk engine"
+_INIT = ("2026-05-12T14:00:00.001000Z  INFO cuzk_core::engine: initializing GPU workers "
+         "num_gpus=1 gpu_workers_per_device=2 total_workers=2 gpus=[0]")
+_QUEUED = "TIMELINE,1000,GPU_QUEUE,porep-1000-1,partition=3"
+#: Words that say a GPU worker was free or idle.
+_FREE_WORDS = ("worker is idle", "worker showed idle", "worker was free", "free to take it",
+               "was free for")
+
+
+def _said_free(text: str) -> list[str]:
+    return [w for w in _FREE_WORDS if w in text]
+
+
+def _stall_of(lines: list[str], to_s: float) -> tuple[Gap, str]:
+    """The one gap (5-6 s) of a log whose partition 3 was queued at 1 s, and its advice."""
+    t0 = _wall("14:00:00")
+    gaps, prover = _detected(events_of_lines(lines), t0, t0 + to_s, (t0 + 5.0, t0 + 6.0))
+    [gap] = gaps
+    assert gap.prover_cause == "dispatch_stall"
+    assert isinstance(gap.prover_facts, ProverGapFacts) and gap.prover_facts.worker_free_unshown
+    return gap, "\n".join(advice_lines(advise([gap], view_of(prover.facts()))))
+
+
+def test_a_dispatch_stall_picked_up_after_the_gap_with_no_holds_read_is_never_advised_idle() -> None:
+    """Picked up after the gap, no worker's holds read (final_read4 review, item 1): the hint
+    said whether a worker was free is not shown, the advice "a worker showed idle". Now the
+    advice, like the hint, says no worker's holds read showed one free."""
+    for pickup in ("TIMELINE,7000,GPU_PICKUP,porep-1000-1,worker=0,partition=3",
+                   "TIMELINE,7000,GPU_PICKUP,porep-1000-1,partition=3"):
+        gap, advice = _stall_of([_START, _QUEUED, pickup], 12.0)
+        assert not gap.prover_facts.queued_at_end  # type: ignore[union-attr]
+        assert not _said_free(gap.hint), gap.hint
+        assert not _said_free(advice), advice
+        assert "no GPU worker's holds read showing one free" in advice, advice
+
+
+def test_a_dispatch_stall_with_holds_read_but_none_showing_a_worker_free_never_says_one() -> None:
+    """The `initializing GPU workers` line read, no worker seen holding work or freed
+    (final_read4 review, item 2): the hint said "while a worker is idle", the evidence "free to
+    take it", the advice "no GPU worker's holds read showing one free". One rule now: none of
+    them says a worker was free, picked up after the gap or never."""
+    picked = "TIMELINE,7000,GPU_PICKUP,porep-1000-1,worker=0,partition=3"
+    for lines, to_s in (([_START, _INIT, _QUEUED], 8.0), ([_START, _INIT, _QUEUED, picked], 12.0)):
+        gap, advice = _stall_of(lines, to_s)
+        assert not _said_free(gap.hint), gap.hint
+        assert "no GPU worker's holds read showing one free" in gap.hint, gap.hint
+        evidence = " ".join(gap.prover_evidence or [])
+        assert not _said_free(evidence), evidence
+        assert "fewer than 2 GPU worker(s) of GPU 0 seen holding work" in evidence, evidence
+        assert not _said_free(advice), advice
+        assert "no GPU worker's holds read showing one free" in advice, advice

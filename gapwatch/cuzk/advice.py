@@ -332,6 +332,10 @@ class StallGaps:
     #: Of those, the ones with no worker's holds read showing a GPU worker free
     #: (`ProverGapFacts.worker_free_unshown`).
     queued_at_end_unshown: int = 0
+    #: Of every gap, at the recording's end or not, those with no worker's holds read showing a
+    #: GPU worker free (`ProverGapFacts.worker_free_unshown`): the dispatch stall's note says
+    #: a worker showed idle only of the others (`_dispatch_stall_words`).
+    worker_free_unshown: int = 0
     #: Of an empty pipeline's gaps, what started each one's new work, as its own daemon ran
     #: (`ProverGapFacts.new_work_pacer_target`, `new_work_at_once`): the gaps whose daemon's
     #: dispatch pacer paced it, by that pacer's `gpu_queue_target`; those whose free workers
@@ -377,6 +381,7 @@ class StallGaps:
         self.batch_held = self.batch_held or facts.batch_held
         self.queued_at_end += facts.queued_at_end
         self.queued_at_end_unshown += facts.queued_at_end and facts.worker_free_unshown
+        self.worker_free_unshown += facts.worker_free_unshown
         if self.stall == EMPTY_PIPELINE_CAUSE:
             target = facts.new_work_pacer_target
             if target is not None:
@@ -916,8 +921,9 @@ def _settings_for(stall: str, gaps: StallGaps, pipeline: PipelineView) -> _Found
         return _pipeline_off(stall, pipeline)
     if second_worker_closes(stall, pipeline):
         return [], False, "", []  # the setting is `_with_second_worker`'s to add
-    if stall == "dispatch_stall" and gaps.queued_at_end:
-        return _queued_at_end_words(gaps)
+    if stall == "dispatch_stall":
+        return _queued_at_end_words(gaps) if gaps.queued_at_end else _dispatch_stall_words(
+            len(gaps), gaps.worker_free_unshown)
     why = _NO_SETTING.get(stall)
     if why is not None:
         return why
@@ -1295,8 +1301,33 @@ def _queued_at_end_words(gaps: StallGaps) -> str:
         free=_worker_free_words(gaps.queued_at_end, gaps.queued_at_end_unshown))
     if gaps.queued_at_end == len(gaps):
         return f"no cuzk setting: {at_end}"
-    return (f"{_NO_SETTING['dispatch_stall']}; {gaps.queued_at_end} of these {len(gaps)} "
+    others = _dispatch_stall_words(len(gaps) - gaps.queued_at_end,
+                                   gaps.worker_free_unshown - gaps.queued_at_end_unshown)
+    return (f"{others}; {gaps.queued_at_end} of these {len(gaps)} "
             f"gap(s) at the recording's end: {at_end}")
+
+
+#: Why no setting closes a dispatch stall a worker showed idle through.
+_IDLE_WORKER_WHY = (
+    "before a worker shows busy only the StatusTracker's lock (status_ms, engine.rs:3018-3021) "
+    "is on cuzk's path, and the log read did not show it long")
+
+
+def _dispatch_stall_words(n: int, unshown: int) -> str:
+    """Why no setting closes `n` dispatch stalls (not at the recording's end): that a worker
+    showed idle is said only of those whose worker holds read or `/status` showed one
+    (`unshown` did not: `ProverGapFacts.worker_free_unshown`); called by `_settings_for` and
+    `_queued_at_end_words`."""
+    if unshown == 0:
+        return _NO_SETTING["dispatch_stall"]
+    if unshown >= n:
+        return ("no cuzk setting is shown to close it: synthesised partitions waited in the GPU "
+                "queue, no GPU worker's holds read showing one free (a dispatch stall, or every "
+                "GPU worker busy: the log read does not show which; cuzk's log from its start, "
+                "its GPU_PICKUP lines naming workers, or /status would)")
+    return (f"no cuzk setting: a worker showed idle while synthesised partitions waited in "
+            f"{n - unshown} gap(s) (in {unshown} more, they waited in the GPU queue, no GPU "
+            f"worker's holds read showing one free); {_IDLE_WORKER_WHY}")
 
 
 _NO_PINNED_POOL_FAILURE = (
@@ -1305,9 +1336,8 @@ _NO_PINNED_POOL_FAILURE = (
 #: Stalls no cuzk setting closes, and why.
 _NO_SETTING: dict[str, str] = {
     "dispatch_stall": (
-        "no cuzk setting: a worker showed idle while synthesised partitions waited; before a "
-        "worker shows busy only the StatusTracker's lock (status_ms, engine.rs:3018-3021) is "
-        "on cuzk's path, and the log read did not show it long"),
+        f"no cuzk setting: a worker showed idle while synthesised partitions waited; "
+        f"{_IDLE_WORKER_WHY}"),
     "inside_workers": (
         "inside the GPU workers (CPU prep, the GPU mutex, cuzk's JobTracker mutex after "
         "pickup): no setting is shown to close it; the GPU_TIMING hot_path line (fail_check_ms, "

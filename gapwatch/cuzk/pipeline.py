@@ -286,6 +286,11 @@ QUEUE_RACE_S = 0.1
 #: wait alone says it (`PipelineFacts._queue_wait_view`), no worker shown idle.
 NO_HOLDS_LEAD = ("synthesised partitions queued for the GPU and not taken (a dispatch stall, or "
                  "every GPU worker busy: no GPU worker's holds read)")
+#: The same where holds were read (the worker count, or some workers' pickups) but none shows
+#: a worker free (`HeldOver.free_shown`): fewer workers seen holding work than the GPU has is
+#: not a worker shown free (a pickup may lie before the log read), so no words say one was.
+UNSHOWN_FREE_LEAD = ("synthesised partitions queued for the GPU and not taken (a dispatch stall, "
+                     "or every GPU worker busy: no GPU worker's holds read showing one free)")
 
 
 def max_concurrent_of(total_bytes: int) -> int:
@@ -2011,12 +2016,17 @@ class PipelineFacts(_Limits):
             shown = held is not None and held.free_shown
             facts = ProverGapFacts(queued_at_end=left is not None, worker_free_unshown=not shown)
             evidence = [queued]
-            if held is not None:
-                evidence.append(_free_words(held, from_s, until_s, gpu))
-            else:
+            if held is None:
                 evidence.append(_no_holds_words(gpu))
+                lead = NO_HOLDS_LEAD
+            elif shown:
+                evidence.append(_free_words(held, from_s, until_s, gpu))
+                lead = ""
+            else:
+                evidence.append(_unshown_free_words(held, from_s, until_s, gpu))
+                lead = UNSHOWN_FREE_LEAD
             return LogView("dispatch_stall", evidence + tail, detail, worker_free=shown,
-                           facts=facts, lead="" if held is not None else NO_HOLDS_LEAD)
+                           facts=facts, lead=lead)
         facts = NO_FACTS if left is None else ProverGapFacts(queued_at_end=True)
         return LogView("inside_workers", [
             f"{_held_words(held, gpu)} for {until_s - from_s - held.free_s:.1f} s of the "
@@ -2234,6 +2244,19 @@ def _free_words(held: HeldOver, from_s: float, until_s: float, gpu: int) -> str:
     return (f"a GPU worker of GPU {gpu} was free for {held.free_s:.1f} s of the "
             f"{until_s - from_s:.1f} s gap ({', '.join(said) or 'no worker held work'}; "
             f"workers: {held.workers_from}): the partition waited with a worker free to take it")
+
+
+def _unshown_free_words(held: HeldOver, from_s: float, until_s: float, gpu: int) -> str:
+    """A dispatch stall's evidence where holds were read but none shows a worker free
+    (`HeldOver.free_shown` False): fewer workers seen holding work than the GPU has, for how
+    long, and that whether one was free is not shown (`_queue_wait_view`)."""
+    said = [h.words(until_s) for h in held.holds]
+    return (f"fewer than {held.workers} GPU worker(s) of GPU {gpu} seen holding work for "
+            f"{held.free_s:.1f} s of the {until_s - from_s:.1f} s gap "
+            f"({', '.join(said) or 'none seen holding work'}; workers: {held.workers_from}), "
+            "but no worker's hold read ended before or in it: the partition was queued and not "
+            "taken, and the log does not show whether any worker was idle then (a pickup before "
+            "the log read would not be seen)")
 
 
 def _unplaced_failure_words(t_s: float, message: str, could: int) -> str:

@@ -90,8 +90,8 @@ def prover_phrase(cause: str | None, during: bool = True, detail: str = "",
     restart seen as a new cuzk pid, or a process replaced: "processes"); `lead`: the cause's
     words where this gap's differ from its own, said in place of its words and its fact (a
     restart /proc alone showed, of a process not known to be cuzk's:
-    `gapwatch.cuzk.restarts.REPLACED_LEAD`; a dispatch stall with no worker's holds read:
-    `gapwatch.cuzk.pipeline.NO_HOLDS_LEAD`)."""
+    `gapwatch.cuzk.restarts.REPLACED_LEAD`; a dispatch stall with no worker's holds read, or
+    none showing a worker free: `gapwatch.cuzk.pipeline.NO_HOLDS_LEAD`, `UNSHOWN_FREE_LEAD`)."""
     entry = PROVER_CAUSE_WORDS.get(cause or "")
     if entry is None:
         return ""

@@ -1085,11 +1085,11 @@ def test_a_request_enqueued_before_a_restart_starts_no_batch_hold_in_the_new_run
 
 def test_another_daemons_worker_on_the_gpu_does_not_count_against_this_daemons_workers() -> None:
     """Two daemons on GPU 0: the PoRep daemon's worker 0 holds partition 0 (picked up 16:00:06),
-    its worker 1 is free, and its partition 2 waits in its queue from 16:00:05.2 to 16:00:12;
-    the other daemon's worker 0 holds a SnapDeals partition. Only the PoRep daemon's workers
-    can take its partition: it waited with one of its two workers free. Both daemons' holds
-    were counted against the PoRep daemon's two workers: `inside_workers`, with "worker 0"
-    named twice."""
+    its worker 1 is never seen, and its partition 2 waits in its queue from 16:00:05.2 to
+    16:00:12; the other daemon's worker 0 holds a SnapDeals partition. Only the PoRep daemon's
+    workers can take its partition: only one of its two held work through the gap. Both
+    daemons' holds were counted against the PoRep daemon's two workers: `inside_workers`, with
+    "worker 0" named twice."""
     job = "porep-1000-7"
     porep = [*_start("00", "127.0.0.1:9820", 0),
              *(f"TIMELINE,{5000 + p * 100},GPU_QUEUE,{job},partition={p}" for p in range(3)),
@@ -1106,7 +1106,9 @@ def test_another_daemons_worker_on_the_gpu_does_not_count_against_this_daemons_w
         view = facts.log_view(0, t0 + 9, t0 + 11, "host_stall")
         assert view.cause == "dispatch_stall", list(files)
         said = " ".join(view.evidence)
-        assert "a GPU worker of GPU 0 was free for 2.0 s of the 2.0 s gap" in said
+        # Worker 1 is never seen, so not shown free (`HeldOver.free_shown`): one of two held.
+        assert ("fewer than 2 GPU worker(s) of GPU 0 seen holding work for 2.0 s of the 2.0 s "
+                "gap") in said, said
         assert said.count("worker 0:") == 1 and "snap-1" not in said
 
 

@@ -24,6 +24,7 @@ import json
 from functools import cache
 from pathlib import Path
 
+import msgspec.structs
 from cuzk_fakes import cuzk_doc
 from parsed_logs import events_of_lines
 from sim_recordings import report_of
@@ -246,3 +247,28 @@ def test_a_dispatch_stall_with_holds_read_but_none_showing_a_worker_free_never_s
         assert "fewer than 2 GPU worker(s) of GPU 0 seen holding work" in evidence, evidence
         assert not _said_free(advice), advice
         assert "no GPU worker's holds read showing one free" in advice, advice
+
+
+def test_a_dispatch_stall_note_says_a_worker_showed_idle_only_of_the_gaps_that_showed_one() -> None:
+    """Of a stall's gaps, some showed a worker free and some did not (`worker_free_unshown`
+    counted over every gap, not only those at the recording's end): the note says a worker
+    showed idle only of the first, and with the others at the recording's end, says neither."""
+    t0 = _wall("14:00:00")
+    picked = "TIMELINE,7000,GPU_PICKUP,porep-1000-1,partition=3"
+    unshown, _ = _stall_of([_START, _QUEUED, picked], 12.0)
+    at_end, _ = _stall_of([_START, _QUEUED], 8.0)
+    facts = unshown.prover_facts
+    assert isinstance(facts, ProverGapFacts)
+    shown = msgspec.structs.replace(unshown, gap_id=2, start_s=unshown.start_s + 1.0,
+                                    prover_facts=msgspec.structs.replace(
+                                        facts, worker_free_unshown=False))
+    _, prover = _detected(events_of_lines([_START, _QUEUED, picked]), t0, t0 + 12.0,
+                          (t0 + 5.0, t0 + 6.0))
+    [mixed] = advise([unshown, shown], view_of(prover.facts())).no_setting
+    assert ("a worker showed idle while synthesised partitions waited in 1 gap(s) (in 1 more, "
+            "they waited in the GPU queue, no GPU worker's holds read showing one free)"
+            ) in mixed.why, mixed.why
+    last = msgspec.structs.replace(at_end, gap_id=3, start_s=unshown.start_s + 2.0)
+    [ended] = advise([unshown, last], view_of(prover.facts())).no_setting
+    assert not _said_free(ended.why), ended.why
+    assert "1 of these 2 gap(s) at the recording's end" in ended.why, ended.why

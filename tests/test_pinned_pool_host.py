@@ -171,16 +171,7 @@ def test_the_simulated_box_is_short_of_ram_where_its_pins_fail() -> None:
         assert near.mem_available_bytes < 3.88 * GIB, (t, near)
         total = near.mem_available_bytes / (1 - near.mem_used_pct / 100)
         assert abs(total / GIB - 517) < 0.5, total / GIB
-    # Fed in time order, a host sample before a line of its moment, as a report feeds them.
-    facts = PipelineFacts()
-    fed: list[tuple[float, int, int, HostSample | LogEvent]] = sorted(
-        [*((e.t_wall_s, 1, i, e) for i, e in enumerate(events)),
-         *((h.t_wall_s, 0, i, h) for i, h in enumerate(hosts))], key=lambda x: x[:3])
-    for *_, r in fed:
-        if isinstance(r, HostSample):
-            facts.feed_host(r)
-        else:
-            facts.feed(r)
+    facts = _fed_in_order(events, hosts)
     out = advise([gap_at(facts, max(fails) + 1.0, 60.0)], facts.view()).advice
     assert out and out[0].setting == "[memory] safety_margin", out
     assert any("RAM was short" in e for e in out[0].evidence), out[0].evidence
@@ -189,8 +180,13 @@ def test_the_simulated_box_is_short_of_ram_where_its_pins_fail() -> None:
 def _feed_at(lines: list[str], hosts: list[HostSample]) -> PipelineFacts:
     """cuzk's facts from `lines` and `hosts`, fed in time order (a reading before a line of
     its moment), as a report feeds them."""
+    return _fed_in_order(offline_events(lines), hosts)
+
+
+def _fed_in_order(events: list[LogEvent], hosts: list[HostSample]) -> PipelineFacts:
+    """cuzk's facts from `events` and `hosts`, fed in time order (a reading before a line of
+    its moment), as a report feeds them."""
     facts = PipelineFacts()
-    events = offline_events(lines)
     fed: list[tuple[float, int, int, HostSample | LogEvent]] = sorted(
         [*((e.t_wall_s, 1, i, e) for i, e in enumerate(events)),
          *((h.t_wall_s, 0, i, h) for i, h in enumerate(hosts))], key=lambda x: x[:3])

@@ -438,12 +438,6 @@ class RestartsByDaemon:
         d = self.fed_daemon = self._by.router.of_process(r)
         return self._by.get(d).feed_process(r) if d is not None else []
 
-    def replaced_pid_read_s(self) -> float | None:
-        """`RestartWatch.replaced_pid_read_s` of the daemon of the GPU process fed last (None:
-        not known whose, or no new pid read)."""
-        d = self.fed_daemon
-        return self._by.get(d).replaced_pid_read_s if d is not None else None
-
     def during(self, start_s: float, end_s: float, slack_s: float = 0.0,
                gpu: int | None = None, idle_since_s: float | None = None) -> Spanned | None:
         """`RestartWatch.during` of the daemon of `gpu` (the latest restart of those of it

@@ -742,7 +742,8 @@ class DaemonRun:
 
     def forget_before(self, t_s: float) -> None:
         """Its run ended by `t_s` (a restart: its start line, or one only `/status` uptime or a
-        new pid told, `PipelineFacts._restarted`; for a new pid, the old pid's last reading):
+        new pid told, `PipelineFacts._restarted`; for a new pid, the old pid's last reading
+        alive):
         what it had queued for the GPU died with it, and `job_seq` counts from 0 again. What
         was queued after `t_s` is the new run's."""
         for key in [k for k, q in self.queued.items() if q <= t_s]:
@@ -1130,7 +1131,8 @@ class PipelineFacts(_Limits):
         empty, its re-pins no churn of the old one's frees, and a request over the budget made
         before one died with its process. `old_alive_s`: where the restart's time is later
         than the new run's start (a new pid's first reading), the latest the old run was known
-        alive (its pid's last reading): only what was queued by then died with it."""
+        alive (its pid's last reading alive, `gpu_pids.Replaced.alive_s`): only what was
+        queued by then died with it."""
         if not events:
             return
         restarts = [e for e in events if e.kind == "restart"]
@@ -1635,16 +1637,17 @@ class PipelineFacts(_Limits):
         line or `/status` says more (with NVML alone, the watcher said the restart and no gap
         was its); a process of any name replaced by a new pid of its name is a restart for the
         gaps whose idle stretch holds it (`gpu_pids`, `log_view`)."""
-        if self.gpu_pids.feed(reading) is not None:
+        replaced = self.gpu_pids.feed(reading)
+        if replaced is not None:
             self.restart_seen = True
         restarted = self.restarts.feed_process(reading)
         if restarted:
             self.restart_seen = True
             # The restart dates from the new pid's first reading, at its first CUDA work: the
-            # new run may have queued partitions before it. The old pid's last reading bounds
-            # the old run's queue.
+            # new run may have queued partitions before it. The old pid's last reading alive
+            # (`gpu_pids.Replaced`, this same reading's) bounds the old run's queue.
             self._restarted(restarted, self.restarts.fed_daemon,
-                            self.restarts.replaced_pid_read_s())
+                            replaced.alive_s if replaced is not None else None)
 
     def feed_status(self, status: ProverStatus) -> None:
         """Take a `/status` snapshot: an SRS list that goes empty after listing entries means

@@ -692,12 +692,6 @@ class RestartWatch:
         self._uptime: dict[str, float] = {}
         #: GPU -> pid -> when it was last read.
         self._pids: dict[int, dict[int, float]] = {}
-        #: Of the latest new cuzk pid read where another was: the other's last reading, the
-        #: latest the old run is known alive (None: no new pid yet). The restart it says dates
-        #: from the new pid's first reading, at the new run's first CUDA work, maybe minutes
-        #: after its start: what was queued after this reading is the new run's
-        #: (`PipelineFacts.feed_process`).
-        self.replaced_pid_read_s: float | None = None
         #: The latest restarts, oldest first, for the gaps that span them (`during`).
         self.kept: deque[Restart] = deque(maxlen=MAX_KEPT)
         #: The restarts in a row since the last GPU work read (None: GPU work since the latest).
@@ -852,7 +846,6 @@ class RestartWatch:
         pids[r.pid] = r.t_wall_s
         if known or last_seen is None:
             return []
-        self.replaced_pid_read_s = last_seen
         sign = f"{NEW_PID_SIGN}{r.name} pid {r.pid} on GPU {r.gpu}"
         restart = self._last_restart_s
         if restart is not None and restart >= last_seen - SAME_RESTART_S:

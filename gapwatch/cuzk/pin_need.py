@@ -120,7 +120,9 @@ def _num(x: float) -> str:
 
 def _gib(x: float) -> str:
     """A size in GiB as prose says it, to the hundredth at most (`1.5`, `3.88`, `512`): a
-    buffer read as `3.882613` from the log was said "a 3.882613 GiB buffer"."""
+    buffer read as `3.882613` from the log was said "a 3.882613 GiB buffer". Not `fmt.size`
+    (one decimal, unit chosen): the sentence multiplies it (`4 x 3 x 3.88 GiB = 46.6 GiB`),
+    and 3.9 there would not give the product said."""
     return f"{x:.2f}".rstrip("0").rstrip(".")
 
 

@@ -708,14 +708,17 @@ class DaemonRun:
     `[scheduler] max_batch_wait_ms` and the stretches its batch collector held a request
     (`PipelineFacts._batch_sent`); its dispatch pacer target."""
 
-    __slots__ = ("synth", "queued", "queue_times", "job_seqs", "run", "batch_wait_ms",
-                 "batch_first_s", "batch_holds", "pacer_target")
+    __slots__ = ("synth", "queued", "parts_queued", "queue_times", "job_seqs", "run",
+                 "batch_wait_ms", "batch_first_s", "batch_holds", "pacer_target")
 
     def __init__(self) -> None:
         self.synth = SynthFlight()
         #: (job, partition) -> time queued for the GPU (GPU_QUEUE), not picked up yet; and the
         #: times of each GPU_QUEUE (synthesis done, ready for the GPU).
         self.queued: OrderedDict[tuple[str, int], float] = OrderedDict()
+        #: `queued`'s keys by job (job -> its partitions queued): a pickup asks only the jobs
+        #: queued, not every partition (`picked`, once a pickup; the queue holds hundreds).
+        self.parts_queued: dict[str, set[int]] = {}
         self.queue_times: deque[float] = deque(maxlen=HISTORY)
         #: job -> (its `job_seq` in this run, when that line was read), oldest first: the GPU
         #: queue's order between jobs (`picked`).
@@ -747,7 +750,7 @@ class DaemonRun:
         what it had queued for the GPU died with it, and `job_seq` counts from 0 again. What
         was queued after `t_s` is the new run's."""
         for key in [k for k, q in self.queued.items() if q <= t_s]:
-            del self.queued[key]
+            self._unqueue(key)
         for job in [j for j, (_, read_s) in self.job_seqs.items() if read_s <= t_s]:
             del self.job_seqs[job]
 
@@ -770,22 +773,43 @@ class DaemonRun:
         and stays. Only a pickup `QUEUE_RACE_S` after the partition's GPU_QUEUE counts (cuzk
         writes that line just before the push, engine.rs:1778-1779: a worker may pop in
         between)."""
-        queued_s = self.queued.pop(key, None)
-        if self.queued:
-            stale = [k for k, q in self.queued.items()
-                     if q < t_s - QUEUE_RACE_S and self._before(k, key)]
-            for k in stale:
-                del self.queued[k]
+        queued_s = self._unqueue(key)
+        if not self.queued:
+            return queued_s
+        cut_s = t_s - QUEUE_RACE_S
+        queued, job, part = self.queued, key[0], key[1]
+        stale = [(job, p) for p in self.parts_queued.get(job, ()) if p < part]
+        theirs = self.job_seqs.get(job)
+        if theirs is not None:  # another job's partition is before it when its job_seq is lower
+            for other, parts in self.parts_queued.items():
+                mine = self.job_seqs.get(other)
+                if mine is not None and mine[0] < theirs[0] and other != job:
+                    stale += [(other, p) for p in parts]
+        for k in stale:
+            if queued[k] < cut_s:
+                self._unqueue(k)
         return queued_s
 
-    def _before(self, key: tuple[str, int], picked: tuple[str, int]) -> bool:
-        """Is `key` known to come before `picked` in the GPU queue's order: a lower partition of
-        the same job, or a partition of a job whose `job_seq` is the lower (both read)?"""
-        job, part = key
-        if job == picked[0]:
-            return part < picked[1]
-        mine, theirs = self.job_seqs.get(job), self.job_seqs.get(picked[0])
-        return mine is not None and theirs is not None and mine[0] < theirs[0]
+    def queue(self, key: tuple[str, int], t_s: float) -> None:
+        """GPU_QUEUE of `key` (job, partition) at `t_s`: queued for the GPU (the oldest let go
+        past `HISTORY`)."""
+        queued = self.queued
+        queued[key] = t_s
+        queued.move_to_end(key)
+        self.parts_queued.setdefault(key[0], set()).add(key[1])
+        self.queue_times.append(t_s)
+        if len(queued) > HISTORY:
+            self._unqueue(next(iter(queued)))
+
+    def _unqueue(self, key: tuple[str, int]) -> float | None:
+        """`key` no longer queued: when it was queued (None: it was not)."""
+        queued_s = self.queued.pop(key, None)
+        if queued_s is not None:
+            parts = self.parts_queued[key[0]]
+            parts.discard(key[1])
+            if not parts:
+                del self.parts_queued[key[0]]
+        return queued_s
 
     @property
     def pacer_on(self) -> bool:
@@ -1191,12 +1215,7 @@ class PipelineFacts(_Limits):
                 synth = run.synth
                 if key not in synth.ended_keys:  # its SYNTH_END not read
                     synth.done(key, t)
-                queued = run.queued
-                queued[key] = t
-                queued.move_to_end(key)
-                run.queue_times.append(t)
-                if len(queued) > HISTORY:
-                    queued.popitem(last=False)
+                run.queue(key, t)
             elif name == "GPU_PICKUP":
                 since = self._run_of(ev.stream).picked(key, t)
                 if since is not None:

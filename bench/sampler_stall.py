@@ -2,10 +2,11 @@
 (issue 29, item 7). Goal: no skipped tick (p99 and max lateness under one period, 100 ms).
 
 Usage: python bench/sampler_stall.py [--duration 20] [--which status,lines,both]
-       [--line-bytes 1048576] [--lines-per-s 4] [--status-bytes N]
+       [--line-bytes 1048576] [--lines-per-s 4] [--status-bytes N] [--source sim:chained]
 
-`gapwatch record --source sim:chained --quiet --log - --cuzk-status URL --duration D
---out R.jsonl.gz` (the simulated prover: no GPU needed) against:
+`gapwatch record --source SOURCE --quiet --log - --cuzk-status URL --duration D
+--out R.jsonl.gz` (by default the simulated prover, no GPU needed; `--source nvml` on a GPU box
+times the real NVML calls' ticks) against:
 - `status`: a `/status` server (in this process) answering every poll with the largest answer
   gapwatch accepts (`--status-bytes`, default just under `MAX_BODY_BYTES`), all of it
   partitions: the most work per byte;
@@ -14,7 +15,8 @@ Usage: python bench/sampler_stall.py [--duration 20] [--which status,lines,both]
   through shapes that cost the parser most: a tracing line of thousands of `key=value` fields,
   a TIMELINE line of thousands of fields, a line of ANSI colour codes, a line that looks like
   a date and then never matches;
-- `both`: the two at once.
+- `both`: the two at once;
+- `none`: neither (the same machine's lateness with nothing hostile, to compare).
 
 For each it prints `record`'s own closing figures (tick lateness p50/p99/max over the whole
 run, skipped ticks), the prover status polls answered, and the recording's growth per second.
@@ -101,7 +103,7 @@ def feed_lines(proc: subprocess.Popen[bytes], lines: list[bytes], per_s: float,
 
 def run(name: str, args: argparse.Namespace, url: str | None, tmp: str) -> None:
     out = os.path.join(tmp, f"{name}.jsonl")
-    cmd = [sys.executable, "-m", "gapwatch", "record", "--source", "sim:chained", "--quiet",
+    cmd = [sys.executable, "-m", "gapwatch", "record", "--source", args.source, "--quiet",
            "--duration", str(args.duration), "--log", "-", "--out", out]
     if url is not None:
         cmd += ["--cuzk-status", url]
@@ -161,11 +163,14 @@ def main() -> None:
     ap.add_argument("--line-bytes", type=int, default=1 << 20)
     ap.add_argument("--lines-per-s", type=float, default=4.0)
     ap.add_argument("--status-bytes", type=int, default=MAX_BODY_BYTES - 1)
+    ap.add_argument("--source", default="sim:chained",
+                    help="what `record` samples: sim:chained (no GPU) or nvml (a GPU box)")
     args = ap.parse_args()
     body = status_body(args.status_bytes)
     server, url = serve_status(body)
-    print(f"/status answer: {len(body)} bytes; log lines: {args.line_bytes} bytes, "
-          f"{args.lines_per_s}/s; {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
+    print(f"source {args.source}; /status answer: {len(body)} bytes; log lines: "
+          f"{args.line_bytes} bytes, {args.lines_per_s}/s; {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}")
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for name in args.which.split(","):

@@ -365,3 +365,24 @@ async def test_at_80x24_each_box_says_its_one_thing_and_keeps_its_name_scrolled_
     assert all(line.startswith(("box0", "dead:9400", "xid:9400")) for line in scrolled[:-1])
     # Scrolled: SETTING, past 80 columns before, is on screen beside BOX.
     assert "SETTING" not in before[1] and after[1].startswith("BOX") and "SETTING" in after[1]
+
+
+async def test_two_boxes_whose_names_hold_a_nul_are_two_rows_not_a_duplicate_key_ending_the_screen(
+        ) -> None:
+    """The table's row key joined a box and its GPU with a NUL: box `a` GPU `b\\x00c` and box
+    `a\\x00b` GPU `c` (label values from Prometheus may hold one) made the same key, and
+    Textual's DuplicateKey ended the whole fleet screen with a traceback. Enter on the second
+    row opens its own box, not the first's."""
+    with fake_prometheus() as fake:
+        fake.replies[promql("state")] = vector(
+            ({"job": "gapwatch", "instance": "a", "gpu": "b\x00c", "state": "CHAINED"}, 1),
+            ({"job": "gapwatch", "instance": "a\x00b", "gpu": "c", "state": "BREAKDOWN"}, 1))
+        app = FleetApp(PromClient(fake.url), FleetOptions(), refresh_s=3600)
+        async with app.run_test(size=(120, 24)) as pilot:
+            table: DataTable[Text] = app.query_one(DataTable)
+            await _until(pilot, lambda: table.row_count > 0 or app.return_code is not None)
+            assert app.return_code is None and table.row_count == 2
+            await pilot.press("enter")  # the BREAKDOWN box, first
+            await _until(pilot, lambda: isinstance(app.screen, DetailScreen))
+            title = str(app.screen.query_one("#detail-title", Static).content)
+            assert title.startswith("a\\x00b: ")

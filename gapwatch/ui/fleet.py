@@ -12,6 +12,7 @@ back; `?` says what each column means; q quits.
 
 from __future__ import annotations
 
+import json
 import time
 
 from rich.text import Text
@@ -53,12 +54,24 @@ def screen_rows(result: Refresh, terminal_cells: int) -> Shown:
     widths = screen_widths(terminal_cells, (c[box_i] for c in texts),
                            (c[head_i] for c in texts))
     boxes = box_labels([c[box_i] for c in texts], widths[box_i])
-    rows = [(f"{row.instance}\x00{row.gpu}",
+    rows = [(row_key(row.instance, row.gpu),
              tuple(Text(boxes[c] if i == box_i else fmt.fit(c, width, pad=False),
                         no_wrap=True)
                    for i, (c, width) in enumerate(zip(row_cells, widths, strict=True))))
             for row, row_cells in zip(result.rows, texts, strict=False)]
     return widths, rows
+
+
+def row_key(instance: str, gpu: str) -> str:
+    """A row's key in the table: its box and GPU, each whole (JSON). Joined by a NUL, box `a`
+    GPU `b\\x00c` and box `a\\x00b` GPU `c` (label values Prometheus may send) made one key,
+    and Textual's DuplicateKey ended the whole fleet screen."""
+    return json.dumps([instance, gpu])
+
+
+def key_instance(key: str) -> str:
+    """The box of a row's key (`row_key`): Enter opens its detail."""
+    return str(json.loads(key)[0])
 
 
 #: What the marks before a state mean, said first on the title line (`title_text`).
@@ -288,7 +301,7 @@ class FleetApp(App[int]):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         key = event.row_key.value
         if key:
-            instance = key.split("\x00", 1)[0]
+            instance = key_instance(key)
             rows = self.last.rows if self.last is not None else []
             self.push_screen(DetailScreen(
                 self.client, self.opts, instance, scrape_line(rows, instance),

@@ -55,6 +55,16 @@ class Verdict:
         return f"{fmt.visible(self.cause_words)}; {fmt.visible(change)}"
 
 
+#: The causes a minute's line names; more are counted (`and N more causes`). A box gives one
+#: or two a minute; a hostile answer gave 20,000, each looked for in the list before it was
+#: added (45 s on the detail's thread) and all of them on one line.
+MAX_MINUTE_VERDICTS = 8
+#: The minutes the detail shows, the newest first; the rest are counted. 30 minutes of a box
+#: of 16 GPUs is 480; an answer of 300,000 points at times of their own was 19.5 MB of text
+#: put into one widget.
+MAX_DETAIL_MINUTES = 1000
+
+
 @dataclass(slots=True)
 class Minute:
     """One GPU's minute: idle seconds by kind, and every cause the box gave in it (in the
@@ -65,6 +75,18 @@ class Minute:
     gpu: str
     idle_s: dict[str, float] = field(default_factory=dict)
     verdicts: list[Verdict] = field(default_factory=list)
+    #: The causes given in the minute past the first MAX_MINUTE_VERDICTS (counted, not said).
+    more_verdicts: set[Verdict] = field(default_factory=set)
+
+    def add(self, verdict: Verdict) -> None:
+        """A cause the box gave in the minute: said once, the first MAX_MINUTE_VERDICTS of
+        them; the others counted once each."""
+        if verdict in self.verdicts:
+            return
+        if len(self.verdicts) < MAX_MINUTE_VERDICTS:
+            self.verdicts.append(verdict)
+        else:
+            self.more_verdicts.add(verdict)
 
     def line(self) -> str:
         # Both ends of the minute: the range ends now, at no whole minute of the clock, and
@@ -78,6 +100,8 @@ class Minute:
         kinds = ", ".join(f"{fmt.visible(k)} {v:.1f}s" for k, v in
                           sorted(self.idle_s.items(), key=lambda kv: -kv[1]))
         why = " | ".join(v.words() for v in self.verdicts) or "no cause in the window"
+        if self.more_verdicts:
+            why += f" | and {len(self.more_verdicts)} more causes"
         return (f"{stamp} GPU{fmt.visible(self.gpu)} idle {sum(self.idle_s.values()):.1f}s "
                 f"({kinds}): {why}")
 
@@ -164,6 +188,18 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
             continue
         for t, _v in s.points:
             found = out.get((t, gpu))
-            if found is not None and verdict not in found.verdicts:
-                found.verdicts.append(verdict)
+            if found is not None:
+                found.add(verdict)
     return sorted(out.values(), key=lambda m: (-m.t_wall_s, m.gpu))
+
+
+def detail_lines(minutes: list[Minute]) -> list[str]:
+    """The detail's lines (the fleet screen's, under `WHAT_IS_SHOWN`): the newest
+    MAX_DETAIL_MINUTES minutes, then how many more there were."""
+    if not minutes:
+        return ["no gap closed in the last 30 minutes"]
+    lines = [m.line() for m in minutes[:MAX_DETAIL_MINUTES]]
+    if len(minutes) > MAX_DETAIL_MINUTES:
+        lines.append(f"(and {len(minutes) - MAX_DETAIL_MINUTES} more minutes, older: "
+                     "not shown)")
+    return lines

@@ -24,7 +24,13 @@ from textual.widgets import DataTable, Static
 
 from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
-from gapwatch.fleet.detail import WHAT_IS_SHOWN, box_detail, post_line, scrape_line
+from gapwatch.fleet.detail import (
+    WHAT_IS_SHOWN,
+    box_detail,
+    detail_lines,
+    post_line,
+    scrape_line,
+)
 from gapwatch.fleet.layout import box_labels, screen_widths
 from gapwatch.fleet.rows import COLUMN_LEGEND, COLUMNS, FleetOptions, Refresh, cells, refresh
 
@@ -152,7 +158,7 @@ class DetailScreen(Screen[None]):
     def _load(self) -> None:
         try:
             minutes = box_detail(self._client, self._opts, self._instance)
-            lines = [m.line() for m in minutes] or ["no gap closed in the last 30 minutes"]
+            lines = detail_lines(minutes)
         except PromError as exc:
             # Its words may quote Prometheus's own (its JSON `error`): shown, never obeyed.
             lines = [f"Prometheus could not answer: {fmt.visible(str(exc))}"]

@@ -556,3 +556,30 @@ def test_a_stop_cuts_a_query_waiting_on_a_host_lookup(monkeypatch: pytest.Monkey
         assert _all_done(askers) and why == ["stopped"]
     finally:
         answer.set()
+
+
+def test_thousands_of_post_settings_for_a_box_of_many_gpus_are_merged_once_and_bounded(
+        ) -> None:
+    """A box of 100 GPU rows whose PoSt advice answer names 3,000 settings for `late` and
+    3,000 verdicts no advice has: every series was set on every row, each looked for in the
+    row's tuple and the tuple copied to add it (quadratic, times the rows: 2.8 s for 2,000,
+    ~75 s for 20,000 on one row), and `--json` listed them all on every row. A box's advice is
+    merged once: the verdicts the query asks for, each with its first MAX_POST_SETTINGS
+    settings."""
+    n = 100
+    state = [({"job": "gapwatch", "instance": "a", "gpu": str(g), "state": "CHAINED"}, 1.0)
+             for g in range(n)]
+    advice = [({"instance": "a", "verdict": "late", "setting": f"[s] n{i}"}, 1.0)
+              for i in range(3000)]
+    advice += [({"instance": "a", "verdict": f"v{i}", "setting": "none"}, 1.0)
+               for i in range(3000)]
+    with fake_prometheus() as fake:
+        fake.replies[promql("state")] = vector(*state)
+        fake.replies[promql("post_setting")] = vector(*advice)
+        started = time.monotonic()
+        rows = refresh(PromClient(fake.url, timeout_s=30), FleetOptions(budget_s=30)).rows
+        took_s = time.monotonic() - started
+    assert len(rows) == n
+    kept = [f"[s] n{i}" for i in range(fleet_rows.MAX_POST_SETTINGS)]
+    assert all(r.post_advice == {"late": tuple(kept)} for r in rows)
+    assert took_s < 3.0  # ~0.4 s; ~6 s before

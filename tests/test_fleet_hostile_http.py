@@ -583,3 +583,23 @@ def test_thousands_of_post_settings_for_a_box_of_many_gpus_are_merged_once_and_b
     kept = [f"[s] n{i}" for i in range(fleet_rows.MAX_POST_SETTINGS)]
     assert all(r.post_advice == {"late": tuple(kept)} for r in rows)
     assert took_s < 3.0  # ~0.4 s; ~6 s before
+
+
+@pytest.mark.parametrize("answer", [
+    {"status": "error", "errorType": "\x1b]52;c;ZXZpbA==\x07" + "T" * 3_000_000, "error": "x"},
+    {"status": "\x1b]0;x\x07" + "S" * 3_000_000},
+])
+def test_an_error_answer_of_a_megabyte_error_type_or_status_is_said_cut(
+        answer: dict[str, str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Prometheus's `errorType` (or a `status` that is not `success`) was said whole: a 3 MB
+    answer's was a 3 MB line on stderr, in `--json`'s errors and on the screen's footer. It is
+    cut as its `error` is, and shown written out."""
+    with fake_prometheus() as fake:
+        box(fake, "a:9400", 1)
+        fake.replies[promql("busy_ratio")] = Reply(body=json.dumps(answer).encode())
+        code = main(["fleet", "--prometheus", fake.url, "--once", "--json"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    why = json.loads(out)["errors"]["busy_ratio"]
+    assert why.startswith("Prometheus said ") and len(why) < 300
+    assert len(err) < 400 and "\x1b" not in err and "\\x1b]" in err

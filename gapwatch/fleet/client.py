@@ -495,9 +495,17 @@ def _error_words(resp: http.client.HTTPResponse) -> str:
     return (answer.error or "")[:120]
 
 
+#: What an answer's `errorType` (or a `status` other than "success") may keep: Prometheus's
+#: are a word (`bad_data`, `timeout`, `execution`); a 3 MB one was a 3 MB line on stderr, in
+#: `--json`'s errors and on the screen's footer.
+MAX_ERROR_TYPE_CHARS = 40
+
+
 def _refusal(answer: _Answer[Any]) -> PromError:
-    """Prometheus's own "status": "error" answer (or one without data), in its words."""
-    return PromError(f"Prometheus said {answer.errorType or answer.status}: "
+    """Prometheus's own "status": "error" answer (or one without data), in its words, each
+    cut (shown through `fmt.visible` where it is said)."""
+    kind = answer.errorType or answer.status
+    return PromError(f"Prometheus said {_cut(kind, MAX_ERROR_TYPE_CHARS)}: "
                      f"{(answer.error or '')[:120]}")
 
 

@@ -603,3 +603,23 @@ def test_an_error_answer_of_a_megabyte_error_type_or_status_is_said_cut(
     why = json.loads(out)["errors"]["busy_ratio"]
     assert why.startswith("Prometheus said ") and len(why) < 300
     assert len(err) < 400 and "\x1b" not in err and "\\x1b]" in err
+
+
+def test_an_answer_of_half_a_million_tiny_series_is_refused_before_they_are_built() -> None:
+    """16 MiB of series of no label (`{"metric":{},"value":[0,"1"]}`, 31 bytes each): 541,000
+    of them were all built, 182 MB at the peak, before `MAX_SERIES` refused the answer. The
+    series are counted first, each built only once they are known to be few enough."""
+    n = (16 * 1024 * 1024 - 100) // 31
+    body = (b'{"status":"success","data":{"resultType":"vector","result":['
+            + b",".join([b'{"metric":{},"value":[0,"1"]}'] * n) + b"]}}")
+    with fake_prometheus() as fake:
+        fake.default = Reply(body=body)
+        client = PromClient(fake.url, timeout_s=30)
+        tracemalloc.start()
+        try:
+            with pytest.raises(PromError, match=f"answer has {n} series"):
+                client.instant("up")
+            peak_bytes = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak_bytes < 60 * 1024 * 1024  # ~31 MB of them unbuilt; 182 MB built

@@ -112,8 +112,12 @@ class _Sample(msgspec.Struct):
 
 
 class _Data(msgspec.Struct):
+    """An answer's series, unbuilt (`msgspec.Raw`: where each lies in the body): counted
+    before any is built (`PromClient._ask`). 16 MiB of series of no label are 541,000 of
+    them: built, 182 MB, before MAX_SERIES refused the answer; unbuilt, 31 MB."""
+
     resultType: str  # noqa: N815 - Prometheus's own field name
-    result: list[_Sample]
+    result: list[msgspec.Raw]
 
 
 class _Answer(msgspec.Struct, Generic[_D]):
@@ -126,6 +130,7 @@ class _Answer(msgspec.Struct, Generic[_D]):
 
 
 _DECODER = msgspec.json.Decoder(_Answer[_Data])
+_SAMPLE_DECODER = msgspec.json.Decoder(_Sample)
 
 
 class _Target(msgspec.Struct):
@@ -294,7 +299,7 @@ class PromClient:
         result = answer.data.result
         if len(result) > MAX_SERIES:
             raise PromError(f"answer has {len(result)} series (at most {MAX_SERIES})")
-        return [_series(s) for s in result]
+        return [_series(_decoded(_SAMPLE_DECODER, raw)) for raw in result]
 
     def _send(self, method: str, api: str, form: dict[str, str], timeout_s: float | None
               ) -> bytes:

@@ -623,3 +623,29 @@ def test_an_answer_of_half_a_million_tiny_series_is_refused_before_they_are_buil
         finally:
             tracemalloc.stop()
     assert peak_bytes < 60 * 1024 * 1024  # ~31 MB of them unbuilt; 182 MB built
+
+
+def test_a_range_answer_of_millions_of_points_is_refused_before_they_are_built() -> None:
+    """A box's detail answered with one series of 2,000,000 points (16 MiB of `[0,"1"]`):
+    every point was built, a tuple, a float and a string each, 474 MB at the peak (235 MB
+    held while the detail read them). The points are counted first, and an answer of more
+    than `MAX_POINTS` is refused unbuilt."""
+    from gapwatch.fleet.client import MAX_POINTS
+
+    n = (16 * 1024 * 1024 - 200) // 8
+    body = (b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},'
+            b'"values":[' + b",".join([b'[0,"1"]'] * n) + b"]}]}}")
+    with fake_prometheus() as fake:
+        fake.range_replies["x"] = Reply(body=body)
+        client = PromClient(fake.url, timeout_s=30)
+        tracemalloc.start()
+        try:
+            with pytest.raises(PromError, match=f"answer has {n} points \\(at most {MAX_POINTS}"):
+                client.range("x", 0, 60, 60)
+            peak_bytes = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        fake.range_replies["x"] = Reply(body=body.replace(b",".join([b'[0,"1"]'] * n),
+                                                          b'[0,"1"],[60,"NaN"]'))
+        assert client.range("x", 0, 60, 60)[0].points == ((0.0, 1.0), (60.0, None))
+    assert peak_bytes < 80 * 1024 * 1024

@@ -4,7 +4,8 @@ decoding of the answer. Every failure is a `PromError` whose message is for the 
 Who calls it: `gapwatch.fleet.rows` (instant queries, every refresh), `gapwatch.fleet.targets`
 (the targets API, `/api/v1/targets`, when a box is stale) and `gapwatch.fleet.detail` (range
 queries, when a box is opened). Everything Prometheus sends is outside input: a body over
-`max_bytes` is refused unread, JSON of another shape is refused by its schema (msgspec), label
+`max_bytes` is refused unread, an answer of more than MAX_SERIES series or MAX_POINTS points
+is refused before any is built, JSON of another shape is refused by its schema (msgspec), label
 values and a target's words are kept as text, cut (the screen shows them through
 `fmt.visible`), numbers that are not finite become None.
 

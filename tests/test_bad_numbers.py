@@ -332,6 +332,29 @@ def test_a_prover_status_with_numbers_beyond_64_bits_keeps_the_rest() -> None:
     assert counters["dropped_fields"] == 3
 
 
+def test_srs_sizes_that_sum_past_64_bits_are_no_total_and_the_snapshot_reads_back() -> None:
+    """Three SRS entries of 2^63-1 bytes each (every one a `u64` cuzk can send) summed to
+    2.8e19: the poller recorded that total, which the recording's own reader refuses (a count
+    fits 64 bits), so each snapshot of the run, and every `prover_same` after it, was a bad
+    record offline: `report` read no /status at all (13 of 13 polls lost, nothing said live)."""
+    from gapwatch.core.codec import decode_record, encode_line
+    from gapwatch.cuzk.status import parse_status
+
+    most = 2**63 - 1
+    srs = ", ".join(f'{{"circuit_id": "c{i}", "bytes": {most}}}' for i in range(3))
+    body = ('{"uptime_secs": 5, "allocations": {"srs": [' + srs + "]}}").encode()
+    counters: dict[str, int] = {}
+    status = parse_status(body, "cuzk", 1, 1_796_000_000.0, 1.0, counters)
+    assert decode_record(encode_line(status)) == status  # the recording reads it back
+    assert status.srs_bytes is None and status.srs_circuits == ["c0", "c1", "c2"]
+    assert status.uptime_s == 5.0
+    assert counters["dropped_fields"] == 1  # the total, no size a box's SRS can have
+    # Sizes that sum within 64 bits are summed as before.
+    fits = parse_status(b'{"allocations": {"srs": [{"bytes": 47000000000}, {"bytes": 5}]}}',
+                        "cuzk", 1, 1_796_000_000.0, 1.0)
+    assert fits.srs_bytes == 47_000_000_005
+
+
 def _copy_line(start: float, nbytes: int) -> bytes:
     return (b'{"start_wall_s":%.3f,"end_wall_s":%.3f,"bytes":%d,"direction":"h2d",'
             b'"src_kind":"pageable","dst_kind":"device","gpu":0,"cuda_device":0,"stream_id":13,'

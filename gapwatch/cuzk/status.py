@@ -20,7 +20,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 
 import msgspec
 
-from gapwatch.core.bounds import MAX_GPU_INDEX, Count, DurationS
+from gapwatch.core.bounds import INT64_MAX, MAX_GPU_INDEX, Count, DurationS
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
@@ -232,6 +232,18 @@ def _text(value: str | None, cut: list[int]) -> str | None:
     return cut_text(value, MAX_TEXT_CHARS)
 
 
+def _srs_total(entries: list[AllocationEntry], dropped: list[int]) -> int | None:
+    """The bytes of the SRS entries read, summed; None (`dropped[0]` counts it) where the sum is
+    beyond what a count holds: each entry is a `u64` cuzk may send up to 2^63-1 (`Count`), but
+    three such summed past 64 bits, a total the recording's reader refuses (`ProverStatus`'s
+    `srs_bytes` is a `Count`): every snapshot of the run was a bad record offline."""
+    total = sum(e.bytes or 0 for e in entries)
+    if total > INT64_MAX:
+        dropped[0] += 1
+        return None
+    return total
+
+
 def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
                  latency_ms: float, counters: dict[str, int] | None = None) -> ProverStatus:
     """cuzk's `/status` body -> one `ProverStatus`. Raises StatusError (`bad_json`,
@@ -276,6 +288,10 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
     if counters is not None and cut[0]:
         counters["cut_items"] = counters.get("cut_items", 0) + cut[0]
     circuits = None if srs is None else [_text(e.circuit_id, texts) or "?" for e in srs_entries]
+    dropped = [0]
+    srs_bytes = None if srs is None else _srs_total(srs_entries, dropped)
+    if counters is not None and dropped[0]:
+        counters["dropped_fields"] = counters.get("dropped_fields", 0) + dropped[0]
     if counters is not None and texts[0]:
         counters["text_cut"] = counters.get("text_cut", 0) + texts[0]
     return ProverStatus(
@@ -292,6 +308,6 @@ def parse_status(body: bytes, prover: str, t_mono_ns: int, t_wall_s: float,
         memory_used_bytes=mem.used_bytes if mem else None,
         memory_available_bytes=mem.available_bytes if mem else None,
         srs_circuits=circuits,
-        srs_bytes=None if srs is None else sum(e.bytes or 0 for e in srs_entries),
+        srs_bytes=srs_bytes,
         job_kinds=kinds,
     )

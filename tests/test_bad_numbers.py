@@ -110,6 +110,34 @@ def test_gpu_numbers_that_are_not_gpu_indices_stay_in_the_fields() -> None:
     assert e.gpu == 1 and e.fields["size_mib"] == BIG  # type: ignore[attr-defined]
 
 
+def test_a_gpu_queue_line_whose_partition_does_not_read_is_no_lost_monolithic_job() -> None:
+    """`GPU_QUEUE,porep-1-1,partition=99999999999999999999` (or `partition=abc`) names a
+    partition gapwatch cannot read (`partition` None, the text kept): the GPU queue watch took
+    it for a monolithic item (key (0, 0)), and the next pickup said it LOST, an error
+    (`monolithic job porep-1-1 was queued for the GPU ... and never picked up`: a page, an
+    `--on-event` command) of a partitioned job cuzk never lost."""
+    from gapwatch.cuzk.gpu_queue import GpuQueueWatch
+
+    parser, watch = LogParser(), GpuQueueWatch()
+    lines = ["2026-05-12T15:00:00.030000Z  INFO cuzk_core::engine: starting cuzk engine",
+             f"TIMELINE,10000,GPU_QUEUE,porep-1-1,partition={BIG}",
+             "TIMELINE,10100,GPU_QUEUE,porep-1-2,partition=3",
+             "TIMELINE,10200,GPU_PICKUP,porep-1-2,worker=0,partition=3",
+             "TIMELINE,10300,GPU_QUEUE,porep-1-3,partition=abc",
+             f"TIMELINE,10350,GPU_PICKUP,porep-1-3,worker=1,partition={BIG}",
+             "TIMELINE,10400,GPU_QUEUE,porep-1-4,partition=1",
+             "TIMELINE,10500,GPU_PICKUP,porep-1-4,worker=0,partition=1",
+             # A monolithic item (no partition named) is still lost as before.
+             "TIMELINE,10600,GPU_QUEUE,winpost-1-aa,monolithic",
+             "TIMELINE,10700,GPU_QUEUE,porep-1-5,partition=2",
+             "TIMELINE,10800,GPU_PICKUP,porep-1-5,worker=0,partition=2"]
+    said = [out for i, line in enumerate(lines)
+            for ev in parser.parse_line(line, "s", i, 1_778_598_000.0 + i)
+            for out in watch.feed(ev)]
+    assert [e.job_id for e in said] == ["winpost-1-aa"] and watch.lost == 1
+    assert watch.unread_partition == 3  # the two queued and the pickup, passed over
+
+
 def test_user_rule_groups_beyond_64_bits_and_absurd_timestamps_are_said_not_raised() -> None:
     cfg = build_config({"logs": {"rules": [{
         "name": "r", "regex": r"^(?P<timestamp>\S+) w=(?P<worker>\S+) g=(?P<gpu>\S+) n=(?P<n>\S+)"

@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 
 import pytest
-from fleet_fakes import Reply, box, fake_prometheus, promql, vector
+from fleet_fakes import Reply, box, fake_prometheus, matrix, promql, vector
 
 from gapwatch.cli import main
 from gapwatch.fleet import rows as fleet_rows
-from gapwatch.fleet.client import MAX_LABEL_CHARS, PromClient, PromError, Series
+from gapwatch.fleet.client import MAX_NAME_CHARS, PromClient, PromError, Series, kept_name
 from gapwatch.fleet.rows import FleetOptions, FleetRow, refresh
 
 GOOD = json.dumps({"status": "success", "data": {"resultType": "vector", "result": []}}).encode()
@@ -236,7 +236,8 @@ def test_a_series_with_thousands_of_labels_and_a_megabyte_name_keeps_only_what_f
         ) -> None:
     # 100 series of 2,000 labels each (2.4 MB) answering all 13 queries: every label was kept,
     # 13 answers at once (13 MB of them cost 1.3 GB). A series now keeps the labels fleet reads,
-    # each cut to MAX_LABEL_CHARS: a 1 MB box name no longer reaches the table or a title.
+    # a name cut past MAX_NAME_CHARS (its start and a digest): a 1 MB box name no longer
+    # reaches the table or a title.
     labels: dict[str, str] = {f"l{i}": "" for i in range(2000)}
     result: list[object] = [
         {"metric": labels | {"instance": "b" * 1_000_000 if i == 0 else f"b{i}", "gpu": "0",
@@ -252,8 +253,9 @@ def test_a_series_with_thousands_of_labels_and_a_megabyte_name_keeps_only_what_f
         finally:
             tracemalloc.stop()
     assert set(series[0].labels) == {"instance", "gpu", "state"}
-    assert len(series[0].labels["instance"]) == MAX_LABEL_CHARS
-    assert len(rows) == 100 and max(len(r.instance) for r in rows) == MAX_LABEL_CHARS
+    kept = kept_name("b" * 1_000_000)
+    assert series[0].labels["instance"] == kept and len(kept) <= MAX_NAME_CHARS + 20
+    assert len(rows) == 100 and max(len(r.instance) for r in rows) == len(kept)
     assert peak_bytes < 40 * 1024 * 1024
 
 
@@ -649,3 +651,75 @@ def test_a_range_answer_of_millions_of_points_is_refused_before_they_are_built()
                                                           b'[0,"1"],[60,"NaN"]'))
         assert client.range("x", 0, 60, 60)[0].points == ((0.0, 1.0), (60.0, None))
     assert peak_bytes < 80 * 1024 * 1024
+
+
+def test_boxes_whose_names_differ_only_past_256_characters_are_rows_of_their_own(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Every label was cut at 256 characters, nothing said: two boxes whose names differ at
+    # character 301 became one row (the second's GPUs merged into the first's).
+    names = ["a" * 300 + "1", "a" * 300 + "2"]
+    with fake_prometheus() as fake:
+        for name in names:
+            box(fake, name, 1)
+        result = refresh(PromClient(fake.url), FleetOptions())
+        assert main(["fleet", "--prometheus", fake.url, "--once"]) == 0
+    assert sorted(r.instance for r in result.rows) == names
+    # `--once` cuts each for display only, both ends kept around a "…", and they read apart.
+    shown = [line.split()[0] for line in capsys.readouterr().out.splitlines()[1:]]
+    assert len(shown) == 2 and len(set(shown)) == 2 and all("…" in s for s in shown)
+
+
+def test_a_long_named_boxs_detail_asks_prometheus_about_its_whole_name() -> None:
+    # The detail asked about the name cut at 256 characters, matched no series, and said "no
+    # gap closed in the last 30 minutes" of a box with gaps.
+    from gapwatch.fleet.detail import box_detail, detail_lines
+    from gapwatch.fleet.queries import DETAIL_IDLE, more_matchers
+
+    name = "a" * 300 + "1"
+    opts = FleetOptions()
+    with fake_prometheus() as fake:
+        box(fake, name, 1)
+        fake.range_replies[DETAIL_IDLE.format(sel_=more_matchers(opts.selector),
+                                              instance=name)] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5)]))
+        client = PromClient(fake.url)
+        (row,) = refresh(client, opts).rows
+        lines = detail_lines(box_detail(client, opts, row.instance, now_s=700.0))
+    assert row.instance == name
+    assert len(lines) == 1 and "GPU0 idle 12.5s (pcie_starved 12.5s)" in lines[0]
+
+
+def test_box_names_past_what_fleet_keeps_stay_apart_said_cut_counted_and_never_asked_about(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # Past MAX_NAME_CHARS a name is kept as its start and a digest of the whole: two such
+    # boxes are two rows, each marked cut; the refresh counts and says them; a detail says
+    # the name is longer than fleet keeps instead of asking Prometheus about a name no series
+    # has (and saying "no gap closed").
+    from gapwatch.fleet.client import name_was_cut
+    from gapwatch.fleet.detail import box_lines
+    from gapwatch.ui.fleet import footer_text
+
+    names = ["b" * (MAX_NAME_CHARS + 100) + "1", "b" * (MAX_NAME_CHARS + 100) + "2"]
+    opts = FleetOptions()
+    with fake_prometheus() as fake:
+        for name in names:
+            box(fake, name, 2)
+        client = PromClient(fake.url)
+        result = refresh(client, opts)
+        asked = len(fake.asked)
+        lines = box_lines(client, opts, result.rows[0].instance)
+        assert len(fake.asked) == asked  # Prometheus was not asked about a cut name
+        assert main(["fleet", "--prometheus", fake.url, "--once", "--json"]) == 0
+    kept = {r.instance for r in result.rows}
+    assert len(result.rows) == 4 and len(kept) == 2
+    assert all(name_was_cut(k) and len(k) <= MAX_NAME_CHARS + 20 and "…" in k for k in kept)
+    assert result.names_cut == 2
+    said = f"2 box names longer than {MAX_NAME_CHARS:,} characters"
+    assert any(said in line for line in result.error_lines("prom"))
+    assert said in footer_text(result, "", "prom")  # the screen's footer says it too
+    assert len(lines) == 1 and "longer than" in lines[0] and "no gap closed" not in lines[0]
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["names_cut"] == 2 and all(r["instance_cut"] for r in doc["rows"])
+    assert said in err
+

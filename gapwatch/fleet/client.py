@@ -6,8 +6,9 @@ Who calls it: `gapwatch.fleet.rows` (instant queries, every refresh), `gapwatch.
 queries, when a box is opened). Everything Prometheus sends is outside input: a body over
 `max_bytes` is refused unread, an answer of more than MAX_SERIES series or MAX_POINTS points
 is refused before any is built, JSON of another shape is refused by its schema (msgspec), label
-values and a target's words are kept as text, cut (the screen shows them through
-`fmt.visible`), numbers that are not finite become None.
+values and a target's words are kept as text, cut where long with a mark that they were (the
+screen shows them through `fmt.visible`): a name (`NAME_LABELS`) is never cut to where two
+would read the same (`kept_name`); numbers that are not finite become None.
 
 One home for the HTTP exchange, `_send`: one deadline for the whole of it (connect, request,
 status line, headers, body), kept by a watchdog that shuts the socket when it passes, since a
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import http.client
 import math
 import re
@@ -67,8 +69,18 @@ MAX_POINTS = 500_000
 #: (`queries.JOBS_WITH_ROWS`).
 READ_LABELS = ("instance", "gpu", "state", "kind", "cause", "cause_words", "setting", "step",
                "verdict", "job")
-#: What one label value may keep: a box name or a cause's words fit many times over.
+#: What one label value of words (a cause's, a setting, a state) may keep; a longer one ends
+#: in "…". A cause's words fit many times over.
 MAX_LABEL_CHARS = 256
+#: The labels that name a thing: a box, a GPU, a scrape job. Two values are two things, so a
+#: name is never cut to where two would read the same (`kept_name`): cut at 256 characters
+#: like the words, two boxes whose names differed past it were one row, and the detail asked
+#: Prometheus about the cut name, matched nothing, and said "no gap closed".
+NAME_LABELS = frozenset({"instance", "gpu", "job"})
+#: What a name keeps whole: a DNS name of 253 characters and its port (259) fit four times.
+#: A longer one is kept as its first MAX_NAME_CHARS characters, "…" and a digest of the whole
+#: (`kept_name`): bounded, told apart, and known to be cut (`name_was_cut`).
+MAX_NAME_CHARS = 1024
 #: What a target's words (its `lastError`, `health`, `scrapeUrl`) may keep: Go's longest scrape
 #: error (a URL, an address, the innermost cause) is ~150 characters; a longer one ends in "…".
 MAX_TARGET_TEXT_CHARS = 256
@@ -181,10 +193,11 @@ def _number(text: str) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """One target Prometheus scrapes, as its targets API says: the labels asked for (cut as a
-    series' are), its `health` ("up", "down", "unknown"), its `lastError` ("" when the last
-    scrape went well), when it last tried (None: never, or a time that is not one) and the URL
-    it scrapes. Every text is Prometheus's, cut to MAX_TARGET_TEXT_CHARS."""
+    """One target Prometheus scrapes, as its targets API says: the labels asked for (kept as
+    a series' names are, `kept_name`), its `health` ("up", "down", "unknown"), its `lastError`
+    ("" when the last scrape went well), when it last tried (None: never, or a time that is
+    not one) and the URL it scrapes. Its other texts are Prometheus's, cut to
+    MAX_TARGET_TEXT_CHARS."""
 
     labels: dict[str, str]
     health: str
@@ -552,9 +565,35 @@ def _cut(text: str, limit: int = MAX_TARGET_TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def kept_name(text: str) -> str:
+    """A name label's value as fleet keeps it: whole up to MAX_NAME_CHARS characters, else
+    its start, "…" and 16 hex digits of a digest of the whole, so that names that differ
+    anywhere stay apart. Who calls it: `_series` and `_target` (a target's labels are matched
+    to the rows' names)."""
+    if len(text) <= MAX_NAME_CHARS:
+        return text
+    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return f"{text[:MAX_NAME_CHARS]}…{digest}"
+
+
+def name_was_cut(name: str) -> bool:
+    """Whether `name` (from `kept_name`) is not the whole name Prometheus has: only a cut one
+    is longer than MAX_NAME_CHARS. Its rows are said cut and counted (`rows.Refresh`), and its
+    detail is not asked for (`detail.box_lines`): no series has that name."""
+    return len(name) > MAX_NAME_CHARS
+
+
+def _label(name: str, text: str) -> str:
+    """A label's value as kept: a name by `kept_name`, words cut to MAX_LABEL_CHARS with
+    "…" (they were cut with nothing said)."""
+    return kept_name(text) if name in NAME_LABELS else _cut(text, MAX_LABEL_CHARS)
+
+
 def _target(t: _Target, names: tuple[str, ...], decoder: msgspec.json.Decoder[Any]) -> Target:
     labels = _decoded(decoder, t.labels)
-    kept = {name: text[:MAX_LABEL_CHARS] for i, name in enumerate(names)
+    # Every one as a name: `instance` must be the rows' own, and the others are matched
+    # against the selector's values (cut words would match where the whole does not).
+    kept = {name: kept_name(text) for i, name in enumerate(names)
             if (text := getattr(labels, f"l{i}")) is not None}
     return Target(kept, _cut(t.health), _cut(t.lastError), _wall_s(t.lastScrape),
                   _cut(t.scrapeUrl))
@@ -580,6 +619,6 @@ def _points_in(s: _Sample) -> int:
 def _series(s: _Sample) -> Series:
     value = _number(s.value[1]) if s.value is not None else None
     points = tuple((t, _number(v)) for t, v in _decoded(_POINTS_DECODER, s.values) or ())
-    labels = {name: text[:MAX_LABEL_CHARS] for name in READ_LABELS
+    labels = {name: _label(name, text) for name in READ_LABELS
               if (text := getattr(s.metric, name)) is not None}
     return Series(labels, value, points)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from gapwatch.core import fmt
 from gapwatch.cuzk.why_now import NO_CAUSE
-from gapwatch.fleet.client import PromClient, PromError
+from gapwatch.fleet.client import MAX_NAME_CHARS, PromClient, PromError, name_was_cut
 from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
 from gapwatch.fleet.rows import (
     FleetOptions,
@@ -150,10 +150,32 @@ def post_line(rows: list[FleetRow], instance: str, lookback: str) -> str | None:
     return "; ".join(said)
 
 
+#: What the detail of a box whose name fleet holds cut says, instead of its minutes.
+NAME_CUT = (f"this box's name is longer than gapwatch fleet keeps ({MAX_NAME_CHARS:,} "
+            "characters; shown as its start, \"…\" and a digest of the whole): Prometheus "
+            "cannot be asked about it by that name, so its minutes are not shown. Its own "
+            "dashboard and `gapwatch report` have them.")
+
+
+def box_lines(client: PromClient, opts: FleetOptions, instance: str,
+              now_s: float | None = None) -> list[str]:
+    """The detail's lines of box `instance` (a row's): its minutes (`box_detail`,
+    `detail_lines`), or, for a name fleet holds cut (`client.name_was_cut`), that it is one,
+    Prometheus not asked: a cut name matches no series, and the detail said "no gap closed"
+    of a box with gaps. Who calls it: the fleet screen's detail (`ui.fleet`). Raises PromError
+    as `box_detail` does."""
+    if name_was_cut(instance):
+        return [NAME_CUT]
+    return detail_lines(box_detail(client, opts, instance, now_s=now_s))
+
+
 def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: int = 30,
                now_s: float | None = None) -> list[Minute]:
     """The box's minutes with idle time, newest first. Raises PromError when the idle query
-    fails (the verdict query failing costs only the verdict words)."""
+    fails (the verdict query failing costs only the verdict words), ValueError for a name
+    fleet holds cut (`box_lines` says so instead)."""
+    if name_was_cut(instance):
+        raise ValueError("a box name held cut is no name Prometheus has")
     end = time.time() if now_s is None else now_s
     start = end - minutes * 60
     quoted = instance.replace("\\", "\\\\").replace('"', '\\"')

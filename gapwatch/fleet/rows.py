@@ -35,7 +35,7 @@ from gapwatch.core import fmt
 from gapwatch.core.models import STATE_SEVERITY
 from gapwatch.cuzk.post_advice import MISSED_VERDICTS
 from gapwatch.cuzk.why_now import NO_CAUSE  # the setting a box exports when none closes its cause
-from gapwatch.fleet.client import PromClient, PromError, Series
+from gapwatch.fleet.client import MAX_NAME_CHARS, PromClient, PromError, Series, name_was_cut
 from gapwatch.fleet.queries import JOBS_SHOWN, JOBS_WITH_ROWS, QUERIES, Query, render
 from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
@@ -186,6 +186,8 @@ class FleetRow:
         out["post_advice"] = {v: list(said) for v, said in sorted(self.post_advice.items())}
         out["health"] = self.health()
         out["headline"] = headline(self)
+        # `instance` is the name as held: its start and a digest where it was cut.
+        out["instance_cut"] = name_was_cut(self.instance)
         return out
 
 
@@ -204,6 +206,9 @@ class Refresh:
     #: answered). All the answer named: the empty table shows `JOBS_SHOWN` of them.
     selector: str = ""
     jobs_with_rows: list[str] | None = None
+    #: How many boxes have a name longer than fleet keeps (`client.name_was_cut`): each its
+    #: own rows, shown cut, its detail not asked (`cut_lines` says so).
+    names_cut: int = 0
 
     def empty_lines(self) -> list[str]:
         """What an empty table says: the selector it used, and the jobs whose targets do
@@ -228,14 +233,23 @@ class Refresh:
         return "state" in self.errors
 
     def error_lines(self, prometheus: str) -> list[str]:
-        """What failed, one line per distinct error (`said_errors`): stderr of `--once` and
-        the screen's footer say the same."""
-        return said_errors(self.errors, prometheus)
+        """What failed, one line per distinct error (`said_errors`), then the box names held
+        cut (`cut_lines`): stderr of `--once` and the screen's footer say the same."""
+        return said_errors(self.errors, prometheus) + self.cut_lines()
+
+    def cut_lines(self) -> list[str]:
+        """That some box names are longer than fleet keeps, and what that costs; nothing when
+        none is."""
+        if not self.names_cut:
+            return []
+        return [f"{self.names_cut} box names longer than {MAX_NAME_CHARS:,} characters are "
+                "shown as their start, \"…\" and a digest of the whole (each its own rows); "
+                "their detail cannot be asked"]
 
     def as_json(self, prometheus: str) -> dict[str, Any]:
         return {"prometheus": prometheus, "t_wall_s": self.t_wall_s, "took_s": self.took_s,
                 "prometheus_s": self.prometheus_s, "errors": self.errors,
-                "rows": [r.as_json() for r in self.rows]}
+                "names_cut": self.names_cut, "rows": [r.as_json() for r in self.rows]}
 
 
 def _picks(jobs: list[str]) -> str:
@@ -318,8 +332,9 @@ def refresh(client: PromClient, opts: FleetOptions,
     if "state" in answers and not rows:
         jobs, waited_s = _jobs_with_rows(client, opts, started)
         waited += waited_s
+    names_cut = len({r.instance for r in rows if name_was_cut(r.instance)})
     return Refresh(rows, errors, clock(), time.monotonic() - started, waited,
-                   selector=opts.selector, jobs_with_rows=jobs)
+                   selector=opts.selector, jobs_with_rows=jobs, names_cut=names_cut)
 
 
 def _jobs_with_rows(client: PromClient, opts: FleetOptions, started: float

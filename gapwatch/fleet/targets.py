@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import regex
 
 #: The longest one regex matcher may take over one label value: a linear regex decides a
-#: 256-character label in microseconds.
+#: label of 1,024 characters (`client.MAX_NAME_CHARS`) in microseconds.
 MATCH_TIMEOUT_S: Final = 0.05
 #: The least time the targets are matched in, when the question's budget is spent already.
 MIN_MATCHING_S: Final = 0.1

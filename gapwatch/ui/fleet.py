@@ -26,8 +26,7 @@ from gapwatch.core import fmt
 from gapwatch.fleet.client import PromClient, PromError
 from gapwatch.fleet.detail import (
     WHAT_IS_SHOWN,
-    box_detail,
-    detail_lines,
+    box_lines,
     post_line,
     scrape_line,
 )
@@ -105,6 +104,8 @@ def footer_text(result: Refresh | None, error: str, url: str) -> str:
         return f"{head}; rows NOT read, showing the last table: {_errors(result, url)}"
     if result.errors:
         return f"{head}; {len(result.errors)} queries failed: {_errors(result, url)}"
+    if result.names_cut:
+        return f"{head}; {_errors(result, url)}"
     return f"{head}; Enter: a box's recent minutes, ?: the columns, q: quit"
 
 
@@ -157,8 +158,7 @@ class DetailScreen(Screen[None]):
 
     def _load(self) -> None:
         try:
-            minutes = box_detail(self._client, self._opts, self._instance)
-            lines = detail_lines(minutes)
+            lines = box_lines(self._client, self._opts, self._instance)
         except PromError as exc:
             # Its words may quote Prometheus's own (its JSON `error`): shown, never obeyed.
             lines = [f"Prometheus could not answer: {fmt.visible(str(exc))}"]

@@ -723,3 +723,23 @@ def test_box_names_past_what_fleet_keeps_stay_apart_said_cut_counted_and_never_a
     assert doc["names_cut"] == 2 and all(r["instance_cut"] for r in doc["rows"])
     assert said in err
 
+
+def test_a_box_named_with_a_newline_or_other_controls_opens_its_detail() -> None:
+    # Names were escaped for `\` and `"` only: a raw newline in the detail's PromQL string is
+    # a parse error (`unterminated quoted string`), so the detail of such a box never opened.
+    import re
+
+    from gapwatch.fleet.detail import box_detail
+    from gapwatch.fleet.targets import _unquoted
+
+    name = 'b\n\r\t\x01\x1b\x7f\u0085\u2028\\"x:9400'
+    with fake_prometheus() as fake:
+        fake.range_replies["sum by (gpu, kind)"] = matrix(
+            ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5)]))
+        minutes = box_detail(PromClient(fake.url), FleetOptions(), name, now_s=700.0)
+        asked = [q for q in fake.asked if "instance=" in q]
+    assert len(minutes) == 1 and len(asked) == 2
+    for query in asked:
+        assert query.isprintable(), query
+        found = re.search(r'instance=("(?:[^"\\]|\\.)*")', query)
+        assert found is not None and _unquoted(found.group(1)) == name

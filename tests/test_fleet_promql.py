@@ -233,3 +233,27 @@ def test_the_post_advice_keeps_which_verdict_each_setting_is_for(tmp_path: Path)
         f'{advice},verdict="at_risk",setting="[memory] eviction_min_idle"}}': "1 1 1",
     }, "2m", [('{instance="b:9400",verdict="failed",setting="none"}', 1),
               ('{instance="b:9400",verdict="late",setting="[memory] eviction_min_idle"}', 1)])
+
+
+def test_a_box_detail_of_a_name_with_a_newline_and_controls_is_answered_by_prometheus(
+        tmp_path: Path) -> None:
+    """A box whose `instance` holds a newline, a tab, a carriage return and other controls
+    (relabelling can set any UTF-8): its detail's query, as `box_detail` sends it, must be
+    PromQL Prometheus reads and that matches the box's series. Escaped for `\\` and `"` only,
+    the raw newline is a parse error (`unterminated quoted string`): the detail never opened."""
+    from fleet_fakes import fake_prometheus
+
+    from gapwatch.fleet.client import PromClient
+    from gapwatch.fleet.detail import box_detail
+    from gapwatch.fleet.rows import FleetOptions
+
+    name = 'b\n\t\r\x01\x1b\x7f\u0085"x:9400'
+    with fake_prometheus() as fake:
+        box_detail(PromClient(fake.url), FleetOptions(), name, now_s=700.0)
+    expr = next(q for q in fake.asked if q.startswith("sum by (gpu, kind)"))
+    # The series as a box exports it, in PromQL's own escapes (written out here by hand).
+    written = 'b\\n\\t\\r\\x01\\x1b\\x7f\\u0085\\"x:9400'
+    _expect(tmp_path, expr, {
+        f'gapwatch_gap_seconds_total{{job="gapwatch",instance="{written}",gpu="0",'
+        'kind="pcie_starved"}': "0 5 10 15 20",
+    }, "60s", [('{gpu="0",kind="pcie_starved"}', 20)], interval="15s")

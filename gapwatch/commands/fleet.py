@@ -22,6 +22,7 @@ from gapwatch.core.units import parse_duration
 from gapwatch.engine.console import say
 from gapwatch.fleet.client import PromClient
 from gapwatch.fleet.layout import box_labels
+from gapwatch.fleet.queries import promql_string
 from gapwatch.fleet.rows import COLUMNS, FleetOptions, Refresh, cells, refresh
 from gapwatch.fleet.targets import parse_selector
 
@@ -89,8 +90,7 @@ def _bare_values(selector: str) -> tuple[list[str], str]:
         if found is not None:
             value = (found.group(3) or "").strip()
             bare.append(value)
-            escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-            part = f'{found.group(1)}{found.group(2)}"{escaped}"'
+            part = f'{found.group(1)}{found.group(2)}"{promql_string(value)}"'
         parts.append(part)
     return bare, ",".join(p for p in parts if p) if bare else ""
 

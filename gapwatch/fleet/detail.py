@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from gapwatch.core import fmt
 from gapwatch.cuzk.why_now import NO_CAUSE
 from gapwatch.fleet.client import MAX_NAME_CHARS, PromClient, PromError, name_was_cut
-from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers
+from gapwatch.fleet.queries import DETAIL_IDLE, DETAIL_VERDICT, more_matchers, promql_string
 from gapwatch.fleet.rows import (
     FleetOptions,
     FleetRow,
@@ -178,7 +178,8 @@ def box_detail(client: PromClient, opts: FleetOptions, instance: str, minutes: i
         raise ValueError("a box name held cut is no name Prometheus has")
     end = time.time() if now_s is None else now_s
     start = end - minutes * 60
-    quoted = instance.replace("\\", "\\\\").replace('"', '\\"')
+    # Every character PromQL's string needs escaped: a raw newline in a name was a parse error.
+    quoted = promql_string(instance)
     sel_ = more_matchers(opts.selector)
     idle = client.range(DETAIL_IDLE.format(sel_=sel_, instance=quoted), start, end, 60,
                         opts.budget_s)

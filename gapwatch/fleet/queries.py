@@ -207,6 +207,37 @@ JOBS_WITH_ROWS = Query("jobs_with_rows",
                        "(last_over_time(gapwatch_gpu_chain_state[{lb}]) == 1))", per="box")
 
 
+#: PromQL's own escapes (Go's) for what has one: `\\`, `"` and the controls with a letter.
+_NAMED_ESCAPES = {"\\": "\\\\", '"': '\\"', "\a": "\\a", "\b": "\\b", "\f": "\\f",
+                  "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}
+
+
+def promql_string(text: str) -> str:
+    """`text` as the inside of a double-quoted PromQL string, which Prometheus reads back as
+    `text`: `\\` and `"` escaped, a newline, carriage return, tab and the other controls
+    with a letter as `\\n`, `\\r`, `\\t` ..., every other character Python does not print
+    (ESC, DEL, C1 controls, a line separator) as `\\xNN`, `\\uNNNN` or `\\UNNNNNNNN`.
+    PromQL's string literals follow Go's escapes; escaped for `\\` and `"` only, a box whose
+    name held a raw newline gave a detail query Prometheus refused (`unterminated quoted
+    string`), and the detail never opened. Who calls it: `detail.box_detail` (a box's name),
+    `rows` (a scrape job's `--selector` to give), `commands.fleet` (a bare value quoted)."""
+    if text.isprintable() and "\\" not in text and '"' not in text:
+        return text  # the common case, checked in C
+    return "".join(_escaped(c) for c in text)
+
+
+def _escaped(c: str) -> str:
+    named = _NAMED_ESCAPES.get(c)
+    if named is not None:
+        return named
+    if c.isprintable():
+        return c
+    code = ord(c)
+    if code < 0x80:
+        return f"\\x{code:02x}"  # a byte of ASCII: Go reads \xNN as that byte
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
 def render(q: Query, sel: str, lookback: str) -> str:
     """The query's PromQL with its holes filled: `{sel}` the selector alone, `{sel_}` the
     selector before more matchers (`more_matchers`), `{lb}` the lookback."""

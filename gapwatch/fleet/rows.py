@@ -36,7 +36,14 @@ from gapwatch.core.models import STATE_SEVERITY
 from gapwatch.cuzk.post_advice import MISSED_VERDICTS
 from gapwatch.cuzk.why_now import NO_CAUSE  # the setting a box exports when none closes its cause
 from gapwatch.fleet.client import MAX_NAME_CHARS, PromClient, PromError, Series, name_was_cut
-from gapwatch.fleet.queries import JOBS_SHOWN, JOBS_WITH_ROWS, QUERIES, Query, render
+from gapwatch.fleet.queries import (
+    JOBS_SHOWN,
+    JOBS_WITH_ROWS,
+    QUERIES,
+    Query,
+    promql_string,
+    render,
+)
 from gapwatch.fleet.targets import failure_of, parse_selector, scrape_failures
 
 #: Rank of a stale row among the states (BREAKDOWN 4, GAPS 3...): after BREAKDOWN, before GAPS.
@@ -264,8 +271,7 @@ def _picks(jobs: list[str]) -> str:
 def _selector_of(job: str) -> str:
     """`--selector` picking scrape job `job`, as typed in a shell (PromQL's string escapes,
     the shell's quotes; a label value's controls made visible, `fmt.visible`)."""
-    value = job.replace("\\", "\\\\").replace('"', '\\"')
-    return "--selector " + fmt.visible(shlex.quote(f'job="{value}"'))
+    return "--selector " + fmt.visible(shlex.quote(f'job="{promql_string(job)}"'))
 
 
 def said_errors(errors: dict[str, str], prometheus: str) -> list[str]:

@@ -19,16 +19,19 @@ from __future__ import annotations
 import argparse
 import io
 from pathlib import Path
-from typing import IO, BinaryIO, cast
+from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
 from gapwatch.base.quit_early import stop_signals_deferred
 from gapwatch.commands import argtypes
 from gapwatch.config import Config
-from gapwatch.core.models import DERIVED_TYPES
+from gapwatch.core.models import DERIVED_TYPES, SessionHeader
 from gapwatch.engine.console import STDERR, StdoutBytes, say
 from gapwatch.offline.progress import Progress
 from gapwatch.sinks.output_file import OutputRefused, Replacement, check_replaceable
 from gapwatch.sources.time_window import TimeWindow, WindowError
+
+if TYPE_CHECKING:
+    from gapwatch.offline.report import ReportData
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +77,7 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
         report = build_report(path, config, logs, parsed=parsed, progress=progress,
                               window=window)
         recording = read_any(path, Reading(window=window))
-        builder = TraceBuilder(recording.header)
+        builder = TraceBuilder(recording.header, _recorded_span(recording.header, report))
         records = recording.records if progress is None else progress_of(
             recording.records, DataTime(progress, data_span(
                 path, recording.header.started_wall_s, window),
@@ -107,9 +110,36 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     # What the report says of its input (a log of another run, the data's own problems),
     # in its words, then what reading the samples found (less what the warnings say).
     said = [*report.warnings, *recording.problems_said(beside_report=True)]
+    if builder.far_off:
+        said.append(_far_off_words(builder.far_off))
     judged = report.post_deadlines.said() if report.post_deadlines is not None else None
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
             "https://ui.perfetto.dev or chrome://tracing"), said, [judged] if judged else []
+
+
+def _recorded_span(header: SessionHeader, report: ReportData
+                   ) -> tuple[float | None, float | None]:
+    """The span the recorder wrote the recording over, as far as wall times tell it: its
+    start to its data's end (None: not known on that side; both, where its wall clock stepped
+    back inside it, as the report's span says)."""
+    from gapwatch.offline.detect import data_end_s
+    from gapwatch.offline.throughput import clock_stepped_back_s
+
+    if clock_stepped_back_s(report.states) > 0:
+        return None, None
+    start = header.started_wall_s if header.started_wall_s > 0 else None
+    return start, data_end_s(report.totals)
+
+
+def _far_off_words(far_off: dict[str, int]) -> str:
+    """"4 records timed far outside the recording (copy 2, health 1, notice 1): left out of
+    the trace"."""
+    from gapwatch.offline.perfetto import RECORDED_REACH_S
+
+    kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(far_off.items()))
+    return (f"{sum(far_off.values())} records timed far outside the recording ({kinds}): "
+            f"more than {RECORDED_REACH_S:.0f} s from its span, as no record gapwatch writes "
+            "while recording is; left out of the trace")
 
 
 def _csv(path: Path, out: IO[str], window: TimeWindow | None

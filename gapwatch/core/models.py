@@ -265,10 +265,12 @@ NoticeLevel = Literal["info", "warning", "error"]
 
 class Notice(Struct, frozen=True, gc=False, tag_field="type", tag="notice"):
     """Something the user should know that is not a measurement: a GPU lost, a field unsupported,
-    a log file rotated, a bad line skipped. Recorded so that a replay tells the same story."""
+    a log file rotated, a bad line skipped. Recorded so that a replay tells the same story.
+    Its times are bounded as every record's read back (a recording's notice at -1e300 became
+    the origin of its Perfetto trace: every event at 1e306 us)."""
 
-    t_mono_ns: I64
-    t_wall_s: float
+    t_mono_ns: MonoNs
+    t_wall_s: WallS
     level: NoticeLevel
     message: str
     gpu: GpuIndex | None = None

@@ -28,7 +28,12 @@ Layout of the trace (format: "Trace Event Format", Google, the JSON Object form)
 
 Times: `ts` in microseconds from the earliest time in the trace (`otherData.origin_unix_s` keeps
 that origin, so a reader can get wall times back). Counters are placed at the start of the
-interval their sample covers.
+interval their sample covers, which reaches no further back than the GPU's previous sample (the
+first one's, one period): an `interval_ns` of 2^63-1 in a recording put that start, and the
+trace's origin, 292 years back. Perfetto takes no time before the origin, so one event far from
+the recording moves every other: the records whose times no reader vets (copies, health
+readings, notices) are drawn only within `RECORDED_REACH_S` of the recording's span
+(`keep_within`); the others are counted (`far_off`) and said by the export.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import msgspec
 
 from gapwatch.base.sorted_spool import SortedSpool
 from gapwatch.core import fmt
+from gapwatch.core.bounds import MAX_COPY_LATE_S, MAX_COPY_S
 from gapwatch.core.codec import encode_json, gap_json
 from gapwatch.core.ledger import GapLedger
 from gapwatch.core.models import (
@@ -57,6 +63,7 @@ from gapwatch.core.models import (
     SessionHeader,
     StateChange,
 )
+from gapwatch.core.readings import reading
 from gapwatch.core.sizes import bounded_event
 from gapwatch.cuzk.log_lines import busy_span
 
@@ -71,6 +78,12 @@ _TID_LOCK_BASE = 2000
 _TID_STREAM_BASE = 100_000
 #: Events encoded per write.
 _WRITE_BATCH: Final = 4096
+#: How far from the recording's span a record gapwatch wrote while recording can lie: each is
+#: stamped near its arrival, and a copy the furthest, begun up to an hour before it ended
+#: (`MAX_COPY_S`), ended up to ten minutes before it arrived (`MAX_COPY_LATE_S`).
+RECORDED_REACH_S: Final = MAX_COPY_S + MAX_COPY_LATE_S
+#: The host sampler's key among the GPUs' (`TraceBuilder._interval_start`).
+_HOST_KEY: Final = -1
 
 _GPU_COUNTERS: tuple[tuple[str, str], ...] = (
     ("sm_active_pct", "SM active %"),
@@ -104,8 +117,21 @@ def _phase_label(partition: int | None) -> str:
 class TraceBuilder:
     """Collects trace events; `events()` returns them sorted, `write()` writes the JSON."""
 
-    def __init__(self, header: SessionHeader) -> None:
+    def __init__(self, header: SessionHeader,
+                 keep_within: tuple[float | None, float | None] = (None, None)) -> None:
+        """`keep_within`: the recording's span (its start, its data's end; None: open on that
+        side); a copy, health reading or notice further than `RECORDED_REACH_S` from it is
+        left out (`far_off`)."""
         self.header = header
+        lo, hi = keep_within
+        self._lo = None if lo is None else lo - RECORDED_REACH_S
+        self._hi = None if hi is None else hi + RECORDED_REACH_S
+        #: Records left out as far off the recording, by type.
+        self.far_off: dict[str, int] = {}
+        #: Each GPU's (and the host's, `_HOST_KEY`) latest sample time: where the next one's
+        #: interval may reach back to.
+        self._sample_s: dict[int, float] = {}
+        self._period_s = header.period_ms / 1000.0
         #: Events by absolute start (Unix seconds): their duration in seconds (or `-`), a space,
         #: and the event's JSON without ts/dur (`_add`).
         self._events = SortedSpool()
@@ -126,10 +152,13 @@ class TraceBuilder:
 
     # -- feeding ------------------------------------------------------------------------------
     def add(self, record: Record | Gap | StateChange | ProverEvent) -> None:
+        if isinstance(record, Notice | CopyRecord | GpuHealth) and self._far(record):
+            self.far_off[record.type] = self.far_off.get(record.type, 0) + 1
+            return
         if isinstance(record, GpuSample):
             self._sample(record)
         elif isinstance(record, HostSample):
-            start = record.t_wall_s - (record.interval_ns or 0) / 1e9
+            start = self._interval_start(_HOST_KEY, record.t_wall_s, record.interval_ns)
             for attr, name in _HOST_COUNTERS:
                 value = getattr(record, attr)
                 if value is not None:
@@ -160,6 +189,25 @@ class TraceBuilder:
                     self._counter(record.t_wall_s, pid, name, value)
         elif isinstance(record, ProverEvent):
             self._prover_event(record)
+
+    def _far(self, r: Notice | CopyRecord | GpuHealth) -> bool:
+        """Whether `r` lies further than `RECORDED_REACH_S` from the recording's span."""
+        first, last = (r.start_wall_s, r.end_wall_s) if isinstance(r, CopyRecord) else (
+            r.t_wall_s, r.t_wall_s)
+        return (self._lo is not None and first < self._lo) or (
+            self._hi is not None and last > self._hi)
+
+    def _interval_start(self, key: int, t: float, interval_ns: int | None) -> float:
+        """Where a sample read at `t` over `interval_ns` begins: no further back than the
+        previous sample of its GPU (`key`), nor, for the first, than one period (as `/metrics`
+        counts sampled time); at `t` without an interval."""
+        before = self._sample_s.get(key)
+        if before is None or t > before:
+            self._sample_s[key] = t
+        if interval_ns is None or interval_ns <= 0:
+            return t
+        earliest = t - self._period_s if before is None else min(before, t)
+        return max(t - interval_ns / 1e9, earliest)
 
     def _prover_event(self, ev: ProverEvent) -> None:
         """A prover event on the prover's track: a stretch (a restart's cost, a lost job's
@@ -228,10 +276,12 @@ class TraceBuilder:
     def _sample(self, s: GpuSample) -> None:
         if s.gpu not in self._gpus:
             self._gpus[s.gpu] = GpuInfo(index=s.gpu)
-        start = s.t_wall_s - (s.interval_ns or 0) / 1e9
+        start = self._interval_start(s.gpu, s.t_wall_s, s.interval_ns)
         pid = _gpu_pid(s.gpu)
         for attr, name in _GPU_COUNTERS:
-            value = getattr(s, attr)
+            # NaN or negative is no reading (`readings.reading`, the detector's rule): a
+            # recording's -1e300 B/s was drawn as a counter value, its track scaled to it.
+            value = reading(getattr(s, attr))
             if value is not None:
                 self._counter(start, pid, name, value)
         if s.sm_active_pct is None:

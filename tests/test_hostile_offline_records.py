@@ -1,0 +1,105 @@
+"""Recordings whose records are well-formed JSON but hostile in meaning, read by the offline
+commands (`report`, `export`, `replay`, `compare`): times decades off the recording, intervals
+of centuries, counts that sum beyond 64 bits, process names of a megabyte, snapshots of
+thousands of workers. Each is a bad record (skipped, counted, said) or left out and said; the
+rest of the recording is used as ever."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from shared_files import sim_recording_bytes
+
+from gapwatch.cli import main
+from gapwatch.sources.files import read_any
+
+
+def _recording(tmp_path: Path, extra: list[dict[str, Any]], *, edit_gpu: dict[str, Any] | None
+               = None, name: str = "r.jsonl") -> Path:
+    """A simulated minute (one GPU) with `extra` records put among its lines, each timed by
+    the sample it follows (`t_mono_ns`/`t_wall_s` given in a record are kept); `edit_gpu`:
+    fields set on its 100th GPU sample."""
+    lines = sim_recording_bytes(seed=2, duration_s=60.0).splitlines(keepends=True)
+    samples = [i for i, ln in enumerate(lines) if ln.startswith(b'{"type":"gpu"')]
+    at = samples[100]
+    sample = json.loads(lines[at])
+    if edit_gpu is not None:
+        sample.update(edit_gpu)
+        lines[at] = json.dumps(sample).encode() + b"\n"
+    timed = [{"t_mono_ns": sample["t_mono_ns"], "t_wall_s": sample["t_wall_s"], **r}
+             if "start_wall_s" not in r else r for r in extra]
+    lines[at + 1:at + 1] = [json.dumps(r).encode() + b"\n" for r in timed]
+    path = tmp_path / name
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _trace(tmp_path: Path, rec: Path, capsys: pytest.CaptureFixture[str]) -> tuple[
+        dict[str, Any], str]:
+    out = tmp_path / "trace.json"
+    assert main(["export", str(rec), "--out", str(out)]) == 0
+    trace: dict[str, Any] = json.loads(out.read_text())
+    return trace, capsys.readouterr().err
+
+
+def _latest_ts_s(trace: dict[str, Any]) -> float:
+    """The latest time in the trace (s after its origin), ends of slices included."""
+    return float(max((e["ts"] + e.get("dur", 0)) / 1e6 for e in trace["traceEvents"] if "ts" in e))
+
+
+# -- the Perfetto trace's origin and end -----------------------------------------------------
+
+
+def test_a_notice_at_minus_1e300_is_a_bad_record_not_the_origin_of_every_event(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A notice's time was any float: one at -1e300 became the trace's origin and every event
+    of the minute sat at 1e306 us (Perfetto takes no such time); one at 1e300 drew the open
+    states to it. Its times are a record's (1970..2262, 64-bit monotonic)."""
+    rec = _recording(tmp_path, [
+        {"type": "notice", "t_wall_s": -1e300, "level": "error", "message": "far back"},
+        {"type": "notice", "t_wall_s": 1e300, "level": "error", "message": "far ahead"},
+        {"type": "notice", "t_mono_ns": -5, "level": "warning", "message": "mono back"}])
+    reading = read_any(rec)
+    notices = [r for r in reading.records if r.type == "notice"]
+    assert not [n for n in notices if n.message in ("far back", "far ahead", "mono back")]
+    assert reading.counters["bad_records"] == 3
+    trace, _err = _trace(tmp_path, rec, capsys)
+    assert _latest_ts_s(trace) < 120
+
+
+def test_a_sample_whose_interval_spans_centuries_does_not_move_the_traces_origin(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A GPU sample's counters are drawn from the start of its interval: one `interval_ns` of
+    2^63-1 put that start 292 years back, the trace's origin with it (every event at ~9.2e15
+    us). An interval reaches no further back than the GPU's previous sample (the first one's,
+    one period), as `/metrics` counts sampled time."""
+    rec = _recording(tmp_path, [], edit_gpu={"interval_ns": 2**63 - 1})
+    trace, _err = _trace(tmp_path, rec, capsys)
+    assert _latest_ts_s(trace) < 120
+    first = _recording(tmp_path, [], name="neg.jsonl", edit_gpu={"interval_ns": -(2**63)})
+    trace, _err = _trace(tmp_path, first, capsys)
+    assert _latest_ts_s(trace) < 120
+
+
+def test_a_copy_or_health_reading_decades_off_the_recording_is_left_out_of_the_trace_and_said(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy or a health reading at 1970 (in the records' bounds) became the trace's origin:
+    the minute recorded sat 56 years after it; one in 2261 drew the open states to 2261. The
+    recorder stamps each such record near its arrival (a copy at most `MAX_COPY_S +
+    MAX_COPY_LATE_S` before it): one further from the recording's span is left out of the
+    trace, counted and said."""
+    copy = {"type": "copy", "bytes": 1 << 20, "direction": "h2d", "src_kind": "pageable",
+            "dst_kind": "device", "gpu": 0, "cuda_device": 0, "stream_id": 1, "context_id": 1,
+            "correlation_id": 1, "pid": 7}
+    rec = _recording(tmp_path, [
+        {**copy, "start_wall_s": 1.0, "end_wall_s": 1.5},
+        {**copy, "start_wall_s": 9.2e9, "end_wall_s": 9.2e9 + 1},
+        {"type": "health", "gpu": 0, "t_wall_s": 1.0, "temperature_c": 50.0},
+        {"type": "notice", "t_wall_s": 9.2e9, "level": "warning", "message": "far ahead"}])
+    trace, err = _trace(tmp_path, rec, capsys)
+    assert trace["otherData"]["origin_unix_s"] > 1.7e9
+    assert _latest_ts_s(trace) < 120
+    assert "4 records timed far outside the recording (copy 2, health 1, notice 1): more than 4200 s from its span" in err

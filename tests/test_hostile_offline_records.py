@@ -103,3 +103,15 @@ def test_a_copy_or_health_reading_decades_off_the_recording_is_left_out_of_the_t
     assert trace["otherData"]["origin_unix_s"] > 1.7e9
     assert _latest_ts_s(trace) < 120
     assert "4 records timed far outside the recording (copy 2, health 1, notice 1): more than 4200 s from its span" in err
+
+
+def test_a_negative_gpu_reading_is_not_drawn_as_a_counter_value(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Negative GPU rates and activity are in a sample's bounds (the detector reads them as no
+    reading, `readings.reading`); the trace drew `-1e300` B/s as a counter value, its track
+    scaled to it. Not drawn, as no reading."""
+    rec = _recording(tmp_path, [], edit_gpu={"pcie_rx_bytes_per_s": -1e300,
+                                             "sm_active_pct": -1e300})
+    trace, _err = _trace(tmp_path, rec, capsys)
+    values = [e["args"]["value"] for e in trace["traceEvents"] if e["ph"] == "C"]
+    assert values and min(values) >= 0

@@ -115,3 +115,26 @@ def test_a_negative_gpu_reading_is_not_drawn_as_a_counter_value(
     trace, _err = _trace(tmp_path, rec, capsys)
     values = [e["args"]["value"] for e in trace["traceEvents"] if e["ph"] == "C"]
     assert values and min(values) >= 0
+
+
+# -- GPU errors ------------------------------------------------------------------------------
+
+
+def test_gpu_error_counts_that_would_sum_beyond_64_bits_are_bad_records(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two recorded ECC events of 2^63-1 errors each (a count's old bound) summed beyond 64
+    bits: `report --json` wrote `"ecc_uncorrected": 18446744073709551614` (JSON readers hold no
+    such integer; `compare` said it too). One event stands for at most `MAX_ERRORS_PER_EVENT`
+    (2^32: no GPU counts four billion errors between two readings a second apart), so a sum
+    needs 2^31 events to leave 64 bits."""
+    rec = _recording(tmp_path, [
+        {"type": "hw_event", "gpu": 0, "kind": "ecc_uncorrected", "count": 2**63 - 1},
+        {"type": "hw_event", "gpu": 0, "kind": "ecc_uncorrected", "count": 2**63 - 1},
+        {"type": "hw_event", "gpu": 0, "kind": "pcie_replay", "count": 2**32 + 1},
+        {"type": "hw_event", "gpu": 0, "kind": "ecc_corrected", "count": 2**32}])
+    reading = read_any(rec)
+    counts = [r.count for r in reading.records if r.type == "hw_event"]
+    assert counts == [2**32] and reading.counters["bad_records"] == 3
+    assert main(["report", str(rec), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["gpu_errors"]["errors_by_kind"] == {"ecc_corrected": 2**32}

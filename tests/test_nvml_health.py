@@ -367,3 +367,21 @@ def test_an_xid_wait_that_dies_is_said_and_restarted_like_every_other_thread(
     assert "gapwatch's own threads died: nvml-xid died 1x" in err
     assert [n.level for n in read_any(out).records
             if isinstance(n, Notice) and said in n.message] == ["error"]
+
+
+def test_an_ecc_counter_that_jumps_beyond_any_count_is_no_event(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """An event's count is at most `MAX_ERRORS_PER_EVENT`, so that sums of them stay 64-bit
+    integers and what the source writes reads back: a counter that jumps by 2^40 (read as
+    garbage once) is no count read, no event; a real growth after it still is."""
+    dev = FakeDevice()
+    fake, source = make(monkeypatch, tmp_path, dev, pcie_replay_every_s=1.0)
+    ticks = fake.run(source, 100 * MS, 11)
+    dev.ecc[1] = 1 << 40
+    ticks += fake.run(source, 100 * MS, 11, start_ns=11 * 100 * MS)
+    dev.ecc[1] = (1 << 40) + 3
+    ticks += fake.run(source, 100 * MS, 11, start_ns=22 * 100 * MS)
+    events = others(ticks, HardwareEvent)
+    assert [(e.kind, e.count) for e in events] == [("ecc_uncorrected", 3)]
+    for e in events:
+        assert msgspec.json.decode(msgspec.json.encode(e), type=HardwareEvent) == e

@@ -111,6 +111,13 @@ Mhz = Annotated[int, msgspec.Meta(ge=0, le=MAX_MHZ)]
 MemoryBytes = Annotated[int, msgspec.Meta(ge=0, le=MAX_MEMORY_BYTES)]
 #: A count or bitmask that cannot be negative (ECC errors, PCIe replays, clock reasons).
 Count = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+#: The most errors one GPU error event stands for (`HardwareEvent.count`: ECC errors or PCIe
+#: replays a counter grew by between two readings, a second or a minute apart): no GPU counts
+#: four billion between two. Summed over a recording's events a count stays far within 64 bits
+#: (2^31 events would be needed); two recorded events of 2^63-1 summed beyond them, and
+#: `report --json` wrote an integer no JSON reader holds. A larger growth is no count read.
+MAX_ERRORS_PER_EVENT = 1 << 32
+ErrorCount = Annotated[int, msgspec.Meta(ge=0, le=MAX_ERRORS_PER_EVENT)]
 #: A duration a program reported or gapwatch measured (a prover's uptime, a worker's busy
 #: time, `/status`'s latency): never negative, below a million years (`1e999` is not one).
 MAX_DURATION_S = 3e13

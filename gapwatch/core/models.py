@@ -33,6 +33,7 @@ from gapwatch.core.bounds import (
     Count,
     DurationMs,
     DurationS,
+    ErrorCount,
     EventRate,
     GpuIndex,
     GpuPct,
@@ -600,9 +601,10 @@ class HardwareEvent(Struct, frozen=True, gc=False, tag_field="type", tag="hw_eve
     t_wall_s: WallS
     kind: HardwareEventKind
     #: Never negative (NVML's event data and counters are unsigned): a recording's negative
-    #: count was summed into /metrics' GPU error counter, taking errors off it.
+    #: count was summed into /metrics' GPU error counter, taking errors off it. A count is at
+    #: most `bounds.MAX_ERRORS_PER_EVENT`, so that sums of them stay 64-bit integers.
     code: Count | None = None
-    count: Count = 1
+    count: ErrorCount = 1
     type: ClassVar[Literal["hw_event"]] = "hw_event"
 #: What a prover event says happened (any prover; the words are in `message`):
 #: "proof": a proof whose latency is watched (e.g. cuzk's WinningPoSt, WindowPoSt) completed, or

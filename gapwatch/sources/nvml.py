@@ -60,6 +60,7 @@ from gapwatch.core.blind import blind_words
 from gapwatch.core.bounds import (
     INT64_MAX,
     MAX_BYTES_PER_S,
+    MAX_ERRORS_PER_EVENT,
     MAX_MEMORY_BYTES,
     MAX_MHZ,
     MAX_PCIE_GEN,
@@ -627,7 +628,9 @@ class NvmlSource:
             ("ecc_uncorrected", was_uncorr, h.ecc_uncorrected_total),
             ("pcie_replay", gpu.replay_prev, h.pcie_replay_total))
         for kind, was, now in counts:
-            if was is not None and now is not None and now > was:
+            # A growth beyond any count (a counter read as garbage once) is no count read: the
+            # record must read back (`bounds.MAX_ERRORS_PER_EVENT`).
+            if was is not None and now is not None and 0 < now - was <= MAX_ERRORS_PER_EVENT:
                 self._event(tick, HardwareEvent(gpu=gpu.index, t_mono_ns=h.t_mono_ns,
                                                 t_wall_s=h.t_wall_s, kind=kind, count=now - was))
         gpu.ecc_prev = (h.ecc_corrected_total if h.ecc_corrected_total is not None else was_corr,

@@ -138,3 +138,30 @@ def test_gpu_error_counts_that_would_sum_beyond_64_bits_are_bad_records(
     assert main(["report", str(rec), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["gpu_errors"]["errors_by_kind"] == {"ecc_corrected": 2**32}
+
+
+# -- blind spots -----------------------------------------------------------------------------
+
+
+def test_a_blind_spots_process_with_negative_bytes_or_a_1e308_s_wait_is_a_bad_record(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A blind spot's processes carried any integer and float: `report` and `replay` said
+    "pid 5 (cuzk) pinned host memory (RssShmem -8388608.0 TiB 1000...(309 digits) s before ->
+    8388608.0 TiB after, /proc)". Their bytes are /proc readings' and their wait a duration:
+    out of those bounds the record is a bad one, counted and said; the others are used."""
+    rec = _recording(tmp_path, [
+        {"type": "blind", "duration_s": 2.0, "gpus": [0],
+         "pinning": [{"pid": 5, "name": "cuzk", "before_bytes": -(2**63),
+                      "after_bytes": 2**63 - 1, "since_s": 1e308}]},
+        {"type": "blind", "duration_s": 2.0, "gpus": [0],
+         "exited": [{"pid": 6, "name": "cuzk", "pinned_bytes": -(2**63)}]},
+        {"type": "blind", "duration_s": 3.0, "gpus": [0],
+         "pinning": [{"pid": 7, "name": "cuzk", "before_bytes": 1 << 30,
+                      "after_bytes": 5 << 30, "since_s": 1.5}]}])
+    reading = read_any(rec)
+    spots = [r for r in reading.records if r.type == "blind"]
+    assert [s.duration_s for s in spots] == [3.0] and reading.counters["bad_records"] == 2
+    assert main(["report", str(rec)]) == 0
+    out = capsys.readouterr().out
+    assert "RssShmem 1.0 GiB 2 s before -> 5.0 GiB after" in out
+    assert "TiB" not in out and "0" * 40 not in out

@@ -499,7 +499,8 @@ class ExitedProcess(Struct, frozen=True, gc=False):
     pid: I64
     name: str = ""
     #: Its pinned host memory (RssShmem) at the last /proc reading before it went; None: unknown.
-    pinned_bytes: I64 | None = None
+    #: Bounded as a /proc reading is (a recording's -2^63 was said "-8388608.0 TiB").
+    pinned_bytes: MemoryBytes | None = None
 
 
 class PinningProcess(Struct, frozen=True, gc=False):
@@ -511,9 +512,11 @@ class PinningProcess(Struct, frozen=True, gc=False):
     name: str = ""
     #: RssShmem at a /proc reading before the blind spot (the one before the latest, when
     #: recent), and read again right after it; `since_s` seconds from that reading to the stall.
-    before_bytes: I64 = 0
-    after_bytes: I64 = 0
-    since_s: float = 0.0
+    #: Bounded as a /proc reading and a duration are: a recording's `since_s` of 1e308 was
+    #: printed in 309 digits, its bytes as "-8388608.0 TiB".
+    before_bytes: MemoryBytes = 0
+    after_bytes: MemoryBytes = 0
+    since_s: DurationS = 0.0
 
 
 class BlindSpot(Struct, frozen=True, gc=False, tag_field="type", tag="blind"):

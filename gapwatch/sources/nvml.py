@@ -693,7 +693,9 @@ class NvmlSource:
             if after - before >= PINNING_MIN_BYTES:
                 out.append(PinningProcess(pid=pid, name=st.name, before_bytes=before,
                                           after_bytes=after,
-                                          since_s=round(t_wall_s - since_wall_s, 1)))
+                                          # Never negative (a wall clock stepped back
+                                          # between the readings): a duration reads back.
+                                          since_s=max(0.0, round(t_wall_s - since_wall_s, 1))))
         return out
 
     def _pinned(self, pid: int, name: str, wall_s: float, rss_shmem_bytes: int | None) -> None:

@@ -165,3 +165,35 @@ def test_a_blind_spots_process_with_negative_bytes_or_a_1e308_s_wait_is_a_bad_re
     out = capsys.readouterr().out
     assert "RssShmem 1.0 GiB 2 s before -> 5.0 GiB after" in out
     assert "TiB" not in out and "0" * 40 not in out
+
+
+# -- prover snapshots ------------------------------------------------------------------------
+
+
+def _snapshot(**fields: Any) -> dict[str, Any]:
+    return {"type": "prover", "prover": "127.0.0.1:9821", "latency_ms": 1.0, "uptime_s": 5.0,
+            "partition_counts": {}, "workers": [], "synthesis_active": None,
+            "synthesis_max": None, "queue_depth": None, "jobs": None, **fields}
+
+
+def test_a_snapshot_holding_more_than_a_poll_reads_is_a_bad_record_not_memory(
+        tmp_path: Path) -> None:
+    """A poll reads at most 256 jobs, 1,024 partitions, 256 workers and SRS entries, and 512
+    characters of each text (`cuzk.status`); a recorded snapshot had no bound: 60 snapshots of
+    20,000 workers and partitions each (250 MB) took `report` and `replay` to 860 MB, growing
+    with every one more. A snapshot beyond what a poll reads is a bad record; one at the
+    bounds is read."""
+    worker = {"worker_id": 0, "gpu": 0, "state": "proving", "job_id": "j", "partition": 0}
+    part = {"job_id": "j", "index": 0, "state": "gpu"}
+    rec = _recording(tmp_path, [
+        _snapshot(workers=[worker] * 257),
+        _snapshot(partitions=[part] * 1025),
+        _snapshot(job_kinds={f"j{i}": "porep-c2" for i in range(257)}),
+        _snapshot(srs_circuits=["porep-32g"] * 257),
+        _snapshot(partition_counts={f"s{i}": 1 for i in range(17)}),
+        _snapshot(workers=[{**worker, "job_id": "j" * 2000}]),
+        _snapshot(workers=[worker] * 256, partitions=[part] * 1024, srs_circuits=["c"] * 256,
+                  job_kinds={f"j{i}": "porep-c2" for i in range(256)}, uptime_s=6.0)])
+    reading = read_any(rec)
+    snapshots = [r for r in reading.records if r.type == "prover" and r.uptime_s == 6.0]
+    assert len(snapshots) == 1 and reading.counters["bad_records"] == 6

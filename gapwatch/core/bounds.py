@@ -135,6 +135,21 @@ PcieWidth = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_WIDTH)]
 #: line each on the dashboard.
 MAX_PROVERS = 64
 
+#: What one prover snapshot (`models.ProverStatus`) holds at most: what one poll of the prover's
+#: status reads (`gapwatch.cuzk.status` cuts an answer to these, counting the rest). A real
+#: snapshot holds a few dozen partitions and one worker per GPU; a recorded one had no bound,
+#: and 60 snapshots of 20,000 workers and partitions took a report to 860 MB.
+MAX_SNAPSHOT_JOBS = 256
+MAX_SNAPSHOT_PARTITIONS = 1024
+MAX_SNAPSHOT_WORKERS = 256
+MAX_SNAPSHOT_SRS = 256
+#: Partition states a snapshot counts (`models.PARTITION_STATES` and "other", with room).
+MAX_SNAPSHOT_STATES = 16
+#: Characters of a snapshot's text (a job id, a proof kind, an SRS circuit, a state): a poll
+#: keeps 512 of each and says how many it cut (`sizes.cut_text`), well within this.
+MAX_SNAPSHOT_TEXT = 1024
+SnapshotText = Annotated[str, msgspec.Meta(max_length=MAX_SNAPSHOT_TEXT)]
+
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 

@@ -20,12 +20,17 @@ Conventions:
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from msgspec import UNSET, Struct, UnsetType, field, structs
+from msgspec import UNSET, Meta, Struct, UnsetType, field, structs
 
 from gapwatch.core.bounds import (
     I64,
+    MAX_SNAPSHOT_JOBS,
+    MAX_SNAPSHOT_PARTITIONS,
+    MAX_SNAPSHOT_SRS,
+    MAX_SNAPSHOT_STATES,
+    MAX_SNAPSHOT_WORKERS,
     MIN_POWER_LIMIT_W,
     ByteRate,
     Celsius,
@@ -45,6 +50,7 @@ from gapwatch.core.bounds import (
     PcieWidth,
     Pct,
     Share,
+    SnapshotText,
     StretchS,
     WallS,
     Watts,
@@ -293,8 +299,8 @@ class ProverWorker(Struct, frozen=True, gc=False):
     worker_id: I64
     #: The CUDA ordinal the worker runs on (e.g. cuzk's `gpu_ordinal`), taken as the NVML index.
     gpu: GpuIndex | None
-    state: str
-    job_id: str | None = None
+    state: SnapshotText
+    job_id: SnapshotText | None = None
     partition: I64 | None = None
     #: Seconds the worker has been proving (None when idle).
     busy_s: DurationS | None = None
@@ -303,9 +309,9 @@ class ProverWorker(Struct, frozen=True, gc=False):
 class ProverPartition(Struct, frozen=True, gc=False):
     """One partition of a job in flight. `synth_ms` / `gpu_ms` count up while the phase runs."""
 
-    job_id: str
+    job_id: SnapshotText
     index: I64
-    state: str
+    state: SnapshotText
     synth_ms: Count | None = None
     gpu_ms: Count | None = None
 
@@ -330,8 +336,11 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     latency_ms: DurationMs
     uptime_s: DurationS | None
     #: Partitions of the jobs in flight by state (every state of `PARTITION_STATES`, 0 included).
-    partition_counts: dict[str, Count]
-    workers: list[ProverWorker]
+    #: Its lists and texts hold at most what one poll reads (`bounds.MAX_SNAPSHOT_*`): a
+    #: recorded snapshot beyond them is a bad record, never memory.
+    partition_counts: Annotated[dict[SnapshotText, Count],
+                                Meta(max_length=MAX_SNAPSHOT_STATES)]
+    workers: Annotated[list[ProverWorker], Meta(max_length=MAX_SNAPSHOT_WORKERS)]
     synthesis_active: Count | None
     synthesis_max: Count | None
     queue_depth: Count | None
@@ -339,7 +348,8 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     jobs: Count | None
     completed_total: Count | None = None
     failed_total: Count | None = None
-    partitions: list[ProverPartition] = field(default_factory=list)
+    partitions: Annotated[list[ProverPartition], Meta(max_length=MAX_SNAPSHOT_PARTITIONS)] = \
+        field(default_factory=list)
     #: The prover's memory budget (`memory`): bytes in all, reserved, still free. None: not
     #: reported.
     memory_total_bytes: Count | None = None
@@ -348,10 +358,11 @@ class ProverStatus(Struct, frozen=True, gc=False, tag_field="type", tag="prover"
     #: SRS entries loaded (`allocations.srs[].circuit_id`) and their bytes. None: not reported;
     #: an empty list can also mean the prover's SRS manager was busy (e.g. cuzk's, during a
     #: load).
-    srs_circuits: list[str] | None = None
+    srs_circuits: Annotated[list[SnapshotText], Meta(max_length=MAX_SNAPSHOT_SRS)] | None = None
     srs_bytes: Count | None = None
     #: Each job's `proof_kind` (`porep-c2`, `snap-update`): the budget one partition needs.
-    job_kinds: dict[str, str] = field(default_factory=dict)
+    job_kinds: Annotated[dict[SnapshotText, SnapshotText], Meta(max_length=MAX_SNAPSHOT_JOBS)] = \
+        field(default_factory=dict)
     type: ClassVar[Literal["prover"]] = "prover"
 
 

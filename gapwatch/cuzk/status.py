@@ -20,7 +20,16 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin, get_typ
 
 import msgspec
 
-from gapwatch.core.bounds import INT64_MAX, MAX_GPU_INDEX, Count, DurationS
+from gapwatch.core.bounds import (
+    INT64_MAX,
+    MAX_GPU_INDEX,
+    MAX_SNAPSHOT_JOBS,
+    MAX_SNAPSHOT_PARTITIONS,
+    MAX_SNAPSHOT_SRS,
+    MAX_SNAPSHOT_WORKERS,
+    Count,
+    DurationS,
+)
 from gapwatch.core.models import (
     PARTITION_STATES,
     WORKER_STATES,
@@ -33,10 +42,11 @@ from gapwatch.core.sizes import TEXT_CHARS, cut_text
 #: What one poll reads of a snapshot, at most (the rest is counted, `cut_items`, and said once
 #: by the poller). A real snapshot holds a few dozen partitions and one worker per GPU; a
 #: 5.5 MB answer of partitions cost the sampler 216 ms and the recording 6.5 MB/s.
-MAX_PIPELINES_PER_POLL = 256
-MAX_PARTITIONS_PER_POLL = 1024
-MAX_WORKERS_PER_POLL = 256
-MAX_SRS_PER_POLL = 256
+#: The bounds of a recorded snapshot (`bounds.MAX_SNAPSHOT_*`): what a poll writes reads back.
+MAX_PIPELINES_PER_POLL = MAX_SNAPSHOT_JOBS
+MAX_PARTITIONS_PER_POLL = MAX_SNAPSHOT_PARTITIONS
+MAX_WORKERS_PER_POLL = MAX_SNAPSHOT_WORKERS
+MAX_SRS_PER_POLL = MAX_SNAPSHOT_SRS
 #: Characters kept of each text the document gives (a job id, a proof kind, an SRS circuit id),
 #: as of a log line's job id (`sizes.TEXT_CHARS`; the rest counted `text_cut`). A job id is
 #: written into each of its partitions: a 900 KB one over 1,024 partitions of a 1 MiB answer

@@ -197,3 +197,30 @@ def test_a_snapshot_holding_more_than_a_poll_reads_is_a_bad_record_not_memory(
     reading = read_any(rec)
     snapshots = [r for r in reading.records if r.type == "prover" and r.uptime_s == 6.0]
     assert len(snapshots) == 1 and reading.counters["bad_records"] == 6
+
+
+# -- /proc readings --------------------------------------------------------------------------
+
+
+def test_a_process_name_of_a_megabyte_is_a_bad_record_not_in_every_gaps_hint(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A process's name is its comm (15 bytes, the kernel's `TASK_COMM_LEN`); a recorded one
+    had no bound: four processes of 1 MiB names made every gap's row of `report` a megabyte
+    wide, its `--json` 89 MB and the Perfetto trace 90 MB, each gap naming them whole. A name
+    over `MAX_PROCESS_NAME` characters is a bad record (so is a blind spot's process of one);
+    the source keeps no more of one."""
+    from gapwatch.sources.procmem import parse_status
+
+    rec = _recording(tmp_path, [
+        {"type": "procmem", "gpu": 0, "pid": 5, "name": "N" * (1 << 20),
+         "rss_shmem_bytes": 1, "rss_anon_bytes": 1},
+        {"type": "blind", "duration_s": 2.0, "gpus": [0],
+         "exited": [{"pid": 6, "name": "N" * (1 << 20)}]},
+        {"type": "procmem", "gpu": 0, "pid": 7, "name": "cuzk", "rss_shmem_bytes": 1,
+         "rss_anon_bytes": 1}])
+    reading = read_any(rec)
+    assert [r.name for r in reading.records if r.type == "procmem"] == ["cuzk"]
+    assert reading.counters["bad_records"] == 2
+    assert main(["report", str(rec)]) == 0
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) < 10_000
+    assert len(parse_status(b"Name:\t" + b"x" * 5000 + b"\n").name) <= 256

@@ -135,6 +135,11 @@ PcieWidth = Annotated[int, msgspec.Meta(ge=1, le=MAX_PCIE_WIDTH)]
 #: line each on the dashboard.
 MAX_PROVERS = 64
 
+#: Characters of a process's name (its comm: at most 15 bytes, `TASK_COMM_LEN`, up to 64 for
+#: a kernel thread, the kernel's escapes of control bytes at most four times that): a
+#: recording's name of a megabyte went whole into every gap's hint, row and trace slice.
+MAX_PROCESS_NAME = 256
+ProcessName = Annotated[str, msgspec.Meta(max_length=MAX_PROCESS_NAME)]
 #: What one prover snapshot (`models.ProverStatus`) holds at most: what one poll of the prover's
 #: status reads (`gapwatch.cuzk.status` cuts an answer to these, counting the rest). A real
 #: snapshot holds a few dozen partitions and one worker per GPU; a recorded one had no bound,

@@ -49,6 +49,7 @@ from gapwatch.core.bounds import (
     PcieGen,
     PcieWidth,
     Pct,
+    ProcessName,
     Share,
     SnapshotText,
     StretchS,
@@ -468,7 +469,8 @@ class ProcessMemory(Struct, frozen=True, gc=False, tag_field="type", tag="procme
     t_wall_s: WallS
     gpu: GpuIndex
     pid: I64
-    name: str
+    #: Its comm, at most `bounds.MAX_PROCESS_NAME` characters.
+    name: ProcessName
     rss_shmem_bytes: MemoryBytes | None
     rss_anon_bytes: MemoryBytes | None
     #: VmLck (mlock'ed) and VmPin (pinned by drivers that account for it): recorded beside.
@@ -508,7 +510,7 @@ class ExitedProcess(Struct, frozen=True, gc=False):
     """A process NVML listed on a GPU before a blind spot and not after it: it exited meanwhile."""
 
     pid: I64
-    name: str = ""
+    name: ProcessName = ""
     #: Its pinned host memory (RssShmem) at the last /proc reading before it went; None: unknown.
     #: Bounded as a /proc reading is (a recording's -2^63 was said "-8388608.0 TiB").
     pinned_bytes: MemoryBytes | None = None
@@ -520,7 +522,7 @@ class PinningProcess(Struct, frozen=True, gc=False):
     while a 24 GiB pool was being pinned, 1.4 s for 48 GiB)."""
 
     pid: I64
-    name: str = ""
+    name: ProcessName = ""
     #: RssShmem at a /proc reading before the blind spot (the one before the latest, when
     #: recent), and read again right after it; `since_s` seconds from that reading to the stall.
     #: Bounded as a /proc reading and a duration are: a recording's `since_s` of 1e308 was

@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
-from gapwatch.core.bounds import MAX_MEMORY_BYTES, within
+from gapwatch.core.bounds import MAX_MEMORY_BYTES, MAX_PROCESS_NAME, within
 
 ProcProblem = Literal["vanished", "denied", "no_rss_fields", "unreadable"]
 
@@ -76,7 +76,8 @@ def parse_status(text: bytes) -> ProcStatus:
             continue
         if key == b"Name":
             # comm, at most 15 bytes; the kernel escapes control characters itself.
-            name = rest.strip().decode(errors="replace")
+            # Bounded as the recording's type reads it back (`bounds.ProcessName`).
+            name = rest.strip().decode(errors="replace")[:MAX_PROCESS_NAME]
             continue
         field = _KIB_FIELDS.get(key)
         if field is None:

@@ -137,7 +137,8 @@ def _far_off_words(far_off: dict[str, int]) -> str:
     from gapwatch.offline.perfetto import RECORDED_REACH_S
 
     kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(far_off.items()))
-    return (f"{sum(far_off.values())} records timed far outside the recording ({kinds}): "
+    n = sum(far_off.values())
+    return (f"{n} record{'s' * (n != 1)} timed far outside the recording ({kinds}): "
             f"more than {RECORDED_REACH_S:.0f} s from its span, as no record gapwatch writes "
             "while recording is; left out of the trace")
 

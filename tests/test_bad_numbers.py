@@ -15,7 +15,7 @@ from evaluation.simulate import simulate
 from gapwatch.cli import main
 from gapwatch.config import build_config
 from gapwatch.core.bounds import MAX_WALL_S
-from gapwatch.core.models import SessionHeader
+from gapwatch.core.models import LogEvent, SessionHeader
 from gapwatch.logs.parse import LogParser
 from gapwatch.sources.files import read_any
 from gapwatch.sources.recording import HEADER_WALL_TIMES
@@ -135,7 +135,138 @@ def test_a_gpu_queue_line_whose_partition_does_not_read_is_no_lost_monolithic_jo
             for ev in parser.parse_line(line, "s", i, 1_778_598_000.0 + i)
             for out in watch.feed(ev)]
     assert [e.job_id for e in said] == ["winpost-1-aa"] and watch.lost == 1
-    assert watch.unread_partition == 3  # the two queued and the pickup, passed over
+    # The two queued and the pickup: no event (the parser's rule, `log_lines.partition_of`).
+    assert parser.counters["timeline_partition_unread"] == 3
+
+
+#: TIMELINE lines of a partitioned job whose `partition=` names none cuzk can write (it writes
+#: a `usize`, engine.rs:1719-3196): beyond 64 bits, text, negative, a leading zero, bare.
+UNREAD_PARTITIONS = (BIG, "abc", "-1", "007", "None")
+
+
+def _unread_partition_lines(value: str) -> list[str]:
+    """A run whose partition 0 of porep-1-1 is read, and whose porep-1-2's lines name a
+    partition that does not read (`value`): queued, picked up, on the GPU (no GPU_END yet)."""
+    return ["2026-05-12T15:00:00.030000Z  INFO cuzk_core::engine: starting cuzk engine",
+            "TIMELINE,1000,SYNTH_START,porep-1-1,partition=0",
+            "TIMELINE,2000,SYNTH_END,porep-1-1,partition=0,synth_ms=1000",
+            "TIMELINE,2001,GPU_QUEUE,porep-1-1,partition=0",
+            "TIMELINE,2002,GPU_PICKUP,porep-1-1,worker=0,partition=0",
+            "TIMELINE,2003,GPU_START,porep-1-1,worker=0,partition=0",
+            "TIMELINE,3000,GPU_END,porep-1-1,worker=0,partition=0,gpu_ms=997",
+            f"TIMELINE,3100,SYNTH_START,porep-1-2,partition={value}",
+            f"TIMELINE,4000,SYNTH_END,porep-1-2,partition={value},synth_ms=900",
+            f"TIMELINE,4001,GPU_QUEUE,porep-1-2,partition={value}",
+            f"TIMELINE,4002,GPU_PICKUP,porep-1-2,worker=1,partition={value}",
+            f"TIMELINE,4003,GPU_START,porep-1-2,worker=1,partition={value}",
+            f"TIMELINE,5000,GPU_END,porep-1-2,worker=1,partition={value},gpu_ms=997"]
+
+
+def _parsed(lines: list[str]) -> tuple[LogParser, list[LogEvent]]:
+    parser = LogParser(offline=True)
+    events = [ev for i, line in enumerate(lines)
+              for ev in parser.parse_line(line, "s", i, 1_778_598_000.0 + i)]
+    return parser, events
+
+
+@pytest.mark.parametrize("value", UNREAD_PARTITIONS)
+def test_a_timeline_line_whose_partition_does_not_read_is_no_event_but_counted(
+        value: str) -> None:
+    """The one rule, where a TIMELINE line becomes an event: a line that names a partition
+    that does not read is no monolithic job's line (those name none, `kind=`, `monolithic`,
+    `worker=W` alone), and which partition it is cannot be known: it gives no timeline event
+    (an `unparsed` one, its raw text kept), counted `timeline_partition_unread` (the report's
+    Input line as `log_timeline_partition_unread`, `parse`'s summary). Its partition was None,
+    and every consumer took it for a monolithic job's."""
+    parser, events = _parsed(_unread_partition_lines(value))
+    timeline = [e for e in events if e.kind == "timeline"]
+    assert all(e.job_id == "porep-1-1" and e.partition == 0 for e in timeline)
+    assert len(timeline) == 6
+    assert parser.counters["timeline_partition_unread"] == 6
+    unparsed = [e for e in events if e.kind == "unparsed"]
+    assert len(unparsed) == 6 and all(f"partition={value}" in e.raw for e in unparsed)
+    # A monolithic job's lines name no partition: read as before.
+    _, mono = _parsed(["TIMELINE,10,SYNTH_START,winpost-1-a,kind=winning-post",
+                       "TIMELINE,20,GPU_QUEUE,winpost-1-a,monolithic",
+                       "TIMELINE,30,GPU_PICKUP,winpost-1-a,worker=0",
+                       "TIMELINE,40,GPU_END,winpost-1-a,worker=0,gpu_ms=10"])
+    assert [e.kind for e in mono] == ["timeline"] * 4
+
+
+def test_timeline_lines_whose_partition_does_not_read_are_counted_where_a_user_sees(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`parse` says them in its summary and prints them as `unparsed` (`--json`: their raw
+    text); the report's Input line counts them (`log_timeline_partition_unread`)."""
+    log = tmp_path / "cuzk.log"
+    log.write_text("\n".join(_unread_partition_lines(BIG)) + "\n")
+    assert main(["parse", "--json", str(log)]) == 0
+    out, err = capsys.readouterr()
+    rows = [msgspec.json.decode(line) for line in out.splitlines()]
+    assert [r["kind"] for r in rows].count("unparsed") == 6
+    assert "6 unparsed" in err
+    assert "6 TIMELINE line(s) name a partition that does not read" in err
+    assert main(["report", str(_recording(tmp_path)), "--log", str(log)]) == 0
+    out, _ = capsys.readouterr()
+    assert re.search(r"^Input: .*log_timeline_partition_unread 6", out, re.M), out
+
+
+def test_a_partition_that_does_not_read_is_no_monolithic_row_of_the_partition_table() -> None:
+    """`GPU_START,porep-1-2,worker=1,partition=99999999999999999999` / its GPU_END: the table
+    made a monolithic row of them (keyed by worker: `porep-1-2  -  monolithic`, GPU time and
+    all), a job cuzk proved in partitions."""
+    from gapwatch.cuzk.partitions import derive_timeline
+
+    for value in UNREAD_PARTITIONS:
+        _, events = _parsed(_unread_partition_lines(value))
+        run = derive_timeline(events)
+        assert [(p.job_id, p.partition) for p in run.partitions] == [("porep-1-1", 0)], value
+
+
+def test_a_partition_that_does_not_read_is_no_monolithic_job_in_flight_of_the_pipeline() -> None:
+    """The pipeline's facts took a pickup naming worker 1 and a partition that does not read
+    for a monolithic job's (`monolithic porep-1-2` in flight: the view's list, which a gap's
+    prover cause reads), which no GPU_END of its ends."""
+    from gapwatch.cuzk.pipeline import PipelineFacts
+
+    for value in UNREAD_PARTITIONS:
+        facts = PipelineFacts()
+        for ev in _parsed(_unread_partition_lines(value)[:-1])[1]:  # no GPU_END read yet
+            facts.feed(ev)
+        assert facts.view().monolithic_in_flight == (), value
+
+
+def test_a_partition_that_does_not_read_is_no_whole_job_a_gpu_worker_holds() -> None:
+    """A gap's worker holds said `worker 1: job porep-1-2 since ...` (a whole job: a
+    monolithic one) of a pickup naming a partition that does not read."""
+    from gapwatch.cuzk.gpu_workers import WorkerHolds
+
+    for value in UNREAD_PARTITIONS:
+        holds = WorkerHolds()
+        for ev in _parsed(_unread_partition_lines(value)[:-1])[1]:
+            holds.feed(ev, 0)
+        assert [h.what() for h in holds.open.values()] == [], value
+
+
+def test_a_partition_that_does_not_read_leaves_a_post_alone_on_the_gpu() -> None:
+    """A finalizer's failure line naming no job (engine.rs:977 via 3257) fails the one PoSt on
+    the GPU. A PoRep partition's GPU_START whose partition does not read was taken for a
+    second whole job there: none was alone, the WinningPoSt that failed was said late."""
+    from gapwatch.cuzk.watch import CuzkWatch
+
+    log = Path(__file__).parent / "data" / "cuzk-upstream" / "post-behind-partitions.log"
+    lines = log.read_text().splitlines()
+    at = next(i for i, x in enumerate(lines) if "GPU_START,winpost" in x)
+    for value in UNREAD_PARTITIONS:
+        text = [*lines[:at + 1], f"TIMELINE,13345,GPU_START,porep-1000-13,worker=1,"
+                                 f"partition={value}",
+                "2026-05-12T15:00:13.400000Z ERROR cuzk_core::engine: GPU proving failed "
+                "error=GPU proving failed: Unsatisfiable",
+                "2026-05-12T15:01:00.000000Z  INFO cuzk_core::engine: pinned pool checkout"]
+        watch = CuzkWatch()
+        said = [out for ev in _parsed(text)[1] for out in watch.feed(ev)] + watch.finish()
+        verdicts = [e.proof.verdict for e in said if e.kind == "proof"
+                    and e.job_id == "winpost-1000-0a1b2c3d" and e.proof is not None]
+        assert verdicts == ["failed"], value
 
 
 def test_user_rule_groups_beyond_64_bits_and_absurd_timestamps_are_said_not_raised() -> None:

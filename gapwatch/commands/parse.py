@@ -42,7 +42,7 @@ from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LinesRead, LogFile, ReadOrder, read_order, runs_apart
 from gapwatch.logs.not_a_log import not_a_log_note, starts_like_recording
 from gapwatch.logs.once import LinesOnce, itself
-from gapwatch.logs.parse import TIMELINE_UNPLACED, UNPLACED, LogParser
+from gapwatch.logs.parse import PARTITION_UNREAD, TIMELINE_UNPLACED, UNPLACED, LogParser
 from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
@@ -468,11 +468,21 @@ def run(args: argparse.Namespace, config: Config) -> int:
     c = parser.counters
     kinds = ", ".join(f"{k[5:]} {v}" for k, v in sorted(c.items()) if k.startswith("kind:"))
     say(f"gapwatch parse: {c['lines']} lines, {c['parsed']} events ({kinds or 'none'}), "
-        f"{c['unparsed']} unparsed, {c['blank']} blank, {read.cut_lines} cut at "
+        f"{c['unparsed']} unparsed{_partition_unread_words(c)}, {c['blank']} blank, "
+        f"{read.cut_lines} cut at "
         f"{config.logs.max_line_bytes} bytes"
         + (f", {read.nul_bytes} NUL bytes dropped" if read.nul_bytes else "")
         + _rule_time_words(c))
     return read.status
+
+
+def _partition_unread_words(counters: dict[str, int]) -> str:
+    """The TIMELINE lines among the unparsed that name a partition that does not read
+    (`log_lines.partition_of`), for the closing summary ("" when none): a line that reads like
+    cuzk's, given no event, is said as such, not only as one of the unparsed."""
+    n = counters.get(PARTITION_UNREAD, 0)
+    return (f" ({n} TIMELINE line(s) name a partition that does not read: no event of "
+            "them)") if n else ""
 
 
 def _rule_time_words(counters: dict[str, int]) -> str:

@@ -18,11 +18,9 @@ and two daemons' queues are two maps (a PoSt-only cuzk beside a PoRep one, their
 from their end with no start line read to tell them apart, `gapwatch.cuzk.daemons`: the PoSt
 daemon's WinningPoSt picked up said the PoRep daemon's queued one lost).
 
-A line that names a partition gapwatch cannot read (`partition=99999999999999999999`, `=abc`:
-`LogEvent.partition` None, the text kept in its fields) is passed over, counted
-(`unread_partition`): it is no monolithic item (those name no partition), and which partition
-it is cannot be known, so it neither queues nor picks up (read as monolithic, it was said LOST,
-an error, at the next pickup).
+A line that names a partition gapwatch cannot read (`partition=99999999999999999999`, `=abc`)
+never comes here: the parser gives no event of it (`log_lines.partition_of`), so it is no
+monolithic item, which the next pickup said LOST.
 """
 
 from __future__ import annotations
@@ -70,8 +68,6 @@ class GpuQueueWatch:
         self._seq0_job: str | None = None
         self._order = 0
         self.lost = 0
-        #: GPU_QUEUE and GPU_PICKUP lines passed over: their partition does not read.
-        self.unread_partition = 0
 
     def restart(self) -> None:
         """A new run: its queue is empty and `job_seq` counts from 0 again."""
@@ -85,10 +81,6 @@ class GpuQueueWatch:
             self._seq0_job = ev.job_id
             return []
         if ev.kind != "timeline" or ev.job_id is None:
-            return []
-        if ev.partition is None and "partition" in ev.fields:
-            if ev.name in ("GPU_QUEUE", "GPU_PICKUP"):
-                self.unread_partition += 1
             return []
         key = (ev.job_id, ev.partition)
         if ev.name == "GPU_QUEUE":

@@ -312,6 +312,11 @@ def warning_of(text: str) -> str | None:
     return None
 
 
+#: The log parser's counter of TIMELINE lines whose `partition=` names none cuzk writes
+#: (`TimelineLine.partition_unread`): no event of theirs, each an `unparsed` line.
+PARTITION_UNREAD_COUNTER = "timeline_partition_unread"
+
+
 class TimelineLine(msgspec.Struct, gc=False):
     """One TIMELINE line's parts (a Struct: made once a line, it costs a third of a dataclass)."""
 
@@ -320,10 +325,32 @@ class TimelineLine(msgspec.Struct, gc=False):
     event: str
     job_id: str | None
     fields: dict[str, FieldValue]
+    #: Its `partition=P`; None where it names no partition (a monolithic job's line:
+    #: `kind=K`, `monolithic`, `worker=W` alone, engine.rs:2665-3196) or one that does not read.
+    partition: int | None = None
+    #: It names a partition that is none cuzk writes (`partition_of`).
+    partition_unread: bool = False
+
+
+def partition_of(fields: dict[str, FieldValue]) -> tuple[int | None, bool]:
+    """A TIMELINE line's partition and whether it names one that does not read: the one rule
+    of "this line is a partition's, not a monolithic job's" (`parse_timeline`; every consumer
+    reads `LogEvent.partition`, None for a monolithic job). cuzk writes `partition={p}` of a
+    `usize` (engine.rs:1719, 1752, 1778, 3023, 3131, 3196) or no partition at all; a value
+    that is no count (beyond 64 bits, `abc`, `-1`, `007`, `None`, a bare `partition`) names a
+    partition gapwatch cannot know, and read as None every consumer took the line for a
+    monolithic job's (the partition table's monolithic row, the pipeline's monolithic job in
+    flight, a whole job on the GPU, a LOST item of the GPU queue)."""
+    if "partition" not in fields:
+        return None, False
+    p = count_field(fields["partition"])
+    return p, p is None
 
 
 def parse_timeline(text: str) -> TimelineLine | None:
-    """`TIMELINE,812345,SYNTH_END,porep-1-2,partition=3,synth_ms=28413`; None if malformed."""
+    """`TIMELINE,812345,SYNTH_END,porep-1-2,partition=3,synth_ms=28413`; None if malformed.
+    A line naming a partition that does not read is returned with `partition_unread` set: the
+    parser gives no event of it, counted (`PARTITION_UNREAD_COUNTER`)."""
     parts = text.split(",", 4)
     if len(parts) < 3 or not parts[1].isdigit() or not parts[1].isascii() or not parts[2]:
         return None
@@ -337,7 +364,9 @@ def parse_timeline(text: str) -> TimelineLine | None:
                 fields[key.strip()] = convert_value(value.strip())
             elif key:
                 fields[key.strip()] = True  # `monolithic`
-    return TimelineLine(offset if isinstance(offset, int) else None, parts[2], job_id, fields)
+    partition, unread = partition_of(fields)
+    return TimelineLine(offset if isinstance(offset, int) else None, parts[2], job_id, fields,
+                        partition, unread)
 
 
 def parse_cuzk_timing(body: str) -> tuple[str, dict[str, FieldValue]] | None:

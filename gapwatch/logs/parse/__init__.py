@@ -66,8 +66,8 @@ from gapwatch.logs.parse.prefixes import strip_ansi, strip_prefix
 from gapwatch.logs.parse.tracing import TracingLine, parse_tracing
 from gapwatch.logs.parse.user_rules import UserRules
 
-__all__ = ["BUILT_IN_KINDS", "TIMELINE_UNPLACED", "UNPLACED", "LogParser", "PARSE_CHARS",
-           "PARTITION_NAME", "named_kinds", "user_kind"]
+__all__ = ["BUILT_IN_KINDS", "PARTITION_UNREAD", "TIMELINE_UNPLACED", "UNPLACED", "LogParser",
+           "PARSE_CHARS", "PARTITION_NAME", "named_kinds", "user_kind"]
 
 _V = TypeVar("_V")
 PARTITION_NAME = "gpu_lock"
@@ -91,6 +91,9 @@ def named_kinds(config: LogsConfig) -> frozenset[str]:
 #: The counter of C++ lines that could not be placed beside the lines naming the lock holder
 #: (`LogParser.parse_line(apart=True)`), so tied to no partition.
 UNPLACED = log_lines.UNPLACED_COUNTER
+
+#: The counter of TIMELINE lines naming a partition that does not read (no event of theirs).
+PARTITION_UNREAD = log_lines.PARTITION_UNREAD_COUNTER
 
 #: The counter of the TIMELINE lines of a file read apart that no start line places: their
 #: engine run's start line is not known (`runs_apart`, `gapwatch.cuzk.engine_runs.placing`).
@@ -499,6 +502,11 @@ class LogParser:
         line = log_lines.parse_timeline(text)
         if line is None:
             return None
+        if line.partition_unread:
+            # A partition's line, which one not known: as an event its partition None made it
+            # a monolithic job's to every consumer. No rule's, so a user rule's or unparsed.
+            self.counters[PARTITION_UNREAD] += 1
+            return None
         if self._daemons.several:
             self._daemon_maps(stream)
         source: TimeSource
@@ -516,7 +524,7 @@ class LogParser:
         else:
             t, source = wall, self._arrival_source
         worker = int_field(line.fields.get("worker"))
-        partition = int_field(line.fields.get("partition"))
+        partition = line.partition
         if worker is not None and line.job_id is not None and line.event == "GPU_START":
             _remember(self._worker_job, worker, cut_text(line.job_id, TEXT_CHARS))
         gpu = self._worker_gpu.get(worker) if worker is not None else None

@@ -685,6 +685,35 @@ def test_a_post_given_up_for_room_says_the_least_its_total_can_be_not_a_question
     assert "more than 100.0 s so far, given up" in gone.message
 
 
+def test_a_post_given_up_for_room_whose_lines_span_a_few_ms_says_no_bound_not_more_than_0_s(
+) -> None:
+    """A bound under a tenth of a second is said `0.0`: it bounds nothing, as a bound of 0 s
+    (one line read) does. The oldest of more PoSt than are followed, its lines 2 ms apart,
+    was said `more than 0.0 s so far, given up` (the report's table: `>0.0`)."""
+    from gapwatch.cuzk.post import MAX_IN_FLIGHT
+
+    tracker = PostTracker()
+    out: list[ProverEvent] = []
+    out += tracker.feed(_timeline(100.0, "GPU_QUEUE", "winpost-0-0a1b2c3d"))
+    out += tracker.feed(_timeline(100.002, "GPU_PICKUP", "winpost-0-0a1b2c3d", worker=0, gpu=0))
+    for i in range(1, MAX_IN_FLIGHT + 1):
+        out += tracker.feed(_timeline(100.002, "GPU_QUEUE", f"winpost-{i}-0a1b2c3d"))
+    [gone] = [e for e in out if e.proof is not None and e.proof.given_up == "too_many"]
+    assert gone.job_id == "winpost-0-0a1b2c3d" and gone.proof is not None
+    assert gone.proof.total_s is None and gone.proof.total_at_least_s is None
+    assert "0.0 s" not in gone.message and "? so far, given up" in gone.message
+    [row] = [x for x in proof_lines([gone]) if "winpost-0-" in x]
+    assert ">0.0" not in row
+    # A tenth of a second read is a bound, said as before.
+    tracker = PostTracker()
+    out = _fed(tracker, _timeline(100.0, "GPU_QUEUE", "winpost-0-0a1b2c3d"),
+               _timeline(100.1, "GPU_PICKUP", "winpost-0-0a1b2c3d", worker=0, gpu=0))
+    for i in range(1, MAX_IN_FLIGHT + 1):
+        out += tracker.feed(_timeline(100.1, "GPU_QUEUE", f"winpost-{i}-0a1b2c3d"))
+    [gone] = [e for e in out if e.proof is not None and e.proof.given_up == "too_many"]
+    assert "more than 0.1 s so far, given up" in gone.message
+
+
 def test_a_post_followed_from_mid_proof_is_said_at_the_end_of_data_and_at_risk_when_its_least_is(
 ) -> None:
     """Read from its GPU_START on: still running at the end of data, it vanished (no row, no

@@ -662,8 +662,9 @@ PROOF_PHASES: tuple[ProofPhase, ...] = get_args(ProofPhase)
 PHASE_WORDS: dict[ProofPhase, str] = {
     "queue": "queue", "synthesis": "synthesis", "gpu_wait": "GPU wait", "gpu": "GPU",
     "finalize": "finalize", "prove": "prove"}
-#: Seconds under which a part of a proof's total is none (`ProofTiming.unread_s`): it is said
-#: to a tenth of a second, and "0.0 s not read" says nothing but noise.
+#: Seconds under which a part of a proof's total is none (`ProofTiming.unread_s`), and so is
+#: the least its total can be (`gapwatch.cuzk.post._least_total`): it is said to a tenth of a
+#: second, and "0.0 s not read" or "more than 0.0 s" says nothing but noise.
 UNREAD_LEAST_S = 0.05
 #: Characters of a failed proof's error kept (`ProofTiming.error`): a prover's error is a line
 #: or two; a hostile line's 16 KiB is not copied into every output.

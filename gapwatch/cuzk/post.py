@@ -91,6 +91,7 @@ from gapwatch.core.bounds import keep_latest
 from gapwatch.core.models import (
     MAX_ERROR_CHARS,
     PHASE_WORDS,
+    UNREAD_LEAST_S,
     LogEvent,
     NoticeLevel,
     ProofGivenUp,
@@ -491,9 +492,11 @@ def _least_total(first_s: float | None, last_s: float | None,
     from mid-proof, 44 s on the GPU against a 30 s deadline, was "unknown", counted among
     the proofs not late. A bound of 0 s (one line read: a stray `GPU_END`) bounds nothing and
     is None: it was said `more than 0.0 s` on the dashboard and `>0.0` in the report, a figure
-    of 0 where none is known."""
+    of 0 where none is known; so is one under `UNREAD_LEAST_S`, said `0.0` as well (lines a
+    few ms apart: the oldest of more PoSt than are followed, given up `more than 0.0 s so
+    far`)."""
     least = max((p for p in (_span(first_s, last_s), *phases) if p is not None), default=None)
-    return least if least else None
+    return least if least is not None and least >= UNREAD_LEAST_S else None
 
 
 def _phase(a: float | None, b: float | None, now_s: float | None) -> float | None:

@@ -567,7 +567,7 @@ def test_thousands_of_post_settings_for_a_box_of_many_gpus_are_merged_once_and_b
     row's tuple and the tuple copied to add it (quadratic, times the rows: 2.8 s for 2,000,
     ~75 s for 20,000 on one row), and `--json` listed them all on every row. A box's advice is
     merged once: the verdicts the query asks for, each with its first MAX_POST_SETTINGS
-    settings."""
+    settings (~0.4 s here now against ~6 s before, not asserted: a timing is no test)."""
     n = 100
     state = [({"job": "gapwatch", "instance": "a", "gpu": str(g), "state": "CHAINED"}, 1.0)
              for g in range(n)]
@@ -578,13 +578,10 @@ def test_thousands_of_post_settings_for_a_box_of_many_gpus_are_merged_once_and_b
     with fake_prometheus() as fake:
         fake.replies[promql("state")] = vector(*state)
         fake.replies[promql("post_setting")] = vector(*advice)
-        started = time.monotonic()
         rows = refresh(PromClient(fake.url, timeout_s=30), FleetOptions(budget_s=30)).rows
-        took_s = time.monotonic() - started
     assert len(rows) == n
     kept = [f"[s] n{i}" for i in range(fleet_rows.MAX_POST_SETTINGS)]
     assert all(r.post_advice == {"late": tuple(kept)} for r in rows)
-    assert took_s < 3.0  # ~0.4 s; ~6 s before
 
 
 @pytest.mark.parametrize("answer", [

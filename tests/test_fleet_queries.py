@@ -768,8 +768,9 @@ def test_a_box_detail_minute_of_thousands_of_causes_is_read_at_once_and_said_in_
         ) -> None:
     """8,000 verdict series of one minute, each a cause of its own (a 1 MB answer): each was
     looked for in the minute's list before it was added, 45 s on the detail's thread for
-    20,000 (quadratic), and the minute's line held all of them, 150,000 characters. The first
-    causes are said, then how many more."""
+    20,000 (quadratic; ~0.2 s for these 8,000 now, not asserted: a timing is no test), and the
+    minute's line held all of them, 150,000 characters. The first causes are said, then how many
+    more."""
     causes = [({"gpu": "0", "cause_words": f"cause {i}", "setting": "none"}, [(600.0, 1.0)])
               for i in range(8000)]
     with fake_prometheus() as fake:
@@ -777,14 +778,11 @@ def test_a_box_detail_minute_of_thousands_of_causes_is_read_at_once_and_said_in_
             ({"gpu": "0", "kind": "pcie_starved"}, [(600.0, 12.5)]))
         fake.range_replies["last_over_time(gapwatch_gpu_verdict_info"] = matrix(
             *causes, *causes)  # each twice: said once
-        started = time.monotonic()
         minutes = box_detail(PromClient(fake.url, timeout_s=30), FleetOptions(budget_s=30),
                              "b:9400", now_s=700.0)
-        took_s = time.monotonic() - started
     line = minutes[0].line()
     assert line.endswith("cause 0 | cause 1 | cause 2 | cause 3 | cause 4 | cause 5 | "
                          "cause 6 | cause 7 | and 7992 more causes")
-    assert took_s < 3.0  # ~0.2 s; the quadratic search took ~7 s here
 
 
 def test_a_box_detail_of_300000_minutes_shows_the_newest_and_counts_the_rest() -> None:

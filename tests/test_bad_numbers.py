@@ -37,10 +37,11 @@ def parse(text: str, config: object = None) -> list[object]:
 
 
 def test_an_integer_beyond_64_bits_in_a_tracing_field_stays_as_text() -> None:
+    # (A partition beyond 64 bits is no event at all: `test_a_tracing_line_whose_partition_...`.)
     (e,) = parse("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING spawn_blocking "
-                 f"prove_start worker_id=1 partition=Some({BIG}) spawn_to_enter_ms=0")
-    assert e.fields["partition"] == BIG and e.partition is None  # type: ignore[attr-defined]
-    assert e.worker == 1  # type: ignore[attr-defined]
+                 f"prove_start worker_id=1 partition=Some(2) spawn_to_enter_ms={BIG}")
+    assert e.fields["spawn_to_enter_ms"] == BIG  # type: ignore[attr-defined]
+    assert e.worker == 1 and e.partition == 2  # type: ignore[attr-defined]
 
 
 def test_64_bit_integers_that_fit_are_still_integers() -> None:
@@ -80,11 +81,11 @@ def test_a_field_of_more_digits_than_int_reads_stays_text_and_the_line_keeps_its
         ) -> None:
     (e,) = parse("2026-11-30T09:06:26.553439Z  INFO cuzk_core::engine: starting pipeline: "
                  f"synthesis task + GPU workers (budget-gated) synth_worker_count={HUGE} "
-                 f"partition=Some(-{'0' * 5000}7) max_partitions_in_budget=36")
+                 f"offset=Some(-{'0' * 5000}7) max_partitions_in_budget=36")
     assert e.kind == "tracing"  # type: ignore[attr-defined]
     assert e.fields["synth_worker_count"] == HUGE  # type: ignore[attr-defined]
     assert e.fields["max_partitions_in_budget"] == 36  # type: ignore[attr-defined]
-    assert e.fields["partition"] == -7  # type: ignore[attr-defined]
+    assert e.fields["offset"] == -7  # type: ignore[attr-defined]
 
 
 def test_a_timeline_line_with_thousands_of_digits_is_an_event_not_an_internal_error() -> None:
@@ -286,10 +287,10 @@ def test_parse_json_prints_events_with_huge_integers(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     log = tmp_path / "big.log"
     log.write_text("2026-11-30T09:06:38.134140Z  INFO cuzk_core::engine: GPU_TIMING spawn_blocking"
-                   f" prove_start worker_id=1 partition=Some({BIG})\nTIMELINE,5,GPU_START,j\n")
+                   f" prove_start worker_id=1 spawn_to_enter_ms={BIG}\nTIMELINE,5,GPU_START,j\n")
     assert main(["parse", "--json", str(log)]) == 0
     events = [msgspec.json.decode(line) for line in capsys.readouterr().out.splitlines()]
-    assert [e["fields"].get("partition") for e in events] == [BIG, None]
+    assert [e["fields"].get("spawn_to_enter_ms") for e in events] == [BIG, None]
 
 
 # -- trace CSVs ------------------------------------------------------------------------------
@@ -610,3 +611,38 @@ def test_a_recorded_gpu_error_with_a_negative_count_or_code_is_a_bad_record(
     assert rec.counters["bad_records"] == 3
     # None reaches the store's counts, the report's GPU errors or /metrics.
     assert not [r for r in records if r.type == "hw_event"]
+
+
+def _gpu_worker_error(partition: str) -> str:
+    """An ERROR in a GPU worker's span, its partition the Debug of cuzk's `Option<usize>`
+    (engine.rs:3005-3012, 3057)."""
+    return ("2026-05-12T14:14:02.010377Z ERROR gpu_worker{worker_id=1 gpu=0 "
+            f"job_id=porep-1-2 proof_kind=porep-c2 batch_size=1 partition={partition}}}: "
+            "cuzk_core::engine: GPU proving failed")
+
+
+@pytest.mark.parametrize("value", [f"Some({BIG})", "-1", "abc", "Some(-3)", "true"])
+def test_a_tracing_line_whose_partition_does_not_read_is_no_event_but_counted(
+        value: str) -> None:
+    """`tracing_partition_of`, the TIMELINE rule's for cuzk's tracing fields: an ERROR in a
+    partition's GPU worker span whose partition does not read had partition None, and the
+    pipeline's facts took it for a monolithic job's failure (`PipelineFacts._tracing` ends a
+    monolithic job on any ERROR naming no partition). No event, counted; `partition=None` (a
+    monolithic job's span) and `Some(3)` are read as before."""
+    parser, events = _parsed([_gpu_worker_error(value)])
+    assert [e.kind for e in events] == ["unparsed"]
+    assert parser.counters["tracing_partition_unread"] == 1
+    _, read = _parsed([_gpu_worker_error("None"), _gpu_worker_error("Some(3)")])
+    assert [(e.kind, e.partition) for e in read] == [("tracing", None), ("tracing", 3)]
+
+
+def test_parse_says_the_tracing_lines_whose_partition_does_not_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = tmp_path / "cuzk.log"
+    log.write_text("\n".join(_unread_partition_lines(BIG)
+                             + [_gpu_worker_error(f"Some({BIG})"), _gpu_worker_error("Some(1)")])
+                   + "\n")
+    assert main(["parse", str(log)]) == 0
+    _, err = capsys.readouterr()
+    assert ("(6 TIMELINE line(s) and 1 tracing line(s) name a partition that does not read: "
+            "no event of them)") in err

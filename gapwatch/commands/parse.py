@@ -42,7 +42,13 @@ from gapwatch.engine.console import OutputFailed, say
 from gapwatch.logs.files import LinesRead, LogFile, ReadOrder, read_order, runs_apart
 from gapwatch.logs.not_a_log import not_a_log_note, starts_like_recording
 from gapwatch.logs.once import LinesOnce, itself
-from gapwatch.logs.parse import PARTITION_UNREAD, TIMELINE_UNPLACED, UNPLACED, LogParser
+from gapwatch.logs.parse import (
+    PARTITION_UNREAD,
+    TIMELINE_UNPLACED,
+    TRACING_PARTITION_UNREAD,
+    UNPLACED,
+    LogParser,
+)
 from gapwatch.logs.parse.user_rules import LINE_BUDGET_S, RULE_TIMEOUT_S
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.prover_events import ProverEvents, prover_event_lines
@@ -477,12 +483,15 @@ def run(args: argparse.Namespace, config: Config) -> int:
 
 
 def _partition_unread_words(counters: dict[str, int]) -> str:
-    """The TIMELINE lines among the unparsed that name a partition that does not read
-    (`log_lines.partition_of`), for the closing summary ("" when none): a line that reads like
-    cuzk's, given no event, is said as such, not only as one of the unparsed."""
-    n = counters.get(PARTITION_UNREAD, 0)
-    return (f" ({n} TIMELINE line(s) name a partition that does not read: no event of "
-            "them)") if n else ""
+    """The TIMELINE and tracing lines among the unparsed that name a partition that does not
+    read (`log_lines.partition_of`, `tracing_partition_of`), for the closing summary ("" when
+    none): a line that reads like cuzk's, given no event, is said as such, not only as one of
+    the unparsed."""
+    said = [f"{n} {what} line(s)" for what, key in (("TIMELINE", PARTITION_UNREAD),
+                                                      ("tracing", TRACING_PARTITION_UNREAD))
+            if (n := counters.get(key, 0))]
+    return f" ({' and '.join(said)} name a partition that does not read: no event of them)" \
+        if said else ""
 
 
 def _rule_time_words(counters: dict[str, int]) -> str:

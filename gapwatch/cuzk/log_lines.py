@@ -334,7 +334,8 @@ class TimelineLine(msgspec.Struct, gc=False):
 
 def partition_of(fields: dict[str, FieldValue]) -> tuple[int | None, bool]:
     """A TIMELINE line's partition and whether it names one that does not read: the one rule
-    of "this line is a partition's, not a monolithic job's" (`parse_timeline`; every consumer
+    of "this line is a partition's, not a monolithic job's" (`parse_timeline`; a tracing
+    line's Debug fields: `tracing_partition_of`; every consumer
     reads `LogEvent.partition`, None for a monolithic job). cuzk writes `partition={p}` of a
     `usize` (engine.rs:1719, 1752, 1778, 3023, 3131, 3196) or no partition at all; a value
     that is no count (beyond 64 bits, `abc`, `-1`, `007`, `None`, a bare `partition`) names a
@@ -344,6 +345,23 @@ def partition_of(fields: dict[str, FieldValue]) -> tuple[int | None, bool]:
     if "partition" not in fields:
         return None, False
     p = count_field(fields["partition"])
+    return p, p is None
+
+
+#: The log parser's counter of tracing lines whose `partition` field names none cuzk writes
+#: (`tracing_partition_of`): no event of theirs, each an `unparsed` line.
+TRACING_PARTITION_UNREAD_COUNTER = "tracing_partition_unread"
+
+
+def tracing_partition_of(value: FieldValue) -> tuple[int | None, bool]:
+    """A tracing line's `partition` field, as the parser converted it, and whether it names one
+    that does not read: `partition_of`'s rule for cuzk's tracing fields, which write the Debug
+    of an `Option<usize>` (`Some(3)` is 3, `None` no partition: engine.rs:3057, a monolithic
+    job's worker span) where TIMELINE writes the number. Anything else (`Some(2^64)`, `-1`,
+    `abc`) read as None made an ERROR in a partition's span a monolithic job's failure."""
+    if value is None:
+        return None, False
+    p = count_field(value)
     return p, p is None
 
 

@@ -92,8 +92,10 @@ def named_kinds(config: LogsConfig) -> frozenset[str]:
 #: (`LogParser.parse_line(apart=True)`), so tied to no partition.
 UNPLACED = log_lines.UNPLACED_COUNTER
 
-#: The counter of TIMELINE lines naming a partition that does not read (no event of theirs).
+#: The counters of TIMELINE and tracing lines naming a partition that does not read (no event
+#: of theirs).
 PARTITION_UNREAD = log_lines.PARTITION_UNREAD_COUNTER
+TRACING_PARTITION_UNREAD = log_lines.TRACING_PARTITION_UNREAD_COUNTER
 
 #: The counter of the TIMELINE lines of a file read apart that no start line places: their
 #: engine run's start line is not known (`runs_apart`, `gapwatch.cuzk.engine_runs.placing`).
@@ -643,9 +645,12 @@ class LogParser:
         if self._daemons.several:
             self._daemon_maps(stream)
         fields = _tracing_fields(line)
+        partition, unread = log_lines.tracing_partition_of(fields.get("partition"))
+        if unread:  # as `_timeline`'s: a partition's line, which one not known
+            self.counters[TRACING_PARTITION_UNREAD] += 1
+            return None
         message = line.message.rstrip()
         worker = int_field(fields.get("worker_id"))
-        partition = int_field(fields.get("partition"))
         job = fields.get("job_id")
         # A numeric id (`job_id=12345`) was made an int: its TIMELINE lines name it as text
         # (one with a leading zero stayed text: `convert_value`).

@@ -40,8 +40,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from gapwatch.core.bounds import MAX_PERIOD_MS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample
+from gapwatch.core.readings import interval_belied
 
 #: Bucket length of the sums (s of data time).
 BUCKET_S: Final = 10.0
@@ -51,6 +53,9 @@ WINDOW_S: Final = 60.0
 #: Samples kept per GPU to place copies against (s): a copy arrives after it ended (the copy
 #: trace's flush, a second or two) and is placed then.
 KEEP_SAMPLES_S: Final = 30.0
+#: The most a GPU's first sample covers (no reading before it to bound it): the longest
+#: sampling period.
+FIRST_COVER_NS: Final = round(MAX_PERIOD_MS * 1_000_000)
 #: Copies waiting for the samples that cover them, at most (per GPU).
 MAX_PENDING: Final = 4096
 #: A drop from the window before to this one of at least this much is said as "a -> b".
@@ -186,6 +191,14 @@ class ChainingMeter:
             g = self._gpu(s.gpu)
         end = s.t_wall_s - self._lag_s if s.sm_source == "gpm" else s.t_wall_s
         start = end - d / 1e9
+        last_end = g.last_end
+        if last_end is not None and last_end < end:
+            # It covers back to the GPU's reading before it and no further, and no less than
+            # half the way (`interval_belied`): 2^63-1 ns was 49 billion s of copies.
+            if start < last_end or interval_belied(d, round((end - last_end) * 1e9)):
+                start = last_end
+        elif d > FIRST_COVER_NS:
+            start = end - FIRST_COVER_NS / 1e9
         # Clamped to 0..1 (NaN stays NaN, as min/max would leave it).
         busy = 0.0 if pct < 0.0 else 1.0 if pct > 100.0 else pct / 100.0
         samples = g.samples

@@ -70,6 +70,7 @@ from gapwatch.core.prover import NO_VIEW, Prover
 from gapwatch.core.readings import (
     GPM_LIKE_SOURCES,
     activity_lag_ns,
+    interval_belied,
     is_stale_gpm,
     reading,
     reports_sm,
@@ -115,7 +116,7 @@ SILENCE_CHECK_NS: Final = 250_000_000
 HELD_MAX: Final = 8
 #: The detector's counters (`GapDetector.counters`), in the order a report lists them.
 COUNTER_NAMES: Final = ("out_of_order", "stale_gpm", "no_data", "holes", "retracted",
-                        "clock_jumps", "silent")
+                        "clock_jumps", "silent", "interval_belied")
 #: With no host sample for this long (data time; at least 4 sampling periods), the GPUs' own
 #: samples look for silent GPUs again (the host's readings failing tick after tick must not
 #: hide a GPU that stops).
@@ -423,6 +424,9 @@ class GapDetector:
         if jump or spacing > self._nodata * tr.expected_ns:
             return self._hole(tr, s, t, last, spacing, jump, out)
         d = s.interval_ns
+        if d is not None and 2 * d < step:  # `readings.interval_belied`, inline on this path
+            self.counters["interval_belied"] += 1
+            d = None
         start = t - (d if d is not None and d > 0 else spacing)
         return last if start < last else start
 
@@ -646,6 +650,9 @@ class GapDetector:
         interval, at most the expected spacing)."""
         expected = tr.expected_ns
         d = s.interval_ns
+        if interval_belied(d, expected):  # it covers at most `expected` here
+            self.counters["interval_belied"] += 1
+            d = None
         if d is None or d <= 0:
             d = spacing if spacing > 0 else expected
         if spacing > 0:

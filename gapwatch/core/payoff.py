@@ -31,6 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, NamedTuple
 
+from gapwatch.core.readings import interval_belied
+
 if TYPE_CHECKING:
     from gapwatch.core.models import GpuSample
 
@@ -135,7 +137,8 @@ def samples_link_floor_s(samples: Iterable[GpuSample],
             cover = s.t_mono_ns - prev
             if cover > HOLE_SPACINGS * typical:
                 cover = typical
-            if s.interval_ns is not None and 0 < s.interval_ns < cover:
+            if s.interval_ns is not None and 0 < s.interval_ns < cover \
+                    and not interval_belied(s.interval_ns, cover):
                 cover = s.interval_ns
             r, x = s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s
             if r is not None and r >= 0:  # None, NaN or negative: no reading

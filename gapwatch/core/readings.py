@@ -65,6 +65,20 @@ def reading(v: float | None) -> float | None:
     return v
 
 
+def interval_belied(interval_ns: int | None, spacing_ns: int) -> bool:
+    """Whether a sample's `interval_ns` is one its spacing belies: the sampler's interval runs
+    from the GPU's previous reading (`nvml`: the GPM start sample, kept across a failed or stale
+    tick), so it is never shorter than the time since the previous sample; one shorter than
+    half of it (1 ns over samples 100 ms apart, 0, negative) is no time a reading covered, and
+    the spacing is used in its place. None (not said) is no lie. Longer intervals are not
+    judged here: each reader already counts a sample back no further than the reading before.
+
+    Who asks: the detector (`GapDetector._covered_from`, `_hole`: counted `interval_belied`),
+    the chaining share (`ChainingEstimator.add_sample`) and the link's floor over samples
+    (`payoff.samples_link_floor_s`), so that a lying interval moves none of them."""
+    return interval_ns is not None and 2 * interval_ns < spacing_ns
+
+
 def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None,
                  interval_ns: int | None) -> bool:
     """A GPM reading that carries no new interval, to be merged into the next reading: every

@@ -452,6 +452,8 @@ class ReplayDriver(Background):
             ("out_of_order", "GPU samples out of time order dropped (the file is not in time "
                              "order: what is shown covers only the samples in order)"),
             ("clock_jumps", "clock jumps (wall time against data time); the data is cut there"),
+            ("interval_belied", "GPU samples whose interval_ns their spacing belies (shorter "
+                                "than half the time since the sample before); the spacing used"),
         ):
             n = counters.get(key, 0)
             if n and (not self._said.get(key) or (final and n != self._said[key])):

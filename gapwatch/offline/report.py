@@ -640,6 +640,11 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
             "order and were dropped: the file is not in time order (files joined? sorted by "
             "something else?); this report covers only the samples in order"
         )
+    belied = detector_counters.get("interval_belied", 0)
+    if belied:
+        out.append(f"{belied} GPU sample(s) hold an interval_ns belied by their spacing (shorter "
+                   "than half the time since the GPU's sample before: no time a reading "
+                   "covered); the spacing used in its place")
     jumps = detector_counters.get("clock_jumps", 0)
     if jumps:
         out.append(f"the wall clock jumped against data time {jumps} time(s) (an NTP step, "

@@ -1,0 +1,65 @@
+"""Readings a recording holds that no sampler writes (the second attack pass on the offline
+readers): a sample's `interval_ns` its spacing belies, PCIe rates no link carries. Each is said
+and counted, and moves neither the working span nor a gap's kind: the report is the one the
+honest readings give, as a header's lies are (test_header_lies.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from shared_files import sim_recording_bytes
+
+from gapwatch.cli import main
+
+
+def _recording(tmp_path: Path, name: str,
+               change: Callable[[int, dict[str, Any]], None] | None = None) -> Path:
+    """The simulator's pageable run, 60 s of one GPU, its `n`-th GPU sample passed to
+    `change` (which edits it in place)."""
+    lines = sim_recording_bytes(seed=3, duration_s=60.0).splitlines(keepends=True)
+    n = 0
+    for i, line in enumerate(lines):
+        doc = msgspec.json.decode(line)
+        if doc.get("type") == "gpu" and change is not None:
+            change(n, doc)
+            n += 1
+            lines[i] = msgspec.json.encode(doc) + b"\n"
+    path = tmp_path / name
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["report", "--json", str(path)]) == 0
+    doc: dict[str, Any] = msgspec.json.decode(capsys.readouterr().out)
+    return doc
+
+
+def _lying_interval(n: int, doc: dict[str, Any]) -> None:
+    """Every fifth sample's interval 1 ns, every seventh's 2^63-1 ns (292 years)."""
+    if n % 5 == 1:
+        doc["interval_ns"] = 1
+    elif n % 7 == 2:
+        doc["interval_ns"] = (1 << 63) - 1
+
+
+def test_a_sample_interval_its_spacing_belies_moves_no_span_and_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Intervals of 1 ns over samples 100 ms apart shortened the working span (57.6 s to 47.0 s)
+    and 2^63-1 ns made 49 billion seconds of copies in the chaining share, nothing said."""
+    clean = _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    lying = _report(_recording(tmp_path, "lie.jsonl", _lying_interval), capsys)
+    gpu, honest = lying["gpus"][0], clean["gpus"][0]
+    assert gpu["active_s"] == pytest.approx(honest["active_s"], abs=0.05)
+    assert gpu["busy_s"] == pytest.approx(honest["busy_s"], abs=0.05)
+    assert lying["chaining"]["0"]["copy_s"] == pytest.approx(
+        clean["chaining"]["0"]["copy_s"], rel=0.05)
+    assert lying["counters"]["detector_interval_belied"] > 100
+    said = [p for p in lying["problems"] if "interval_ns" in p]
+    assert said and "belied by their spacing" in said[0], lying["problems"]
+    assert "interval_belied" not in str(clean["counters"])

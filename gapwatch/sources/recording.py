@@ -45,6 +45,7 @@ from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     INT64_MAX,
+    LINK_EXCEEDED_TIMES,
     MAX_LINK_BYTES_PER_S,
     MIN_LINK_BYTES_PER_S,
     gpu_index,
@@ -422,6 +423,7 @@ def _records(
     """
     # Locals: a module global is a dict lookup on every line of a 7 M-line report.
     decode, prover_type, too_long = decode_record, ProverStatus, TOO_LONG
+    gpu_type, limits = GpuSample, rate_limits(recording.header)
     line_no = first_line_no
     #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
     provers: dict[str, ProverStatus] = {}
@@ -454,7 +456,12 @@ def _records(
                         )
                     continue
                 r = got
-            if type(r) is prover_type:
+            if type(r) is gpu_type:
+                top = limits.get(r.gpu, MAX_LINK_BYTES_PER_S)
+                rx, tx = r.pcie_rx_bytes_per_s, r.pcie_tx_bytes_per_s
+                if (rx is not None and rx > top) or (tx is not None and tx > top):
+                    r = _implausible_rates(r, top, recording, line_no)
+            elif type(r) is prover_type:
                 provers[r.prover] = r
             recording.line_no = line_no
             yield r
@@ -474,6 +481,33 @@ def _records(
     finally:
         recording.lines_read = line_no
         stream.close()
+
+
+def rate_limits(header: SessionHeader) -> dict[int, float]:
+    """Each GPU's highest plausible PCIe reading (either way): `LINK_EXCEEDED_TIMES` its link
+    (the header's, once checked against the data), never above any link's
+    (`MAX_LINK_BYTES_PER_S`, the bound of a GPU the header does not list or whose link it does
+    not know). Called by `_records` once a file."""
+    return {g.index: min(MAX_LINK_BYTES_PER_S, LINK_EXCEEDED_TIMES * g.link_bytes_per_s)
+            for g in header.gpus if g.link_bytes_per_s is not None}
+
+
+def _implausible_rates(r: GpuSample, top: float, recording: Recording,
+                       line_no: int) -> GpuSample:
+    """`r` with each PCIe rate above `top` (`rate_limits`) made no reading (None), counted
+    (`implausible_rate`) and said: 10 TB/s against a 63 GB/s link made every gap
+    `transfer_bound` ("15869 % of link") and the payoff's link floor of it. Its SM reading and
+    its other direction stay. Called by `_records` for such samples only."""
+    rx, tx = r.pcie_rx_bytes_per_s, r.pcie_tx_bytes_per_s
+    worst = max(x for x in (rx, tx) if x is not None)
+    recording.problem(
+        "implausible_rate",
+        f"{recording.path}:{line_no}: GPU {r.gpu} PCIe reading of {worst:.3g} B/s is "
+        f"implausible (more than {top:.3g} B/s: {LINK_EXCEEDED_TIMES:g} times its link, or "
+        "beyond any link); taken as no reading", line_no)
+    return structs.replace(
+        r, pcie_rx_bytes_per_s=None if rx is not None and rx > top else rx,
+        pcie_tx_bytes_per_s=None if tx is not None and tx > top else tx)
 
 
 def _still_written(recording: Recording, line_no: int, why: str) -> None:
@@ -702,8 +736,9 @@ CHECK_SPACINGS: Final = 64
 PERIOD_LIE_ABOVE: Final = 4.0
 PERIOD_LIE_BELOW: Final = 0.5
 #: A stated link is a lie when two samples moved more than this many times its capacity (one
-#: may be a glitch: a counter that went back, a hand-edited line).
-LINK_LIE_ABOVE: Final = 2.0
+#: may be a glitch: a counter that went back, a hand-edited line); rates beyond any link
+#: (`MAX_LINK_BYTES_PER_S`) are no evidence of it, but implausible readings (`rate_limits`).
+LINK_LIE_ABOVE: Final = LINK_EXCEEDED_TIMES
 #: A stated start is a lie when the first GPU samples (the median of the first
 #: `START_SAMPLES`: one absurd time cannot move it) came this long before it: the header is
 #: written before any sample. (Hours before them is true: every segment of a set repeats its
@@ -787,6 +822,8 @@ def _data_view_of(p: Path, _dev: int, _ino: int, _size: int, _mtime_ns: int) -> 
                 view.spacings_ns.append(r.t_mono_ns - before)
             last[r.gpu] = r.t_mono_ns
             rate = max(r.pcie_rx_bytes_per_s or 0.0, r.pcie_tx_bytes_per_s or 0.0)
+            if rate > MAX_LINK_BYTES_PER_S:
+                continue  # beyond any link: an implausible reading, not a lying header
             first, second = view.top_rates.get(r.gpu, (-1.0, -1.0))
             view.top_rates[r.gpu] = ((rate, first) if rate >= first
                                      else (first, max(rate, second)))

@@ -63,3 +63,30 @@ def test_a_sample_interval_its_spacing_belies_moves_no_span_and_is_said(
     said = [p for p in lying["problems"] if "interval_ns" in p]
     assert said and "belied by their spacing" in said[0], lying["problems"]
     assert "interval_belied" not in str(clean["counters"])
+
+
+def _beyond_any_link(n: int, doc: dict[str, Any]) -> None:
+    """Every third sample's PCIe rates 10 TB/s, both ways (the link is 63 GB/s)."""
+    if n % 3 == 0:
+        doc["pcie_rx_bytes_per_s"] = doc["pcie_tx_bytes_per_s"] = 1e13
+
+
+def test_pcie_rates_beyond_any_link_are_no_readings_said_and_drive_no_gap_kind(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """10 TB/s against a 63 GB/s link made every gap `transfer_bound` ("15869 % of link"), the
+    header's true link called a lie, and nothing said of the readings."""
+    clean = _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    lying = _report(_recording(tmp_path, "fast.jsonl", _beyond_any_link), capsys)
+    assert [g["kind"] for g in lying["gaps"]] == [g["kind"] for g in clean["gaps"]]
+    assert "transfer_bound" not in str(lying["gaps"]) and "15869" not in str(lying["gaps"])
+    assert lying["gpus"][0]["link_bytes_per_s"] == clean["gpus"][0]["link_bytes_per_s"]
+    assert "bad_header" not in lying["counters"]
+    assert lying["counters"]["implausible_rate"] > 100
+    said = [p for p in lying["problems"] if "implausible" in p]
+    assert said and "1e+13 B/s" in said[0], lying["problems"]
+    # The link's floor under the payoff is the honest readings' (10 TB/s for a third of the
+    # span was a floor of 190 s over a 57.6 s span: every gain "limited by the link").
+    ours, honest = (d["payoff"]["overall"]["if_closed"]["all"] for d in (lying, clean))
+    assert ours["link_floor_s"] == pytest.approx(honest["link_floor_s"], rel=0.4)
+    assert ours["throughput_gain"] == pytest.approx(honest["throughput_gain"], rel=0.01)

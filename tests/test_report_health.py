@@ -124,16 +124,16 @@ def test_a_state_event_counts_one_whatever_its_recorded_count_and_once_a_session
         tmp_path: Path, workers: int) -> None:
     """A row remap failure recorded with `count: 1000000` read `GPU errors: 1000000`, a
     pending one with `count: 0` counted 0 (its alert and header quiet), 50 copies of one in a
-    session 50 alerts' worth. A state is true or not: 1 an event in the report (a set of runs
-    says it once in each: two runs, two), once per GPU in a session's store."""
+    session 50 alerts' worth. A state is true or not: once per GPU, in the report as in a
+    session's store (`health.counted`)."""
     more: tuple[tuple[str, int], ...] = (("row_remap_failure", 1_000_000),
                                          ("row_remap_failure", 1), ("row_remap_pending", 0),
                                          ("gpu_lost", 3))
     report = build_report(_recording(tmp_path, more), Config(), workers=workers)
     doc = to_json(report)["gpu_errors"]
-    assert doc["errors_by_kind"] == {"xid": 1, "row_remap_failure": 2, "row_remap_pending": 1,
+    assert doc["errors_by_kind"] == {"xid": 1, "row_remap_failure": 1, "row_remap_pending": 1,
                                      "gpu_lost": 1}
-    assert doc["count"] == 5
+    assert doc["count"] == 4
     more = (*more, *(("row_remap_failure", 1),) * 48)
     rec = read_any(_recording(tmp_path, more))
     store = SeriesStore(list(rec.header.gpus), period_s=0.1)
@@ -144,3 +144,25 @@ def test_a_state_event_counts_one_whatever_its_recorded_count_and_once_a_session
     assert snap.hw_counts[(0, "row_remap_pending")] == 1 and snap.lasting_states(0) == [
         "ROW REMAP FAILED", "row remap pending"]
     assert sum(1 for e in snap.hw_events if e.kind == "row_remap_failure") == 1
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_state_repeated_in_a_recording_is_one_in_the_report_as_in_replay_and_metrics(
+        tmp_path: Path, workers: int) -> None:
+    """A GPU lost 4 times and a row remap pending 3 times in one recording read `gpu_lost 4`,
+    `row_remap_pending 3` in the report, where replay's store and /metrics count a state once
+    a session (`health.counted`): one rule, the report's the store's."""
+    more = (("gpu_lost", 1),) * 4 + (("row_remap_pending", 1),) * 3 + (("ecc_uncorrected", 2),)
+    path = _recording(tmp_path, more)
+    doc = to_json(build_report(path, Config(), workers=workers))["gpu_errors"]
+    rec = read_any(path)
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    for r in rec.records:
+        if isinstance(r, HardwareEvent):
+            store.add_hw_event(r)
+    by_kind: dict[str, int] = {}
+    for (_, kind), n in store.snapshot().hw_counts.items():
+        by_kind[kind] = by_kind.get(kind, 0) + n
+    assert doc["errors_by_kind"] == by_kind == {"xid": 1, "gpu_lost": 1, "row_remap_pending": 1,
+                                                "ecc_uncorrected": 2}
+    assert doc["count"] == len(doc["items"]) == 4  # the events that are news, as listed

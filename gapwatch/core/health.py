@@ -106,16 +106,16 @@ def short_state(words: str) -> str:
 def event_count(ev: HardwareEvent) -> int:
     """What `ev` adds to its kind's count: its `count`, or 1 for a state (`GPU_STATE_KINDS`)
     whatever count it was recorded with: a state is true or not (a recorded 0 kept its alert
-    and header quiet, a 1,000,000 read as a million errors). The report counts each state
-    event so, one a run (a set of runs says a GPU's state once in each)."""
+    and header quiet, a 1,000,000 read as a million errors)."""
     return 1 if ev.kind in GPU_STATE_KINDS else ev.count
 
 
 def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
     """What `ev` adds to one session's (GPU, kind) count (the store's, for `/metrics` and the
-    header): `event_count`, or None when it adds nothing and is no news: a state already
+    header; the report's over what it reads, `offline.detect._HealthSide`, so that both say
+    the same): `event_count`, or None when it adds nothing and is no news: a state already
     seen on its GPU in this session, which `states_seen` remembers (50 copies of one in a
-    recording were 50 errors and 50 lines)."""
+    recording were 50 errors and 50 lines; a set of runs each saying it is one state)."""
     key = (ev.gpu, ev.kind)
     if ev.kind in GPU_STATE_KINDS:
         if key in states_seen:

@@ -24,7 +24,7 @@ from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, event_count
+from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, counted
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
     PROVER_EVENT_KINDS,
@@ -571,6 +571,8 @@ class _HealthSide:
         #: Errors by kind: an event's `count` each (5 uncorrected ECC errors in one reading
         #: are one event, 5 errors), as `/metrics`' `gapwatch_gpu_hardware_events_total` sums.
         self.hw_errors: dict[str, int] = {}
+        #: The states (`health.GPU_STATE_KINDS`) seen per GPU: each is news once.
+        self.states_seen: set[tuple[int, str]] = set()
 
     def add(self, r: Record) -> None:
         if isinstance(r, CopyRecord):
@@ -581,10 +583,15 @@ class _HealthSide:
                 stats = self.health[r.gpu] = HealthStats(r.gpu)
             stats.add(r)
         elif isinstance(r, HardwareEvent):
-            # Each state event once (a run's), its recorded count not taken: a set of runs
-            # says a GPU's state again in each, and a folder's reader does not mark the runs.
+            # Counted as replay's store and /metrics count it (`health.counted`): a state
+            # (a GPU lost, a row remap) once per GPU over what is read, whatever count it was
+            # recorded with; said again, it is no news ("gpu_lost 4" of one GPU was four
+            # losses in the report, one in replay).
+            n = counted(r, self.states_seen)
+            if n is None:
+                return
             self.hw_count += 1
-            self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + event_count(r)
+            self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + n
             if len(self.hw_events) < MAX_REPORT_EVENTS:
                 self.hw_events.append(r)
 

@@ -17,7 +17,10 @@ A process is replaced where a pid first read on a GPU after its first round has 
 pid read there before and no longer read: NVML stopped listing it, or /proc no longer has it
 (its readings without /proc fields, NVML listing it while the driver frees its pinned memory).
 One still read alive at or after the new pid's round was not replaced: a second process of the
-name beside it (the replacement is taken back, `Replaced` dropped). Pure: the data's own times.
+name beside it (the replacement is taken back, `Replaced` dropped). A process is its pid and its
+name: a pid read under another name is a new process (the kernel gave the pid again), the one
+of the old name gone from the GPU (pid 558 `cuzk`, then 558 `other`: no new process was seen,
+and the readings of `other` kept `cuzk` read alive). Pure: the data's own times.
 """
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ class NewPid:
     pid: int
     first_s: float
     before_pid: int | None
+    #: Its name, and the name of the one before it (a pid is read under one name a process).
+    name: str = ""
+    before_name: str = ""
 
 
 class GpuPids:
@@ -105,7 +111,9 @@ class GpuPids:
     kept, all counted)."""
 
     def __init__(self) -> None:
-        self._gpus: dict[int, dict[int, _Seen]] = {}
+        #: Per GPU, each process read: keyed by pid and name (a pid given again to a process of
+        #: another name is another process).
+        self._gpus: dict[int, dict[tuple[int, str], _Seen]] = {}
         #: Each GPU's first round (its readings share `t_mono_ns`): the pids already there.
         self._first_round_ns: dict[int, int] = {}
         self.new: list[NewPid] = []
@@ -118,7 +126,8 @@ class GpuPids:
         pids = self._gpus.setdefault(r.gpu, {})
         first_round = self._first_round_ns.setdefault(r.gpu, r.t_mono_ns)
         alive = _in_proc(r)
-        seen = pids.get(r.pid)
+        key = (r.pid, r.name)
+        seen = pids.get(key)
         if seen is not None:
             self._read_again(seen, r, alive)
             return None
@@ -127,11 +136,13 @@ class GpuPids:
             before = max(pids, key=lambda p: pids[p].last_s, default=None)
             self.new_count += 1
             if len(self.new) < MAX_NEW:
-                self.new.append(NewPid(r.gpu, r.pid, r.t_wall_s, before))
+                self.new.append(NewPid(r.gpu, r.pid, r.t_wall_s,
+                                       None if before is None else before[0], r.name,
+                                       "" if before is None else before[1]))
             replaced = self._replacing(pids, r)
         if len(pids) >= MAX_PIDS:
             del pids[min(pids, key=lambda p: pids[p].last_s)]
-        pids[r.pid] = _Seen(r.name, r.t_wall_s, r.t_wall_s, r.t_mono_ns,
+        pids[key] = _Seen(r.name, r.t_wall_s, r.t_wall_s, r.t_mono_ns,
                             r.t_wall_s if alive else None)
         return replaced
 
@@ -147,10 +158,11 @@ class GpuPids:
             seen.gone_s = r.t_wall_s  # gone from /proc: it exited, NVML still listing it
         if self.replaced and (alive or seen.alive_s is None):
             for rep in [x for x in self.replaced if x.gpu == r.gpu and x.old_pid == r.pid
-                        and r.t_mono_ns >= x.round_ns]:
+                        and x.name == r.name and r.t_mono_ns >= x.round_ns]:
                 self.replaced.remove(rep)
 
-    def _replacing(self, pids: dict[int, _Seen], r: ProcessMemory) -> Replaced | None:
+    def _replacing(self, pids: dict[tuple[int, str], _Seen],
+                   r: ProcessMemory) -> Replaced | None:
         """The replacement a new pid is: of the pid of its name on its GPU read most lately
         and not in its round (None: none such)."""
         old = max((p for p, s in pids.items() if s.name == r.name
@@ -158,7 +170,7 @@ class GpuPids:
         if old is None:
             return None
         s = pids[old]
-        rep = Replaced(r.gpu, r.name, old, s.alive_s if s.alive_s is not None else s.last_s,
+        rep = Replaced(r.gpu, r.name, old[0], s.alive_s if s.alive_s is not None else s.last_s,
                        s.gone_s, r.pid, r.t_wall_s, r.t_mono_ns)
         self.replaced.append(rep)
         return rep
@@ -184,10 +196,10 @@ class GpuPids:
 
     def _one(self, n: NewPid) -> str:
         pids = self._gpus.get(n.gpu, {})
-        new = pids.get(n.pid)
+        new = pids.get((n.pid, n.name))
         name = f" ({new.name})" if new is not None and new.name else ""
         out = f"GPU {n.gpu} pid {n.pid}{name} first read at {fmt.clock(n.first_s)}"
-        old = pids.get(n.before_pid) if n.before_pid is not None else None
+        old = pids.get((n.before_pid, n.before_name)) if n.before_pid is not None else None
         if old is None:
             return out
         old_name = f" ({old.name})" if old.name else ""

@@ -18,7 +18,15 @@ import pytest
 from cuzk_fakes import WAITS_ON_SYNTHESIS
 
 from gapwatch.cli import main
-from gapwatch.core.models import Gap, GpuInfo, GpuSample, LogEvent, SessionHeader
+from gapwatch.core.models import (
+    Gap,
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    LogEvent,
+    Notice,
+    SessionHeader,
+)
 from gapwatch.cuzk.status import parse_status
 from gapwatch.engine.session import default_header
 from gapwatch.offline.perfetto import GPU_PID_BASE, PROVER_PID, TraceBuilder
@@ -220,6 +228,78 @@ def test_a_log_of_another_day_is_left_out_of_the_trace_as_the_report_leaves_it_o
     assert len(report_said) == 1
     assert main(["export", str(rec), "--out", str(out), "--log", log]) == 0
     assert f"gapwatch export: warning: {report_said[0]}" in capsys.readouterr().err.splitlines()
+
+
+def _gpu_minute(t0: float) -> list[GpuSample]:
+    """Five seconds of one GPU's samples from `t0` (10 a second)."""
+    return [GpuSample(0, i * 100_000_000, t0 + i / 10, 100_000_000, 50.0, 50.0, 1.0, 1.0)
+            for i in range(1, 50)]
+
+
+def _host(t_ns: int, t_s: float) -> HostSample:
+    return HostSample(t_ns, t_s, 10_000_000_000, 50.0, None, None, None, None, None, None,
+                      None, None)
+
+
+def test_a_notice_two_hours_after_a_gpu_is_lost_is_drawn_while_host_samples_go_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A GPU lost while recording (XID 79) stops its samples; the recorder goes on with the
+    host's, `/status` and the logs. The trace ended the recording at the last GPU sample, so a
+    notice two hours on was left out as "timed far outside the recording ... as no record
+    gapwatch writes while recording is" (false), while the report's own warning ends the data
+    at the latest GPU or host sample. One end for both (`detect.samples_end_s`)."""
+    t0 = 1_796_000_000.0
+    rec = tmp_path / "r.jsonl"
+    header = SessionHeader(gapwatch_version="t", host="box", source="test", started_wall_s=t0,
+                           started_mono_ns=0, period_ms=100.0, gpus=[GpuInfo(index=0)])
+    hosts = [_host(i * 10_000_000_000, t0 + i * 10) for i in range(1, 722)]  # 2 h on
+    late_s = t0 + 7_205.0
+    notice = Notice(int(7_205e9), late_s, "warning", "the prover stopped answering")
+    write_recording(rec, header, [*_gpu_minute(t0), *hosts[:-1], notice, hosts[-1]])
+    out = tmp_path / "trace.json"
+    assert main(["export", str(rec), "--out", str(out)]) == 0
+    trace = json.loads(out.read_text())
+    err = capsys.readouterr().err
+    origin = trace["otherData"]["origin_unix_s"]
+    drawn = [e for e in trace["traceEvents"] if e["ph"] == "i"
+             and e["args"].get("message") == "the prover stopped answering"]
+    assert [origin + e["ts"] / 1e6 for e in drawn] == [pytest.approx(late_s, abs=0.01)]
+    assert "far outside the recording" not in err
+    assert "7205.1 s before the end of the data" in err  # the report's end: the same
+
+
+def test_a_recorded_log_backlog_of_months_ago_does_not_move_the_traces_origin(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`record --from-start --log cuzk.log` records the log's backlog, months old; the report
+    leaves its partitions and prover events out as "more than 5.0m outside the recording's
+    span", but the trace drew its lines: the origin 207 days back, a "monolithic" slice left
+    unterminated drawn over the 207 days. The trace keeps the recorded log lines by the
+    report's span (`report.report_span`), the others counted and said."""
+    t0 = 1_796_000_000.0
+    old = t0 - 207 * 86_400
+    rec = tmp_path / "r.jsonl"
+    header = SessionHeader(gapwatch_version="t", host="box", source="test", started_wall_s=t0,
+                           started_mono_ns=0, period_ms=100.0, gpus=[GpuInfo(index=0)])
+
+    def timeline(t: float, name: str, job: str, partition: int | None) -> LogEvent:
+        return LogEvent(t, "timeline", "timeline", name, f"TIMELINE,0,{name},{job}",
+                        stream="cuzk.log", job_id=job, worker=0, partition=partition, gpu=0)
+
+    backlog = [timeline(old, "GPU_START", "winpost-1", None),
+               timeline(old + 1, "GPU_START", "porep-1", 0),
+               timeline(old + 2, "GPU_END", "porep-1", 0)]
+    now = [timeline(t0 + 1, "GPU_START", "porep-2", 3), timeline(t0 + 2, "GPU_END", "porep-2", 3)]
+    write_recording(rec, header, [*backlog, *_gpu_minute(t0)[:5], *now, *_gpu_minute(t0)[5:]])
+    out = tmp_path / "trace.json"
+    assert main(["export", str(rec), "--out", str(out)]) == 0
+    trace = json.loads(out.read_text())
+    err = capsys.readouterr().err
+    assert trace["otherData"]["origin_unix_s"] >= t0 - 1
+    slices = [e["name"] for e in trace["traceEvents"] if e.get("pid") == PROVER_PID
+              and e["ph"] == "X"]
+    assert slices == ["partition 3"]
+    assert ("3 log lines more than 5.0m outside the recording's span (its log's backlog, "
+            "recorded from before it): left out of the trace") in err
 
 
 def test_without_logs_there_are_no_prover_slices(tmp_path: Path) -> None:

@@ -77,7 +77,10 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
         report = build_report(path, config, logs, parsed=parsed, progress=progress,
                               window=window)
         recording = read_any(path, Reading(window=window))
-        builder = TraceBuilder(recording.header, _recorded_span(recording.header, report))
+        # The log lines by the report's span (its one rule: its prover events and partition
+        # table are kept by it), the recorder's other records by where it wrote.
+        builder = TraceBuilder(recording.header, _recorded_span(recording.header, report),
+                               logs_within=report.span)
         records = recording.records if progress is None else progress_of(
             recording.records, DataTime(progress, data_span(
                 path, recording.header.started_wall_s, window),
@@ -112,6 +115,8 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
     said = [*report.warnings, *recording.problems_said(beside_report=True)]
     if builder.far_off:
         said.append(_far_off_words(builder.far_off))
+    if builder.logs_left_out:
+        said.append(_logs_left_out_words(builder.logs_left_out, window))
     judged = report.post_deadlines.said() if report.post_deadlines is not None else None
     return (f"{n} trace events, {len(report.gaps)} gaps{unmatched}{unkept_said}; open it in "
             "https://ui.perfetto.dev or chrome://tracing"), said, [judged] if judged else []
@@ -120,15 +125,17 @@ def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
 def _recorded_span(header: SessionHeader, report: ReportData
                    ) -> tuple[float | None, float | None]:
     """The span the recorder wrote the recording over, as far as wall times tell it: its
-    start to its data's end (None: not known on that side; both, where its wall clock stepped
-    back inside it, as the report's span says)."""
-    from gapwatch.offline.detect import data_end_s
+    start to its samples' end, a GPU's or the host's (`samples_end_s`: a GPU lost while the
+    recording went on ended it at the GPU's last sample, and a notice two hours on was left
+    out as one no recorder writes); None: not known on that side; both, where its wall clock
+    stepped back inside it, as the report's span says."""
+    from gapwatch.offline.detect import samples_end_s
     from gapwatch.offline.throughput import clock_stepped_back_s
 
     if clock_stepped_back_s(report.states) > 0:
         return None, None
     start = header.started_wall_s if header.started_wall_s > 0 else None
-    return start, data_end_s(report.totals)
+    return start, samples_end_s(report.totals, report.last_host_wall_s)
 
 
 def _far_off_words(far_off: dict[str, int]) -> str:
@@ -141,6 +148,22 @@ def _far_off_words(far_off: dict[str, int]) -> str:
     return (f"{n} record{'s' * (n != 1)} timed far outside the recording ({kinds}): "
             f"more than {RECORDED_REACH_S:.0f} s from its span, as no record gapwatch writes "
             "while recording is; left out of the trace")
+
+
+def _logs_left_out_words(n: int, window: TimeWindow | None) -> str:
+    """"3 log lines more than 5.0m outside the recording's span (...): left out of the trace",
+    the report's margin (`log_span.MARGIN_S`) in its words (`report.left_out_note`); a
+    window's: outside it."""
+    from gapwatch.core import fmt
+    from gapwatch.offline.log_span import MARGIN_S
+
+    lines = f"{n} log line{'s' * (n != 1)}"
+    if window is not None:
+        return (f"{lines} outside the window (the log read around it): left out of the "
+                "trace, as of the report's prover events and partition table")
+    return (f"{lines} more than {fmt.far(MARGIN_S)} outside the recording's span (its log's "
+            "backlog, recorded from before it): left out of the trace, as of the report's "
+            "prover events and partition table")
 
 
 def _csv(path: Path, out: IO[str], window: TimeWindow | None

@@ -322,6 +322,22 @@ def data_end_s(totals: Iterable[GpuTotals]) -> float | None:
                default=None)
 
 
+def samples_end_s(totals: Iterable[GpuTotals], last_host_wall_s: float | None
+                  ) -> float | None:
+    """Where the recording's samples end: the wall time of the latest sample of any GPU (with
+    a reading or without; a GPU without a sample time, by its last reading) or of the host
+    (None: no sample). A GPU lost while recording (XID 79) stops its samples while the host's,
+    `/status` and the logs go on: the one end the report's warnings judge a GPU's data as
+    stopped early by (`report._no_data_lines`) and the trace keeps the recorder's own records
+    by (`commands.export._recorded_span`), which ended at the last GPU sample and left out a
+    notice two hours on as one no recorder writes."""
+    ends = [t.last_sample_wall_s if t.last_sample_wall_s is not None else t.last_wall_s
+            for t in totals if t.last_sample_wall_s is not None or t.last_t_ns is not None]
+    if last_host_wall_s is not None:
+        ends.append(last_host_wall_s)
+    return max(ends, default=None)
+
+
 def detect_records(
     header: SessionHeader,
     records: Iterable[Record | PassedOver],

@@ -33,7 +33,12 @@ first one's, one period): an `interval_ns` of 2^63-1 in a recording put that sta
 trace's origin, 292 years back. Perfetto takes no time before the origin, so one event far from
 the recording moves every other: the records whose times no reader vets (copies, health
 readings, notices) are drawn only within `RECORDED_REACH_S` of the recording's span
-(`keep_within`); the others are counted (`far_off`) and said by the export.
+(`keep_within`: its start to its latest GPU or host sample, `detect.samples_end_s`); the others
+are counted (`far_off`) and said by the export. The log lines, recorded or `--log`, are drawn
+only inside the span the report covers (`logs_within`: `report.report_span`, 5 minutes,
+`log_span.MARGIN_S`, either side of a whole recording): a recorded log's backlog of months is
+counted (`logs_left_out`) and said, as the report leaves its prover events and partitions out;
+the prover events drawn are the report's, kept by that span already.
 """
 
 from __future__ import annotations
@@ -118,16 +123,22 @@ class TraceBuilder:
     """Collects trace events; `events()` returns them sorted, `write()` writes the JSON."""
 
     def __init__(self, header: SessionHeader,
-                 keep_within: tuple[float | None, float | None] = (None, None)) -> None:
-        """`keep_within`: the recording's span (its start, its data's end; None: open on that
+                 keep_within: tuple[float | None, float | None] = (None, None),
+                 logs_within: tuple[float | None, float | None] = (None, None)) -> None:
+        """`keep_within`: the recording's span (its start, its samples' end; None: open on that
         side); a copy, health reading or notice further than `RECORDED_REACH_S` from it is
-        left out (`far_off`)."""
+        left out (`far_off`). `logs_within`: the report's span (`report.report_span`, the
+        one rule its prover events and partition table are kept by); a log line outside it
+        is left out (`logs_left_out`)."""
         self.header = header
         lo, hi = keep_within
         self._lo = None if lo is None else lo - RECORDED_REACH_S
         self._hi = None if hi is None else hi + RECORDED_REACH_S
         #: Records left out as far off the recording, by type.
         self.far_off: dict[str, int] = {}
+        self._logs_from, self._logs_until = logs_within
+        #: Log lines left out as outside the report's span (a recorded log's backlog).
+        self.logs_left_out = 0
         #: Each GPU's (and the host's, `_HOST_KEY`) latest sample time: where the next one's
         #: interval may reach back to.
         self._sample_s: dict[int, float] = {}
@@ -165,6 +176,9 @@ class TraceBuilder:
                     self._counter(start, HOST_PID, name, value)
             self._seen(record.t_wall_s)
         elif isinstance(record, LogEvent):
+            if self._log_outside(record.t_wall_s):
+                self.logs_left_out += 1
+                return
             # Cut as the detector's copy is (`sizes.bounded_event`): a trace is a display, and
             # a 1 MiB line (in a warning's instant) or a 16 KiB job id (in every slice's name,
             # id and args) went into it whole.
@@ -196,6 +210,14 @@ class TraceBuilder:
             r.t_wall_s, r.t_wall_s)
         return (self._lo is not None and first < self._lo) or (
             self._hi is not None and last > self._hi)
+
+    def _log_outside(self, t: float) -> bool:
+        """Whether a log line at `t` lies outside the report's span: `record --from-start`
+        recorded a log's backlog of 207 days, whose lines the report leaves out of its prover
+        events and partition table, and the trace drew them, its origin 207 days back, a
+        job's start never ended drawn over the 207 days."""
+        return (self._logs_from is not None and t < self._logs_from) or (
+            self._logs_until is not None and t > self._logs_until)
 
     def _interval_start(self, key: int, t: float, interval_ns: int | None) -> float:
         """Where a sample read at `t` over `interval_ns` begins: no further back than the

@@ -88,6 +88,7 @@ from gapwatch.offline.detect import (
     RunListener,
     data_end_s,
     detect_records,
+    samples_end_s,
 )
 from gapwatch.offline.gap_spool import EventSpool
 from gapwatch.offline.log_around import LogAround
@@ -207,6 +208,13 @@ class ReportData:
     #: The deadlines the PoSt were judged by and where each came from (the recording's own, or
     #: this run's config: `gapwatch.cuzk.post_deadlines`); None where nothing chose them.
     post_deadlines: PostDeadlines | None = None
+    #: Wall time of the latest host sample (None: none): with the GPUs', where the samples
+    #: end (`detect.samples_end_s`).
+    last_host_wall_s: float | None = None
+    #: The span the report covers (`report_span`; None: open on that side): the prover's
+    #: words and the partitions said or worked outside it are left out (`left_out_note`), and
+    #: the trace leaves out the log lines outside it (`commands.export`).
+    span: tuple[float | None, float | None] = (None, None)
 
 
 def spool_logs(paths: Iterable[str], config: Config, timeline_epoch_s: float | None = None,
@@ -495,7 +503,8 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
     totals = found.totals
     sums = _GapSums(found.gaps, found.copies, found.pipeline)
     tally = found.gap_tally
-    partitions = _partitions(found.timeline, report_span(found, window))
+    span = report_span(found, window)
+    partitions = _partitions(found.timeline, span)
     said = said_of_input(path, found)
     if window is None:
         said = replace(said, warnings=[*said.warnings, *left_out_note(
@@ -527,6 +536,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         prover_cause_said_by=sums.said_by,
         prover_lacks=list(found.prover_lacks),
         longest_gaps=sums.longest(), window=window, post_deadlines=found.post_deadlines,
+        last_host_wall_s=found.last_host_wall_s, span=span,
     )  # fmt: skip
 
 
@@ -661,8 +671,9 @@ def _no_data_lines(totals: list[GpuTotals], last_host_wall_s: float | None) -> l
     entered on, and the samples may stop, or come back unread, after it."""
     ends = {t.gpu: t.last_wall_s if t.last_sample_wall_s is None else t.last_sample_wall_s
             for t in totals}
-    end_s = max([*ends.values(), *([] if last_host_wall_s is None else [last_host_wall_s])],
-                default=0.0)
+    end_s = samples_end_s(totals, last_host_wall_s)
+    if end_s is None:
+        end_s = 0.0  # no sample at all: each GPU is said to have given no reading
     out = []
     for t in totals:
         if t.final_state != "NO_DATA":

@@ -65,6 +65,38 @@ def test_a_sample_interval_its_spacing_belies_moves_no_span_and_is_said(
     assert "interval_belied" not in str(clean["counters"])
 
 
+def _lines_lost(path: Path, every: int) -> tuple[Path, int]:
+    """`path` with two GPU samples in a row dropped every `every` (lines lost from a recording:
+    a bad record dropped, a cut file), and how many pairs: the sample after each keeps its
+    honest 100 ms interval over a spacing of 300 ms, below the detector's hole (3 periods)."""
+    out, n, pairs = [], 0, 0
+    for line in path.read_bytes().splitlines(keepends=True):
+        if b'"type":"gpu"' in line:
+            n += 1
+            if n > every and n % every in (1, 2):
+                pairs += n % every == 1
+                continue
+        out.append(line)
+    lost = path.with_name("lost.jsonl")
+    lost.write_bytes(b"".join(out))
+    return lost, pairs
+
+
+def test_a_reading_after_lines_lost_keeps_its_honest_interval_and_covers_no_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The belied rule is judged against the spacing the samples are expected at, not the time
+    since the sample before: a 100 ms interval after 200 ms of lost lines is no lie, and the
+    lost stretch stays uncovered (judged against the time since the sample before, it was
+    believed over all 300 ms: readings made up for lines nobody read)."""
+    clean = _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    path, pairs = _lines_lost(_recording(tmp_path, "ok.jsonl"), every=50)
+    lost = _report(path, capsys)
+    assert pairs > 5 and "interval_belied" not in str(lost["counters"])
+    assert lost["gpus"][0]["data_s"] == pytest.approx(
+        clean["gpus"][0]["data_s"] - 0.2 * pairs, abs=0.05)
+
+
 def _beyond_any_link(n: int, doc: dict[str, Any]) -> None:
     """Every third sample's PCIe rates 10 TB/s, both ways (the link is 63 GB/s)."""
     if n % 3 == 0:

@@ -193,9 +193,10 @@ class ChainingMeter:
         start = end - d / 1e9
         last_end = g.last_end
         if last_end is not None and last_end < end:
-            # It covers back to the GPU's reading before it and no further, and no less than
-            # half the way (`interval_belied`): 2^63-1 ns was 49 billion s of copies.
-            if start < last_end or interval_belied(d, round((end - last_end) * 1e9)):
+            # It covers back to the GPU's reading before it and no further (2^63-1 ns was 49
+            # billion s of copies); an interval no sampler writes (`interval_belied`, no
+            # spacing known here: 1 ns, 0, negative) covers from it.
+            if start < last_end or interval_belied(d, 0):
                 start = last_end
         elif d > FIRST_COVER_NS:
             start = end - FIRST_COVER_NS / 1e9

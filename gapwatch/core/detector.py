@@ -424,7 +424,9 @@ class GapDetector:
         if jump or spacing > self._nodata * tr.expected_ns:
             return self._hole(tr, s, t, last, spacing, jump, out)
         d = s.interval_ns
-        if d is not None and 2 * d < step:  # `readings.interval_belied`, inline on this path
+        # `readings.interval_belied` against the learnt spacing (a stretch of lost lines keeps
+        # its honest interval: uncovered), its first test inline on this per-sample path.
+        if d is not None and 2 * d < tr.expected_ns and interval_belied(d, tr.expected_ns):
             self.counters["interval_belied"] += 1
             d = None
         start = t - (d if d is not None and d > 0 else spacing)

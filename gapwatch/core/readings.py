@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from gapwatch.core.bounds import MIN_PERIOD_MS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import GpuSample
 
@@ -35,6 +36,8 @@ GPM_LIKE_SOURCES: Final = ("gpm", "trace")
 #: After this long with only "no new data" GPM readings, all-zero is believed: GPM refreshes every
 #: ~100 ms, so ten refreshes that moved no counter mean the GPU really did nothing.
 GPM_MAX_EXTEND_NS: Final = 1_000_000_000
+#: The shortest period gapwatch samples at (ns): no reading covers much less (`interval_belied`).
+SHORTEST_PERIOD_NS: Final = round(MIN_PERIOD_MS * 1_000_000)
 
 
 def reports_sm(sm_source: str | None) -> bool:
@@ -65,18 +68,25 @@ def reading(v: float | None) -> float | None:
     return v
 
 
-def interval_belied(interval_ns: int | None, spacing_ns: int) -> bool:
-    """Whether a sample's `interval_ns` is one its spacing belies: the sampler's interval runs
-    from the GPU's previous reading (`nvml`: the GPM start sample, kept across a failed or stale
-    tick), so it is never shorter than the time since the previous sample; one shorter than
-    half of it (1 ns over samples 100 ms apart, 0, negative) is no time a reading covered, and
-    the spacing is used in its place. None (not said) is no lie. Longer intervals are not
-    judged here: each reader already counts a sample back no further than the reading before.
+def interval_belied(interval_ns: int | None, expected_ns: int) -> bool:
+    """Whether a sample's `interval_ns` is one the samples' own spacing belies: shorter than
+    half the spacing they are expected at (`expected_ns`: the detector's learnt spacing, the
+    samples' median; 0 where none is known), and never less than half the shortest period
+    gapwatch samples at (`bounds.MIN_PERIOD_MS`). The sampler's interval runs from the GPU's
+    previous reading (`nvml`: the GPM start sample, kept across a failed or stale tick), so a
+    reading covers at least about one period: 1 ns, 0 or a negative interval over samples 100 ms
+    apart is no time a reading covered, and the spacing is used in its place. Judged against
+    the expected spacing, not the time since the sample before: a reading after lines lost from
+    a recording (a bad record dropped, a cut file) keeps its honest interval, and the lost
+    stretch stays uncovered (a hole is information). None (not said) is no lie. Longer
+    intervals are not judged here: each reader counts a sample back no further than the
+    reading before.
 
     Who asks: the detector (`GapDetector._covered_from`, `_hole`: counted `interval_belied`),
-    the chaining share (`ChainingEstimator.add_sample`) and the link's floor over samples
-    (`payoff.samples_link_floor_s`), so that a lying interval moves none of them."""
-    return interval_ns is not None and 2 * interval_ns < spacing_ns
+    the chaining share (`ChainingMeter.add_sample`, no spacing known: the floor alone) and the
+    link's floor over samples (`payoff.samples_link_floor_s`), so that a lying interval moves
+    none of them."""
+    return interval_ns is not None and 2 * interval_ns < max(expected_ns, SHORTEST_PERIOD_NS)
 
 
 def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None,

@@ -453,7 +453,7 @@ class ReplayDriver(Background):
                              "order: what is shown covers only the samples in order)"),
             ("clock_jumps", "clock jumps (wall time against data time); the data is cut there"),
             ("interval_belied", "GPU samples whose interval_ns their spacing belies (shorter "
-                                "than half the time since the sample before); the spacing used"),
+                                "than half the spacing they come at); the spacing used"),
         ):
             n = counters.get(key, 0)
             if n and (not self._said.get(key) or (final and n != self._said[key])):

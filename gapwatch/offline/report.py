@@ -653,7 +653,7 @@ def data_warnings(detector_counters: dict[str, int], totals: list[GpuTotals],
     belied = detector_counters.get("interval_belied", 0)
     if belied:
         out.append(f"{belied} GPU sample(s) hold an interval_ns belied by their spacing (shorter "
-                   "than half the time since the GPU's sample before: no time a reading "
+                   "than half the spacing the GPU's samples come at: no time a reading "
                    "covered); the spacing used in its place")
     jumps = detector_counters.get("clock_jumps", 0)
     if jumps:

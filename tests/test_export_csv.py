@@ -118,6 +118,26 @@ def test_exporting_onto_the_input_is_refused(tmp_path: Path,
     assert src.read_bytes() == (DATA / "pageable.csv").read_bytes()
 
 
+@pytest.mark.parametrize("given", ["folder", "glob"])
+def test_exporting_a_folder_onto_one_of_its_own_segments_is_refused_not_the_segment_replaced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], given: str) -> None:
+    # `export seg --out seg/gw.000001.jsonl` passed the check (the folder is not the file) and
+    # renamed the trace over the first segment: the input's records gone, and the next read
+    # of the folder said "not a gapwatch recording; skipped" of it.
+    folder = tmp_path / "seg"
+    folder.mkdir()
+    sim = simulate("pageable", seed=1, duration_s=5)
+    write_recording(folder / "gw.000001.jsonl", sim.header, list(sim.records))
+    before = (folder / "gw.000001.jsonl").read_bytes()
+    src = str(folder) if given == "folder" else str(folder / "gw.*.jsonl")
+    for fmt in ("csv", "perfetto"):
+        assert main(["export", src, "--format", fmt, "--out",
+                     str(folder / "gw.000001.jsonl")]) == 2
+        assert "would overwrite the input" in capsys.readouterr().err
+        assert (folder / "gw.000001.jsonl").read_bytes() == before
+    assert sorted(p.name for p in folder.iterdir()) == ["gw.000001.jsonl"]  # no temporary
+
+
 def _gap_edges(report: object) -> list[tuple[int, int, str, float, float]]:
     return [(g.gap_id, g.gpu, g.kind, g.start_s, g.end_s)
             for g in report.gaps]  # type: ignore[attr-defined]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, BinaryIO, cast
 
@@ -52,6 +53,32 @@ def _default_out(path: Path, fmt: str) -> Path:
     for suffix in (".gz", ".jsonl", ".csv"):
         stem = stem.removesuffix(suffix)
     return path.parent / (stem + (".trace.json" if fmt == "perfetto" else ".export.csv"))
+
+
+def _reads(src: Path, dest: Path) -> bool:
+    """Whether `dest` is a file the export of `src` reads: `src` itself, or, where `src` is a
+    folder, a glob or `?set=ID`, one of its recordings (the same file: device and inode, a link
+    to it too). The output is renamed over `dest` at the end: `export seg --out
+    seg/gw.000001.jsonl` replaced the first segment of its own input with the trace (the
+    check compared `dest` with the folder only)."""
+    from gapwatch.sources.recording_set import is_set, set_files
+
+    try:
+        out = os.stat(dest)
+    except (OSError, ValueError):
+        return False  # nothing there (or nothing that can be there): no input to lose
+    try:
+        inputs = set_files(src).files if is_set(src) else [src]
+    except (OSError, ValueError):
+        return False  # the reading says what is wrong with the input
+    for file in inputs:
+        try:
+            st = os.stat(file)
+        except (OSError, ValueError):
+            continue
+        if (st.st_dev, st.st_ino) == (out.st_dev, out.st_ino):
+            return True
+    return False
 
 
 def _perfetto(path: Path, config: Config, logs: list[str], out: IO[bytes],
@@ -195,7 +222,7 @@ def run(args: argparse.Namespace, config: Config) -> int:
     dest = (
         None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
     )
-    if dest is not None and dest.exists() and src.exists() and dest.resolve() == src.resolve():
+    if dest is not None and _reads(src, dest):
         say(f"gapwatch export: --out {dest} would overwrite the input")
         return 2
     if dest is not None:

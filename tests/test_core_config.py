@@ -10,6 +10,7 @@ import typing
 from pathlib import Path
 
 import annotated_types
+import pydantic
 import pytest
 
 from gapwatch.cli import main
@@ -152,11 +153,12 @@ def test_the_example_config_writes_each_keys_limits_above_it() -> None:
                 for part in typing.get_args(item)[1:]:
                     if (each := _limits(getattr(part, "metadata", []))) is not None:
                         want = f"each {each}"
-            if key in _slow_readings(f.annotation):  # a validator's bound, not metadata's
-                want = "0 (off) or at least 1"
+            if key in _slow_readings(f.annotation):  # a validator's lower bound, not metadata's
+                hi = (want or "").removeprefix("at most ")
+                want = f"0 (off) or 1 to {hi}" if hi else "0 (off) or at least 1"
             if want is not None:
                 got = said.get(f"{name}.{key}")
-                assert got is not None and want in (got, got.split(" (")[0]), (name, key, got, want)
+                assert got is not None and want in (got, got.rsplit(" (", 1)[0]), (name, key, got, want)
 
 
 def _keys_in(data: dict[str, object], prefix: str = "") -> set[str]:
@@ -347,3 +349,77 @@ def test_a_flag_override_keeps_the_keys_the_file_named_apart_from_its_defaults(
     assert over.cuzk.winning_post_deadline_s == 20.0 and over.logs.paths == ["x.log"]
     assert over.detector.model_fields_set == set()
     assert over.logs.model_fields_set == {"paths"}
+
+
+def _float_settings(model: type[pydantic.BaseModel] = Config,
+                    prefix: str = "") -> list[tuple[str, typing.Any]]:
+    """Every float setting of the config (dotted key, its field), sections walked."""
+    out: list[tuple[str, typing.Any]] = []
+    for name, info in model.model_fields.items():
+        kind = info.annotation
+        if isinstance(kind, type) and issubclass(kind, pydantic.BaseModel):
+            out += _float_settings(kind, f"{prefix}{name}.")
+        elif kind is float or kind == list[float] or typing.get_origin(kind) is list:
+            out.append((prefix + name, info))
+    return out
+
+
+def _upper_bound(info: typing.Any) -> float | None:
+    """The `le`/`lt` a field (or its list's items) is held under, None: none."""
+    metadata = list(info.metadata)
+    for arg in typing.get_args(info.annotation):
+        metadata += list(getattr(arg, "__metadata__", ()))
+    for m in metadata:
+        for bound in ("le", "lt"):
+            if isinstance(m, (annotated_types.Le, annotated_types.Lt)) and hasattr(m, bound):
+                return float(getattr(m, bound))
+    return None
+
+
+def test_every_float_setting_has_an_upper_bound_so_a_number_of_300_digits_is_refused() -> None:
+    """A finite float of 300 digits passed every setting with no upper bound, and the code that
+    turns seconds into nanoseconds met it: `detector.min_gap_ms = 1e308` and `sim.duration_s =
+    1e308` were an OverflowError traceback in `record` and `report`, `sampler.*_every_s =
+    1e308` one in the NVML sampler's start."""
+    unbounded = [key for key, info in _float_settings()
+                 if info.annotation is float and _upper_bound(info) is None]
+    assert unbounded == []
+
+
+@pytest.mark.parametrize("setting", [
+    "detector.min_gap_ms", "sim.duration_s", "sampler.procmem_every_s", "sampler.link_every_s",
+    "sampler.health_every_s", "sampler.pcie_replay_every_s", "sampler.row_remap_every_s",
+    "sampler.legacy_pcie_every_s",
+])
+def test_a_setting_of_1e308_is_refused_naming_it_not_an_overflow_traceback(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str) -> None:
+    section, key = setting.split(".")
+    f = tmp_path / "c.toml"
+    f.write_text(f"[{section}]\n{key} = 1e308\n")
+    out = tmp_path / "r.jsonl"
+    assert main(["record", "--config", str(f), "--source", "sim:pageable", "--speed", "0",
+                 "--duration", "5", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{setting}: Input should be less than or equal to" in err
+    assert "Traceback" not in err and not out.exists()
+
+
+@pytest.mark.parametrize("setting", [
+    '[logs]\npaths = ["a\\u0000b"]', '[prometheus]\nlisten = "127.0.0.1\\u0000:9400"',
+    '[copytrace]\nenabled = true\nsocket = "/tmp/a\\u0000b"',
+    '[sim]\nstatus_listen = "127.0.0.1\\u0000:0"', '[snapshot]\ndir = "a\\u0000b"',
+    '[[logs.rules]]\nname = "r\\u0000"\nregex = "x"',
+])
+def test_a_nul_in_a_text_setting_is_refused_naming_it_not_a_traceback_where_it_is_used(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str) -> None:
+    """A path, address or name holding a NUL (TOML's `\\u0000`) was taken, then met the call
+    that uses it: `ValueError: embedded null byte` (a log path, the copy trace's socket) or
+    `TypeError: host name must not contain null character` (the exporter's and the simulated
+    prover's listen address) tracebacks, exit 1; the snapshot folder failed at each snapshot."""
+    f = tmp_path / "c.toml"
+    f.write_text(setting + "\n")
+    out = tmp_path / "r.jsonl"
+    assert main(["record", "--config", str(f), "--source", "sim:pageable", "--duration", "1",
+                 "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "NUL" in err and "Traceback" not in err and not out.exists()

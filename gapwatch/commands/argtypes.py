@@ -19,15 +19,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gapwatch.base.input_files import file_kind, path_problem
+from gapwatch.core.bounds import MAX_SECONDS
 from gapwatch.engine.console import say
 
 if TYPE_CHECKING:  # read when a flag is: `gapwatch --help` stays light (no msgspec models)
     from gapwatch.sources.time_window import Moment, TimeWindow
-
-#: The longest a number of seconds may be (10 years). Beyond it no flag means anything, and
-#: Python's own timeouts overflow: `fleet --timeout 1e26` reached `socket.settimeout` and died
-#: in an `OverflowError` ("timestamp out of range for platform time_t").
-MAX_SECONDS = 10 * 365.25 * 86400
 
 
 def _finite(text: str) -> float:

@@ -29,7 +29,14 @@ from pydantic import BaseModel, Field, ValidationError, ValidationInfo, field_va
 
 from gapwatch.base.input_files import fifo_heard, file_kind, path_problem
 from gapwatch.core import fmt
-from gapwatch.core.bounds import DEFAULT_PERIOD_MS, MAX_GPU_INDEX, MAX_PERIOD_MS, MIN_PERIOD_MS
+from gapwatch.core.bounds import (
+    DEFAULT_PERIOD_MS,
+    MAX_BYTES_PER_S,
+    MAX_GPU_INDEX,
+    MAX_PERIOD_MS,
+    MAX_SECONDS,
+    MIN_PERIOD_MS,
+)
 from gapwatch.core.config import DetectorConfig, Section
 from gapwatch.core.models import SessionHeader
 from gapwatch.core.units import parse_duration, parse_size
@@ -95,27 +102,27 @@ class SamplerConfig(Section):
     use_counters: bool = True
     #: Seconds between `nvmlDeviceGetPcieThroughput` calls on the legacy path. That call blocks
     #: ~21 ms per direction per GPU, so it never runs inside every tick.
-    legacy_pcie_every_s: float = Field(5.0, ge=1.0)
+    legacy_pcie_every_s: float = Field(5.0, ge=1.0, le=MAX_SECONDS)
     #: Seconds between readings of the host memory (/proc/PID/status: pinned RssShmem vs heap
     #: RssAnon) of the processes NVML lists on each GPU; 0 = never. A slow reading: memory
     #: sizes change over seconds, and it costs one NVML call per GPU and one file per process.
-    procmem_every_s: float = 1.0
+    procmem_every_s: float = Field(1.0, le=MAX_SECONDS)
     #: At most this often per GPU, and only while data moves, the PCIe link's current
     #: generation and width are read (a link trained below its maximum); 0 = never.
-    link_every_s: float = 5.0
+    link_every_s: float = Field(5.0, le=MAX_SECONDS)
     #: "Data moves": PCIe RX or TX of the tick's reading above this. Idle links down-train to
     #: save power, so a reading at idle would report a trained-down link that is not.
-    link_check_min_bytes_per_s: float = Field(1e9, gt=0)
+    link_check_min_bytes_per_s: float = Field(1e9, gt=0, le=MAX_BYTES_PER_S)
     #: Seconds between GPU health readings (memory, temperature, power and its limit, clocks
     #: and their throttle reasons, ECC counts: ~2 us per call on the H200); 0 = never.
-    health_every_s: float = 1.0
+    health_every_s: float = Field(1.0, le=MAX_SECONDS)
     #: Seconds between readings of the PCIe replay counter (171 us per call on the H200: read
     #: rarely); 0 = never. A count that grew is a `pcie_replay` event.
-    pcie_replay_every_s: float = 60.0
+    pcie_replay_every_s: float = Field(60.0, le=MAX_SECONDS)
     #: Seconds between readings of the GPU memory's row remapping (Ampere and newer: a remap
     #: pending until the next GPU reset, or one that failed); 0 = never. Each is a
     #: `row_remap_pending` or `row_remap_failure` event, once a run per GPU.
-    row_remap_every_s: float = 60.0
+    row_remap_every_s: float = Field(60.0, le=MAX_SECONDS)
     #: Wait for NVML's XID critical error events on a thread of their own (blocked in the
     #: driver between events, so it costs nothing measurable).
     xid_events: bool = True
@@ -281,7 +288,7 @@ class UiConfig(Section):
     #: numbers (figures, charts, log) are repainted once a second whatever it says.
     redraw_hz: float = Field(4.0, gt=0, le=30)
     #: Seconds between redraws of the plotext detail chart (it is ~10x costlier).
-    detail_redraw_s: float = Field(1.0, ge=0.2)
+    detail_redraw_s: float = Field(1.0, ge=0.2, le=3600)
     #: Ring the terminal bell when a GPU enters BREAKDOWN.
     bell: bool = False
     #: Theme: "auto" follows NO_COLOR; "mono" forces no colour.
@@ -296,7 +303,7 @@ class SnapshotConfig(Section):
     #: Take one automatically when a GPU enters BREAKDOWN.
     auto: bool = True
     #: At most one automatic snapshot per this many seconds.
-    auto_min_interval_s: float = Field(300.0, ge=0)
+    auto_min_interval_s: float = Field(300.0, ge=0, le=MAX_SECONDS)
     #: How much history a snapshot keeps.
     history_s: float = Field(300.0, gt=0, le=MAX_HISTORY_S)
 
@@ -381,7 +388,7 @@ class SimConfig(Section):
     #: Number of simulated GPUs (each with two workers).
     gpus: int = Field(1, ge=1, le=MAX_SIM_GPUS)
     #: Stop after this many simulated seconds (0 = run until stopped).
-    duration_s: float = Field(0.0, ge=0)
+    duration_s: float = Field(0.0, ge=0, le=MAX_SECONDS)
     #: Where the simulated prover serves its own cuzk-style `GET /status` (speed > 0), HOST:PORT;
     #: port 0 = any free one (the URL is printed). When no `[cuzk] status_url` is given, gapwatch
     #: polls it. Empty = off.

@@ -30,6 +30,11 @@ INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 #: No box has more GPUs than this; a larger index in a file is junk, not a GPU.
 MAX_GPU_INDEX = 255
+#: The longest a number of seconds may be (10 years), a flag's or a setting's. Beyond it no
+#: setting means anything, and Python's own timeouts and conversions overflow: `fleet --timeout
+#: 1e26` reached `socket.settimeout` and died in an `OverflowError` ("timestamp out of range for
+#: platform time_t"); `sim.duration_s = 1e308` in `int(duration * 1e9)`.
+MAX_SECONDS = 10 * 365.25 * 86400
 #: Latest Unix time gapwatch accepts (2262-04-11): every accepted wall time converts to
 #: nanoseconds within 64 bits (trace CSVs derive `t_mono_ns` from it) and to a printable date.
 MAX_WALL_S = INT64_MAX / 1e9

@@ -118,6 +118,15 @@ def test_malformed_listen_addresses_are_refused_with_a_message(bad: str) -> None
         parse_listen(bad)
 
 
+@pytest.mark.parametrize("bad", ["127.0.0.1:\u0663\u0663", "127.0.0.1:9_400", "127.0.0.1:+9400",
+                                 "127.0.0.1: 9400", "\u00b9\u00b2"])
+def test_a_port_of_digits_other_than_ascii_is_refused_not_read_as_another_port(bad: str) -> None:
+    """`int` reads Arabic-Indic digits, underscores, a sign and spaces: `listen = "127.0.0.1:٣٣"`
+    served /metrics on port 33, an address nobody wrote."""
+    with pytest.raises(ExporterError, match="expected HOST:PORT"):
+        parse_listen(bad)
+
+
 def test_a_port_in_use_is_a_clear_error(live: tuple[Session, ScriptedDetector,
                                                     ExporterHandle]) -> None:
     session, _, handle = live

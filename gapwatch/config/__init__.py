@@ -214,12 +214,12 @@ def split_listen(listen: str, what: str) -> tuple[str, int]:
         host = host[1:-1]
     elif ":" in host:
         raise ValueError(f"{what} {listen!r}: write an IPv6 host as [addr]:PORT")
-    try:
-        port = int(port_text)
-    except ValueError:
+    # ASCII digits only: `int` also reads Arabic-Indic digits, `_`, a sign and spaces, and
+    # `127.0.0.1:٣٣` served on port 33, an address nobody wrote.
+    if not (port_text.isascii() and port_text.isdigit()):
         raise ValueError(
-            f"{what} {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)"
-        ) from None
+            f"{what} {listen!r}: expected HOST:PORT, :PORT or PORT (e.g. 127.0.0.1:9400)")
+    port = int(port_text)
     if not 0 <= port <= 65535:
         raise ValueError(f"{what} {listen!r}: port must be 0..65535")
     return (host or "127.0.0.1"), port

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -136,6 +137,24 @@ def test_a_dangling_link_at_the_name_is_left_and_the_snapshot_written_beside_it(
     mine = snapshot_into(tmp_path)
     assert planted.is_symlink() and os.readlink(planted) == str(tmp_path / "nowhere")
     assert mine.name == planted.name + "-2" and (mine / "summary.md").exists()
+
+
+def test_entries_planted_at_the_temporary_names_pid_and_time_foretell_block_no_snapshot(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary folder was `.NAME.tmp-PID-N` (N counting from 0 in the process), NAME the
+    host and the second: anyone who may write to the snapshot folder (a shared /tmp) could put
+    a file or a link at the names of the seconds to come, and every snapshot then failed
+    (`File exists`). Its name is random now, made without replacing anything (`mkdtemp`)."""
+    monkeypatch.setattr(snapshot_mod, "_tmp_counter", itertools.count(), raising=False)
+    name = "gapwatch-snapshot-prover-1-20261130T090621Z"
+    for n in range(5):
+        (tmp_path / f".{name}.tmp-{os.getpid()}-{n}").symlink_to(tmp_path / "elsewhere")
+    mine = snapshot_into(tmp_path)
+    assert mine.name == name and (mine / "summary.md").exists()
+    assert not (tmp_path / "elsewhere").exists()
+    # What was planted is left as it was, and no temporary of this snapshot is left beside it.
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [name, *(f".{name}.tmp-{os.getpid()}-{n}" for n in range(5))])
 
 
 def test_a_recordings_300_character_host_gives_a_snapshot_not_an_oserror(tmp_path: Path) -> None:

@@ -19,11 +19,11 @@ step: a reader (or a full disk halfway through) never leaves a half snapshot und
 from __future__ import annotations
 
 import errno
-import itertools
 import os
 import re
 import shutil
 import statistics
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -64,8 +64,6 @@ RECORDING_NAME = "recording.jsonl.gz"
 SVG_NAME = "dashboard.svg"
 GAPS_NAME = "gaps.json"
 SUMMARY_NAME = "summary.md"
-
-_tmp_counter = itertools.count()
 
 
 class SnapshotError(Exception):
@@ -477,11 +475,12 @@ def write_snapshot(
     """
     base = Path(directory)
     name = snapshot_name(header.host, t_wall_s)
-    tmp = base / f".{name}.tmp-{os.getpid()}-{next(_tmp_counter)}"
+    tmp: Path | None = None
     folder = -1
     try:
         base.mkdir(parents=True, exist_ok=True)
-        folder = _made_folder(tmp)
+        tmp = _temporary_folder(base, name)
+        folder = _held_folder(tmp)
         held = _through(folder, tmp)
         records = history_records(snap, config.snapshot.history_s)
         # Its header says when it was taken: the file's end is a cut of a session that went
@@ -500,7 +499,7 @@ def write_snapshot(
         _still_at(tmp, folder)
         final = _publish(tmp, base, name)
     except (OSError, ValueError) as exc:
-        if folder >= 0 and _is_at(tmp, folder):
+        if tmp is not None and folder >= 0 and _is_at(tmp, folder):
             shutil.rmtree(tmp, ignore_errors=True)  # only the folder this made
         detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise SnapshotError(f"snapshot not written to {base}: {detail}") from exc
@@ -528,14 +527,21 @@ def _publish(tmp: Path, base: Path, name: str) -> Path:
     raise OSError(errno.EEXIST, f"{name} and {MAX_NAMES - 1} names after it are taken")
 
 
-def _made_folder(tmp: Path) -> int:
-    """Make the temporary folder `tmp` and hold it open: the snapshot's files are written
-    through the handle, never through the name. The folder where snapshots go may be another
-    user's (a shared /tmp, `[snapshot] dir`): between the folder's making and the writes that
-    user could put a link at its name, and gapwatch run as root wrote its files wherever the
-    link pointed. Made for this user alone (0700) until it is complete; a folder at the name
-    that is a link, or not this user's, is refused."""
-    os.mkdir(tmp, 0o700)
+def _temporary_folder(base: Path, name: str) -> Path:
+    """A new folder in `base` for snapshot `name` to be written in: `.NAME.tmp-` and a random
+    part, made for this user alone (0700) by `mkdtemp`, which tries another name where one is
+    taken and never replaces anything. It was `.NAME.tmp-PID-N`: a name the process id and
+    the second foretell, at which anyone who may write to the folder could put a file or a
+    link, and every snapshot failed (`File exists`)."""
+    return Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=base))
+
+
+def _held_folder(tmp: Path) -> int:
+    """Hold the temporary folder `tmp` open: the snapshot's files are written through the
+    handle, never through the name. The folder where snapshots go may be another user's (a
+    shared /tmp, `[snapshot] dir`): between the folder's making and the writes that user could
+    put a link at its name, and gapwatch run as root wrote its files wherever the link
+    pointed. A folder at the name that is a link, or not this user's, is refused."""
     folder = os.open(tmp, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     if os.fstat(folder).st_uid != os.geteuid():
         os.close(folder)

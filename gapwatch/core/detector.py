@@ -424,9 +424,10 @@ class GapDetector:
         if jump or spacing > self._nodata * tr.expected_ns:
             return self._hole(tr, s, t, last, spacing, jump, out)
         d = s.interval_ns
-        # `readings.interval_belied` against the learnt spacing (a stretch of lost lines keeps
-        # its honest interval: uncovered), its first test inline on this per-sample path.
-        if d is not None and 2 * d < tr.expected_ns and interval_belied(d, tr.expected_ns):
+        # `readings.interval_belied` (against the learnt spacing and the step: a stretch of lost
+        # lines, or a tick after a late one, keeps its honest interval), its first test inline
+        # on this per-sample path.
+        if d is not None and 2 * d < step and interval_belied(d, tr.expected_ns, step):
             self.counters["interval_belied"] += 1
             d = None
         start = t - (d if d is not None and d > 0 else spacing)
@@ -652,7 +653,7 @@ class GapDetector:
         interval, at most the expected spacing)."""
         expected = tr.expected_ns
         d = s.interval_ns
-        if interval_belied(d, expected):  # it covers at most `expected` here
+        if interval_belied(d, expected, spacing if spacing > 0 else None):
             self.counters["interval_belied"] += 1
             d = None
         if d is None or d <= 0:

@@ -138,7 +138,7 @@ def samples_link_floor_s(samples: Iterable[GpuSample],
             if cover > HOLE_SPACINGS * typical:
                 cover = typical
             if s.interval_ns is not None and 0 < s.interval_ns < cover \
-                    and not interval_belied(s.interval_ns, typical):
+                    and not interval_belied(s.interval_ns, typical, cover):
                 cover = s.interval_ns
             r, x = s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s
             if r is not None and r >= 0:  # None, NaN or negative: no reading

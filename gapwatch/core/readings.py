@@ -68,25 +68,28 @@ def reading(v: float | None) -> float | None:
     return v
 
 
-def interval_belied(interval_ns: int | None, expected_ns: int) -> bool:
+def interval_belied(interval_ns: int | None, expected_ns: int,
+                    spacing_ns: int | None = None) -> bool:
     """Whether a sample's `interval_ns` is one the samples' own spacing belies: shorter than
     half the spacing they are expected at (`expected_ns`: the detector's learnt spacing, the
-    samples' median; 0 where none is known), and never less than half the shortest period
-    gapwatch samples at (`bounds.MIN_PERIOD_MS`). The sampler's interval runs from the GPU's
-    previous reading (`nvml`: the GPM start sample, kept across a failed or stale tick), so a
-    reading covers at least about one period: 1 ns, 0 or a negative interval over samples 100 ms
-    apart is no time a reading covered, and the spacing is used in its place. Judged against
-    the expected spacing, not the time since the sample before: a reading after lines lost from
-    a recording (a bad record dropped, a cut file) keeps its honest interval, and the lost
-    stretch stays uncovered (a hole is information). None (not said) is no lie. Longer
-    intervals are not judged here: each reader counts a sample back no further than the
-    reading before.
+    samples' median; 0 where none is known) and than half the time since the sample before
+    (`spacing_ns`, where known), and never less than half the shortest period gapwatch samples
+    at (`bounds.MIN_PERIOD_MS`). The sampler's interval runs from the GPU's previous reading
+    (`nvml`: the GPM start sample, kept across a failed or stale tick), so a reading covers at
+    least the time since the sample before: 1 ns, 0 or a negative interval over samples 100 ms
+    apart is no time a reading covered, and the spacing is used in its place. Both spacings
+    must belie it: a reading after lines lost from a recording (a bad record dropped, a cut
+    file) keeps its honest interval over the expected spacing, and the lost stretch stays
+    uncovered (a hole is information); a reading 25 ms after a late one keeps its honest 25 ms
+    over the time since it. None (not said) is no lie. Longer intervals are not judged here:
+    each reader counts a sample back no further than the reading before.
 
     Who asks: the detector (`GapDetector._covered_from`, `_hole`: counted `interval_belied`),
     the chaining share (`ChainingMeter.add_sample`, no spacing known: the floor alone) and the
     link's floor over samples (`payoff.samples_link_floor_s`), so that a lying interval moves
     none of them."""
-    return interval_ns is not None and 2 * interval_ns < max(expected_ns, SHORTEST_PERIOD_NS)
+    limit = expected_ns if spacing_ns is None or spacing_ns > expected_ns else spacing_ns
+    return interval_ns is not None and 2 * interval_ns < max(limit, SHORTEST_PERIOD_NS)
 
 
 def is_stale_gpm(sm: float | None, rx: float | None, tx: float | None,

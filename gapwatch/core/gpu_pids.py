@@ -20,7 +20,11 @@ One still read alive at or after the new pid's round was not replaced: a second 
 name beside it (the replacement is taken back, `Replaced` dropped). A process is its pid and its
 name: a pid read under another name is a new process (the kernel gave the pid again), the one
 of the old name gone from the GPU (pid 558 `cuzk`, then 558 `other`: no new process was seen,
-and the readings of `other` kept `cuzk` read alive). Pure: the data's own times.
+and the readings of `other` kept `cuzk` read alive). A reading with no name is not another
+name: it is the pid's reading once /proc no longer has it (under systemd an exited process is
+reaped at once, NVML listing it still), the process gone, never a new one (keyed by name alone,
+a reaped cuzk read as "3 new pids" where one came, and its restart as "no longer listed by
+NVML" where /proc showed it gone). Pure: the data's own times.
 """
 
 from __future__ import annotations
@@ -57,6 +61,36 @@ class _Seen:
 def _in_proc(r: ProcessMemory) -> bool:
     """Whether the reading found the process in /proc (either of its RSS lines read)."""
     return r.rss_shmem_bytes is not None or r.rss_anon_bytes is not None
+
+
+def _process_of(pids: dict[tuple[int, str], _Seen], r: ProcessMemory) -> tuple[int, str]:
+    """The process (its key: pid and name) a reading on a GPU is, `pids` that GPU's; called by
+    `GpuPids.feed`. A reading with no name ("" or None: /proc no longer has the pid, or never
+    let it be read) is its pid's unnamed reading, of the process of that pid read most lately:
+    under systemd an exited prover is reaped at once while NVML still lists it, and that is the
+    process gone, not a new one. A named reading of a pid read only unnamed so far gives that
+    process its name. Only another non-empty name on a pid is another process (the kernel gave
+    the pid again)."""
+    name = r.name or ""
+    if not name:
+        return max((k for k in pids if k[0] == r.pid), key=lambda k: pids[k].last_s,
+                   default=(r.pid, ""))
+    key = (r.pid, name)
+    unnamed = (r.pid, "")
+    if key not in pids and unnamed in pids:
+        seen = pids[key] = pids.pop(unnamed)
+        seen.name = name
+    return key
+
+
+def _named(pids: dict[tuple[int, str], _Seen], pid: int, name: str) -> _Seen | None:
+    """The process `pid` under `name` (`GpuPids._one`'s words); under "", the pid's read most
+    lately (one first read unnamed was given its name later: `_process_of`). None: let go."""
+    seen = pids.get((pid, name))
+    if seen is not None or name:
+        return seen
+    key = max((k for k in pids if k[0] == pid), key=lambda k: pids[k].last_s, default=None)
+    return None if key is None else pids[key]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +146,7 @@ class GpuPids:
 
     def __init__(self) -> None:
         #: Per GPU, each process read: keyed by pid and name (a pid given again to a process of
-        #: another name is another process).
+        #: another name is another process; a reading with no name is its pid's: `_process_of`).
         self._gpus: dict[int, dict[tuple[int, str], _Seen]] = {}
         #: Each GPU's first round (its readings share `t_mono_ns`): the pids already there.
         self._first_round_ns: dict[int, int] = {}
@@ -126,7 +160,7 @@ class GpuPids:
         pids = self._gpus.setdefault(r.gpu, {})
         first_round = self._first_round_ns.setdefault(r.gpu, r.t_mono_ns)
         alive = _in_proc(r)
-        key = (r.pid, r.name)
+        key = _process_of(pids, r)
         seen = pids.get(key)
         if seen is not None:
             self._read_again(seen, r, alive)
@@ -137,13 +171,13 @@ class GpuPids:
             self.new_count += 1
             if len(self.new) < MAX_NEW:
                 self.new.append(NewPid(r.gpu, r.pid, r.t_wall_s,
-                                       None if before is None else before[0], r.name,
+                                       None if before is None else before[0], key[1],
                                        "" if before is None else before[1]))
             replaced = self._replacing(pids, r)
         if len(pids) >= MAX_PIDS:
             del pids[min(pids, key=lambda p: pids[p].last_s)]
-        pids[key] = _Seen(r.name, r.t_wall_s, r.t_wall_s, r.t_mono_ns,
-                            r.t_wall_s if alive else None)
+        pids[key] = _Seen(key[1], r.t_wall_s, r.t_wall_s, r.t_mono_ns,
+                          r.t_wall_s if alive else None)
         return replaced
 
     def _read_again(self, seen: _Seen, r: ProcessMemory, alive: bool) -> None:
@@ -158,19 +192,20 @@ class GpuPids:
             seen.gone_s = r.t_wall_s  # gone from /proc: it exited, NVML still listing it
         if self.replaced and (alive or seen.alive_s is None):
             for rep in [x for x in self.replaced if x.gpu == r.gpu and x.old_pid == r.pid
-                        and x.name == r.name and r.t_mono_ns >= x.round_ns]:
+                        and x.name == seen.name and r.t_mono_ns >= x.round_ns]:
                 self.replaced.remove(rep)
 
     def _replacing(self, pids: dict[tuple[int, str], _Seen],
                    r: ProcessMemory) -> Replaced | None:
         """The replacement a new pid is: of the pid of its name on its GPU read most lately
         and not in its round (None: none such)."""
-        old = max((p for p, s in pids.items() if s.name == r.name
+        name = r.name or ""
+        old = max((p for p, s in pids.items() if s.name == name
                    and s.last_round_ns < r.t_mono_ns), key=lambda p: pids[p].last_s, default=None)
         if old is None:
             return None
         s = pids[old]
-        rep = Replaced(r.gpu, r.name, old[0], s.alive_s if s.alive_s is not None else s.last_s,
+        rep = Replaced(r.gpu, name, old[0], s.alive_s if s.alive_s is not None else s.last_s,
                        s.gone_s, r.pid, r.t_wall_s, r.t_mono_ns)
         self.replaced.append(rep)
         return rep
@@ -196,10 +231,10 @@ class GpuPids:
 
     def _one(self, n: NewPid) -> str:
         pids = self._gpus.get(n.gpu, {})
-        new = pids.get((n.pid, n.name))
+        new = _named(pids, n.pid, n.name)
         name = f" ({new.name})" if new is not None and new.name else ""
         out = f"GPU {n.gpu} pid {n.pid}{name} first read at {fmt.clock(n.first_s)}"
-        old = pids.get((n.before_pid, n.before_name)) if n.before_pid is not None else None
+        old = _named(pids, n.before_pid, n.before_name) if n.before_pid is not None else None
         if old is None:
             return out
         old_name = f" ({old.name})" if old.name else ""

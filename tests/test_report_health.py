@@ -166,3 +166,45 @@ def test_a_state_repeated_in_a_recording_is_one_in_the_report_as_in_replay_and_m
     assert doc["errors_by_kind"] == by_kind == {"xid": 1, "gpu_lost": 1, "row_remap_pending": 1,
                                                 "ecc_uncorrected": 2}
     assert doc["count"] == len(doc["items"]) == 4  # the events that are news, as listed
+
+
+def _shifted(r: Record, wall_s: float, mono_ns: int) -> Record:
+    """`r` as a later run read it: its wall time `wall_s` on, its monotonic `mono_ns` on."""
+    from msgspec import structs
+
+    fields: dict[str, float | int] = {}
+    if hasattr(r, "t_wall_s"):
+        fields["t_wall_s"] = r.t_wall_s + wall_s
+    if hasattr(r, "t_mono_ns"):
+        fields["t_mono_ns"] = r.t_mono_ns + mono_ns
+    return structs.replace(r, **fields)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_state_said_again_in_a_later_run_of_a_set_is_news_counted_and_listed(
+        tmp_path: Path, workers: int) -> None:
+    """A folder of a week's runs (one recording set), GPU 0 lost on Monday's run and again, after
+    a reset, on Thursday's: counted once over the whole set, it read `gpu_lost 1` and listed
+    Monday's loss alone, the recurring loss (the news that matters) unsaid. A state is news once
+    per GPU per run: a repeat within a run is not (`test_a_state_repeated_in_a_recording_...`),
+    a later run's is."""
+    from msgspec import structs
+
+    from gapwatch.sources.recording import read_recording
+
+    monday = read_recording(_recording(tmp_path, (("gpu_lost", 1),) * 2))
+    header, records = monday.header, list(monday.records)
+    folder = tmp_path / "week"
+    folder.mkdir()
+    write_recording(folder / "gw.000001.jsonl.gz", header, records)
+    days_s, boot_ns = 3 * 86400.0, 7 * 10**12  # Thursday, after a reboot: another clock
+    thursday = structs.replace(header, started_wall_s=header.started_wall_s + days_s,
+                               started_mono_ns=header.started_mono_ns + boot_ns)
+    write_recording(folder / "gw.000002.jsonl.gz", thursday,
+                    [_shifted(r, days_s, boot_ns) for r in records])
+    assert read_any(folder).runs == 2
+    doc = to_json(build_report(folder, Config(), workers=workers))["gpu_errors"]
+    assert doc["errors_by_kind"] == {"xid": 2, "gpu_lost": 2}
+    lost = [e["t_wall_s"] for e in doc["items"] if e["kind"] == "gpu_lost"]
+    assert lost == [header.started_wall_s + 21, header.started_wall_s + 21 + days_s]
+    assert doc["count"] == len(doc["items"]) == 4

@@ -115,7 +115,8 @@ def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
     header; the report's over what it reads, `offline.detect._HealthSide`, so that both say
     the same): `event_count`, or None when it adds nothing and is no news: a state already
     seen on its GPU in this session, which `states_seen` remembers (50 copies of one in a
-    recording were 50 errors and 50 lines; a set of runs each saying it is one state)."""
+    recording were 50 errors and 50 lines). The report forgets `states_seen` where each run of a
+    set begins (`offline.detect._HealthSide`): a later run's state is news."""
     key = (ev.gpu, ev.kind)
     if ev.kind in GPU_STATE_KINDS:
         if key in states_seen:

@@ -14,7 +14,7 @@ recording is ~7 M samples and the store's lock and ring buffers would only cost 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter, itemgetter
@@ -359,6 +359,7 @@ def detect_records(
     since_s: float | None = None,
     until_s: float | None = None,
     windowed: bool = False,
+    run_starts_s: Sequence[float] = (),
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -395,6 +396,8 @@ def detect_records(
         windowed: a window's report (`--since`/`--until`): the prover's events kept are those
             said inside the window; a whole report's, those said within `MARGIN_S` of the
             recording's span (`_Side.keep_within`).
+        run_starts_s: where each run of a set after its first begins (`Recording.run_starts_s`):
+            a GPU state is news once per GPU per run (`_HealthSide`).
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -410,7 +413,8 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
-    health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None))
+    health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None),
+                              run_starts_s)
     chaining = health_side.chaining
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
@@ -577,17 +581,21 @@ def _keep_side(r: Record, copies: CopySums, blind_spots: list[BlindSpot],
 class _HealthSide:
     """What the report says of GPU health beside the gaps: the chaining figure's sums (fed every
     GPU sample by the loop, every copy here), health over the run per GPU, the GPU errors (the
-    first `MAX_REPORT_EVENTS`, all counted)."""
+    first `MAX_REPORT_EVENTS`, all counted; a state once per GPU per run, `run_starts_s` where
+    a set's later runs begin)."""
 
-    def __init__(self, chaining: ChainingMeter) -> None:
+    def __init__(self, chaining: ChainingMeter, run_starts_s: Sequence[float] = ()) -> None:
         self.chaining = chaining
+        #: The later runs' starts not yet reached, latest first (popped as the data passes them).
+        self._runs_ahead = sorted(run_starts_s, reverse=True)
         self.health: dict[int, HealthStats] = {}
         self.hw_events: list[HardwareEvent] = []
         self.hw_count = 0
         #: Errors by kind: an event's `count` each (5 uncorrected ECC errors in one reading
         #: are one event, 5 errors), as `/metrics`' `gapwatch_gpu_hardware_events_total` sums.
         self.hw_errors: dict[str, int] = {}
-        #: The states (`health.GPU_STATE_KINDS`) seen per GPU: each is news once.
+        #: The states (`health.GPU_STATE_KINDS`) seen per GPU in this run: each is news once
+        #: a run (forgotten where the next run begins: `_new_run_by`).
         self.states_seen: set[tuple[int, str]] = set()
 
     def add(self, r: Record) -> None:
@@ -599,10 +607,12 @@ class _HealthSide:
                 stats = self.health[r.gpu] = HealthStats(r.gpu)
             stats.add(r)
         elif isinstance(r, HardwareEvent):
-            # Counted as replay's store and /metrics count it (`health.counted`): a state
-            # (a GPU lost, a row remap) once per GPU over what is read, whatever count it was
-            # recorded with; said again, it is no news ("gpu_lost 4" of one GPU was four
-            # losses in the report, one in replay).
+            # Counted as a session's store and /metrics count it (`health.counted`): a state
+            # (a GPU lost, a row remap) once per GPU a run, whatever count it was recorded
+            # with; said again in the run, it is no news ("gpu_lost 4" of one GPU was four
+            # losses in the report, one in replay). A later run's is news: a set of a week's
+            # runs counted a GPU lost Monday and again Thursday once, Thursday's unlisted.
+            self._new_run_by(r.t_wall_s)
             n = counted(r, self.states_seen)
             if n is None:
                 return
@@ -610,6 +620,15 @@ class _HealthSide:
             self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + n
             if len(self.hw_events) < MAX_REPORT_EVENTS:
                 self.hw_events.append(r)
+
+    def _new_run_by(self, t_wall_s: float) -> None:
+        """Forget the states seen where a later run began at or before `t_wall_s` (called by
+        `add` before each GPU error): each run says its GPUs' states afresh."""
+        ahead = self._runs_ahead
+        if ahead and ahead[-1] <= t_wall_s:
+            while ahead and ahead[-1] <= t_wall_s:
+                ahead.pop()
+            self.states_seen.clear()
 
     def fields(self) -> dict[str, Any]:
         """`Detected`'s health fields."""

@@ -253,6 +253,10 @@ class Recording:
     files: list[Path] = field(default_factory=list)
     #: Runs of gapwatch joined (segments of one run share a header; a restart is a new run).
     runs: int = 1
+    #: Where each run after the first begins (its header's `started_wall_s`), in order: what
+    #: the report scopes "once a run" by (a GPU state is news once per GPU per run:
+    #: `offline.detect._HealthSide`). Empty: one run.
+    run_starts_s: list[float] = field(default_factory=list)
     #: The file (of a set: its last) was still being written when read to its end; None: not.
     still_written: StillWritten | None = None
 

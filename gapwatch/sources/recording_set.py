@@ -501,6 +501,7 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
                                                _segment_number(f.path), f.path.name))]
     rec.files = [p for p, _ in plan]
     rec.runs = len(ordered)
+    rec.run_starts_s = [fs[0].header.started_wall_s for fs in ordered[1:]]
     # With a window each file is read within it (`read_recording`), and `_records` opens no
     # segment wholly outside it.
     rec.records = _records(rec, plan, reading)

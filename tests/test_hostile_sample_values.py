@@ -5,6 +5,7 @@ honest readings give, as a header's lies are (test_header_lies.py)."""
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,47 @@ def test_real_recordings_hold_no_belied_interval(
     doc = _report(Path(__file__).parent / "data" / name, capsys)
     assert "detector_interval_belied" not in doc["counters"]
     assert not [p for p in doc["problems"] if "interval_ns" in p]
+
+
+#: The real transfer-bound H200 run (copies at 0.94 times its 63 GB/s link).
+TRANSFER_BOUND = Path(__file__).parent / "data" / "h200-e2e" / "transfer-bound" / "rec.jsonl.gz"
+
+
+def _thrice_after_an_idle_start(path: Path) -> Path:
+    """The real transfer-bound run with every PCIe rate three times its reading (a GH200 whose
+    counters take in NVLink-C2C, or a header whose link is wrong) and its first 80 GPU samples
+    idle at 1 GB/s: the prover warming up, as a recording usually starts. The header's link is
+    then checked against idle samples only (the first 64 spacings) and bears no lie."""
+    lines = gzip.decompress(TRANSFER_BOUND.read_bytes()).splitlines(keepends=True)
+    n = 0
+    for i, line in enumerate(lines):
+        doc = msgspec.json.decode(line)
+        if doc.get("type") != "gpu":
+            continue
+        for key in ("pcie_rx_bytes_per_s", "pcie_tx_bytes_per_s"):
+            if doc[key] is not None:
+                doc[key] = 1e9 if n < 80 else doc[key] * 3
+        n += 1
+        lines[i] = msgspec.json.encode(doc) + b"\n"
+    path.write_bytes(b"".join(lines))
+    return path
+
+
+@pytest.mark.skipif(not TRANSFER_BOUND.is_file(), reason="tests/data/h200-e2e not committed")
+def test_pcie_rates_above_twice_the_headers_link_but_within_any_link_are_kept_wherever_they_fall(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Rates above twice the header's link were dropped as implausible when the file started
+    idle (the header's check saw none of them): all 18 gaps turned from transfer_bound at
+    178 GB/s to pcie_starved with H2D "n/a" and the advice "pageable memory?"; the same rates
+    early in the file called the header's link a lie and were kept. Only a rate beyond any link
+    (`MAX_LINK_BYTES_PER_S`) is no reading, the same verdict wherever it falls."""
+    doc = _report(_thrice_after_an_idle_start(tmp_path / "x3late.jsonl"), capsys)
+    assert "implausible_rate" not in doc["counters"], doc["problems"]
+    kinds = [g["kind"] for g in doc["gaps"]]
+    assert kinds.count("transfer_bound") >= 17, kinds
+    assert "pcie_starved" not in kinds[1:], kinds
+    busy = [g for g in doc["gaps"] if g["kind"] == "transfer_bound"]
+    # H2D (the GPU's PCIe receive) at three times the real ~59 GB/s, not "n/a".
+    assert all(g["pcie_rx_bytes_per_s"] is not None and g["pcie_rx_bytes_per_s"] > 1.5e11
+               for g in busy), busy

@@ -52,9 +52,6 @@ MIN_PERIOD_MS = 1.0
 #: least; the most, with room, above NVLink-C2C's 450 GB/s. A header's link outside is a lie.
 MIN_LINK_BYTES_PER_S = 2.5e8
 MAX_LINK_BYTES_PER_S = 1e12
-#: A PCIe reading more than this many times its GPU's link is implausible: no link carries it
-#: (`recording.rate_limits`); the header's link check asks the same of two samples.
-LINK_EXCEEDED_TIMES = 2.0
 
 #: The largest host<->device copy gapwatch takes for one: a copy lands in (or comes from) one
 #: GPU's memory, and no GPU holds a TiB. Summed over any gap's copies it stays far within 64

@@ -45,7 +45,6 @@ from gapwatch.config import Config
 from gapwatch.core.bounds import (
     DEFAULT_PERIOD_MS,
     INT64_MAX,
-    LINK_EXCEEDED_TIMES,
     MAX_LINK_BYTES_PER_S,
     MIN_LINK_BYTES_PER_S,
     gpu_index,
@@ -427,7 +426,7 @@ def _records(
     """
     # Locals: a module global is a dict lookup on every line of a 7 M-line report.
     decode, prover_type, too_long = decode_record, ProverStatus, TOO_LONG
-    gpu_type, limits = GpuSample, rate_limits(recording.header)
+    gpu_type, top = GpuSample, MAX_LINK_BYTES_PER_S
     line_no = first_line_no
     #: The last snapshot of each prover: what a `ProverUnchanged` marker line stands for.
     provers: dict[str, ProverStatus] = {}
@@ -461,10 +460,13 @@ def _records(
                     continue
                 r = got
             if type(r) is gpu_type:
-                top = limits.get(r.gpu, MAX_LINK_BYTES_PER_S)
+                # Beyond any link only: a rate above the header's link but within some link's
+                # reach is a reading (a GH200's counters take in NVLink-C2C; a header may state
+                # its link wrongly), and whether the header's link is a lie is the header
+                # check's to say (`_checked_against_data`), not each reading's.
                 rx, tx = r.pcie_rx_bytes_per_s, r.pcie_tx_bytes_per_s
                 if (rx is not None and rx > top) or (tx is not None and tx > top):
-                    r = _implausible_rates(r, top, recording, line_no)
+                    r = _implausible_rates(r, recording, line_no)
             elif type(r) is prover_type:
                 provers[r.prover] = r
             recording.line_no = line_no
@@ -487,28 +489,18 @@ def _records(
         stream.close()
 
 
-def rate_limits(header: SessionHeader) -> dict[int, float]:
-    """Each GPU's highest plausible PCIe reading (either way): `LINK_EXCEEDED_TIMES` its link
-    (the header's, once checked against the data), never above any link's
-    (`MAX_LINK_BYTES_PER_S`, the bound of a GPU the header does not list or whose link it does
-    not know). Called by `_records` once a file."""
-    return {g.index: min(MAX_LINK_BYTES_PER_S, LINK_EXCEEDED_TIMES * g.link_bytes_per_s)
-            for g in header.gpus if g.link_bytes_per_s is not None}
-
-
-def _implausible_rates(r: GpuSample, top: float, recording: Recording,
-                       line_no: int) -> GpuSample:
-    """`r` with each PCIe rate above `top` (`rate_limits`) made no reading (None), counted
-    (`implausible_rate`) and said: 10 TB/s against a 63 GB/s link made every gap
+def _implausible_rates(r: GpuSample, recording: Recording, line_no: int) -> GpuSample:
+    """`r` with each PCIe rate beyond any link (`MAX_LINK_BYTES_PER_S`) made no reading (None),
+    counted (`implausible_rate`) and said: 10 TB/s against a 63 GB/s link made every gap
     `transfer_bound` ("15869 % of link") and the payoff's link floor of it. Its SM reading and
     its other direction stay. Called by `_records` for such samples only."""
     rx, tx = r.pcie_rx_bytes_per_s, r.pcie_tx_bytes_per_s
+    top = MAX_LINK_BYTES_PER_S
     worst = max(x for x in (rx, tx) if x is not None)
     recording.problem(
         "implausible_rate",
         f"{recording.path}:{line_no}: GPU {r.gpu} PCIe reading of {worst:.3g} B/s is "
-        f"implausible (more than {top:.3g} B/s: {LINK_EXCEEDED_TIMES:g} times its link, or "
-        "beyond any link); taken as no reading", line_no)
+        f"implausible (beyond any link: more than {top:.3g} B/s); taken as no reading", line_no)
     return structs.replace(
         r, pcie_rx_bytes_per_s=None if rx is not None and rx > top else rx,
         pcie_tx_bytes_per_s=None if tx is not None and tx > top else tx)
@@ -741,8 +733,9 @@ PERIOD_LIE_ABOVE: Final = 4.0
 PERIOD_LIE_BELOW: Final = 0.5
 #: A stated link is a lie when two samples moved more than this many times its capacity (one
 #: may be a glitch: a counter that went back, a hand-edited line); rates beyond any link
-#: (`MAX_LINK_BYTES_PER_S`) are no evidence of it, but implausible readings (`rate_limits`).
-LINK_LIE_ABOVE: Final = LINK_EXCEEDED_TIMES
+#: (`MAX_LINK_BYTES_PER_S`) are no evidence of it, but implausible readings (`_records`). The
+#: one home of "more than its link": a reading above it is kept, wherever in the file it is.
+LINK_LIE_ABOVE: Final = 2.0
 #: A stated start is a lie when the first GPU samples (the median of the first
 #: `START_SAMPLES`: one absurd time cannot move it) came this long before it: the header is
 #: written before any sample. (Hours before them is true: every segment of a set repeats its

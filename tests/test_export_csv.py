@@ -138,6 +138,37 @@ def test_exporting_a_folder_onto_one_of_its_own_segments_is_refused_not_the_segm
     assert sorted(p.name for p in folder.iterdir()) == ["gw.000001.jsonl"]  # no temporary
 
 
+@pytest.mark.parametrize("named", ["--log", "a --log link", "a --log glob", "[logs] paths glob"])
+def test_exporting_onto_a_log_file_is_refused_not_the_log_replaced(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], named: str) -> None:
+    # `export rec --log stderr.log --out stderr.log` exited 0 and renamed the trace over the
+    # prover's log (it began `{"traceEvents":`): the check compared --out with the recordings
+    # the export reads only.
+    rec = tmp_path / "rec.jsonl"
+    sim = simulate("pageable", seed=1, duration_s=5)
+    write_recording(rec, sim.header, list(sim.records))
+    log = tmp_path / "stderr.log"
+    log.write_bytes(b"2026-11-30T10:05:19.233Z  INFO cuzk_core::engine: started\n")
+    before = log.read_bytes()
+    args = ["export", str(rec)]
+    if named == "--log":
+        args += ["--log", str(log)]
+    elif named == "a --log link":
+        (tmp_path / "link.log").symlink_to(log)
+        args += ["--log", str(tmp_path / "link.log")]
+    elif named == "a --log glob":
+        args += ["--log", str(tmp_path / "std*.log")]
+    else:
+        config = tmp_path / "gapwatch.toml"
+        config.write_text(f'[logs]\npaths = ["{tmp_path}/std*.log"]\n')
+        args += ["--config", str(config)]
+    for fmt in ("perfetto", "csv"):
+        assert main([*args, "--format", fmt, "--out", str(log)]) == 2
+        assert "would overwrite the input" in capsys.readouterr().err
+        assert log.read_bytes() == before
+    assert main([*args, "--out", str(tmp_path / "t.json")]) == 0  # elsewhere: written
+
+
 def _gap_edges(report: object) -> list[tuple[int, int, str, float, float]]:
     return [(g.gap_id, g.gpu, g.kind, g.start_s, g.end_s)
             for g in report.gaps]  # type: ignore[attr-defined]

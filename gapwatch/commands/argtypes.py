@@ -139,8 +139,8 @@ def log_files(given: list[str] | None, flag: str = "--log", bare: Sequence[str] 
     out: list[str] = []
     seen: set[object] = set()
     for text, named in [*((text, "") for text in bare), *((text, flag) for text in given or [])]:
-        matched = [] if os.path.lexists(text) or not glob.has_magic(text) else _readable(
-            text, sorted(glob.glob(text)), named)
+        matches = glob_matches(text)
+        matched = [] if matches is None else _readable(text, matches, named)
         for name in matched or [text]:
             same = _file_identity(name)
             if same not in seen:
@@ -148,6 +148,15 @@ def log_files(given: list[str] | None, flag: str = "--log", bare: Sequence[str] 
                 out.append(name)
     return out
 
+
+
+def glob_matches(text: str) -> list[str] | None:
+    """The files a `--log` (or `[logs] paths`) glob matches, by name; None where `text` is
+    taken as it is (a path that exists, glob characters and all, or no glob). The one
+    expansion of `log_files` and of `export`'s check that its output is none of its logs."""
+    if os.path.lexists(text) or not glob.has_magic(text):
+        return None
+    return sorted(glob.glob(text))
 
 #: The files a glob left out that its line names; the rest are counted.
 _LEFT_OUT_NAMED = 5

@@ -55,12 +55,15 @@ def _default_out(path: Path, fmt: str) -> Path:
     return path.parent / (stem + (".trace.json" if fmt == "perfetto" else ".export.csv"))
 
 
-def _reads(src: Path, dest: Path) -> bool:
-    """Whether `dest` is a file the export of `src` reads: `src` itself, or, where `src` is a
-    folder, a glob or `?set=ID`, one of its recordings (the same file: device and inode, a link
-    to it too). The output is renamed over `dest` at the end: `export seg --out
-    seg/gw.000001.jsonl` replaced the first segment of its own input with the trace (the
-    check compared `dest` with the folder only)."""
+def _reads(src: Path, dest: Path, logs: list[str]) -> bool:
+    """Whether `dest` is a file the export of `src` reads or a prover log it is given: `src`
+    itself, or, where `src` is a folder, a glob or `?set=ID`, one of its recordings; or one of
+    `logs` (the `--log` and `[logs] paths` entries, a glob expanded as the reader expands it:
+    `argtypes.glob_matches`). The same file: device and inode, a link to it too. The output is
+    renamed over `dest` at the end: `export seg --out seg/gw.000001.jsonl` replaced the first
+    segment of its own input with the trace (the check compared `dest` with the folder only),
+    and `export rec --log stderr.log --out stderr.log` the prover's log (the check compared
+    `dest` with the recordings only)."""
     from gapwatch.sources.recording_set import is_set, set_files
 
     try:
@@ -68,9 +71,11 @@ def _reads(src: Path, dest: Path) -> bool:
     except (OSError, ValueError):
         return False  # nothing there (or nothing that can be there): no input to lose
     try:
-        inputs = set_files(src).files if is_set(src) else [src]
+        inputs: list[str | Path] = list(set_files(src).files) if is_set(src) else [src]
     except (OSError, ValueError):
-        return False  # the reading says what is wrong with the input
+        inputs = []  # the reading says what is wrong with the recording; the logs still count
+    for text in logs:
+        inputs.extend(argtypes.glob_matches(text) or [text])
     for file in inputs:
         try:
             st = os.stat(file)
@@ -222,7 +227,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
     dest = (
         None if args.out == "-" else Path(args.out) if args.out else _default_out(src, args.format)
     )
-    if dest is not None and _reads(src, dest):
+    # `[logs] paths` too (the config resolved holds the `--log` files after them), though an
+    # offline export reads only `--log`: the prover's configured log is no file to replace
+    # with a trace either.
+    logs = list(dict.fromkeys([*config.logs.paths, *(args.log or [])]))
+    if dest is not None and _reads(src, dest, logs):
         say(f"gapwatch export: --out {dest} would overwrite the input")
         return 2
     if dest is not None:

@@ -8,15 +8,14 @@ def run() -> int:
     then `gapwatch.cli.main`; once it is over, they are ignored while Python exits
     (`quit_early.exiting`: its shutdown gave them their default action back, and a second
     Ctrl-C killed the process)."""
-    from gapwatch.base.quit_early import StopRequested, exiting, quit_on_stop_signals
+    from gapwatch.base.quit_early import StopRequested, exiting, import_held, quit_on_stop_signals
 
     quit_on_stop_signals()
     try:
         _unencodable_text_escaped()
         try:
-            from gapwatch.cli import main
-
-            return main()
+            main = import_held("gapwatch.cli").main
+            return int(main())
         except StopRequested as stop:
             exiting()
             _say_stopped(stop)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from gapwatch import __version__
 from gapwatch.base.clock import MAX_SCALED_SPEED
 from gapwatch.base.open_files import out_of_files, too_few_for_logs, too_few_open_files
+from gapwatch.base.quit_early import import_held
 from gapwatch.commands import argtypes
 from gapwatch.config import Config, ConfigError, load_config, with_overrides
 from gapwatch.core.bounds import DEFAULT_PERIOD_MS
@@ -183,7 +184,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         _common(p, COMMON_FLAGS[name], name)
         if only is not None and name != only:
             continue
-        module = importlib.import_module(f"gapwatch.commands.{name}")
+        module = import_held(f"gapwatch.commands.{name}")
         add_args = getattr(module, "add_arguments", None)
         if add_args is not None:
             add_args(p)

@@ -787,11 +787,12 @@ def test_a_box_detail_minute_of_thousands_of_causes_is_read_at_once_and_said_in_
 
 def test_a_box_detail_of_300000_minutes_shows_the_newest_and_counts_the_rest() -> None:
     """A range answer of 300,000 points, each at a time of its own within the 30 minutes
-    asked: 300,000 minutes, a detail of 19.5 MB of text put into one widget. The newest
+    asked, was 300,000 minutes, a detail of 19.5 MB of text put into one widget (50,000 here:
+    the bound is the same, at a sixth of the suite's time). The newest
     `MAX_DETAIL_MINUTES` are shown, then how many more."""
     from gapwatch.fleet.detail import MAX_DETAIL_MINUTES, detail_lines
 
-    points = [(100.0 + i * 1e-3, 2.0) for i in range(300_000)]
+    points = [(100.0 + i * 1e-3, 2.0) for i in range(50_000)]
     with fake_prometheus() as fake:
         fake.range_replies["sum by (gpu, kind)"] = matrix(
             ({"gpu": "0", "kind": "pcie_starved"}, points))
@@ -799,5 +800,5 @@ def test_a_box_detail_of_300000_minutes_shows_the_newest_and_counts_the_rest() -
                              "b:9400", now_s=700.0)
     lines = detail_lines(minutes)
     assert len(lines) == MAX_DETAIL_MINUTES + 1
-    assert lines[-1] == f"(and {300_000 - MAX_DETAIL_MINUTES} more minutes, older: not shown)"
+    assert lines[-1] == f"(and {50_000 - MAX_DETAIL_MINUTES} more minutes, older: not shown)"
     assert detail_lines([]) == ["no gap closed in the last 30 minutes"]

@@ -46,6 +46,19 @@ def _recording(tmp_path: Path, more: tuple[tuple[str, int], ...] = ()) -> Path:
     return path
 
 
+def _store_counts(path: Path) -> dict[str, int]:
+    """What the live store (replay's, `/metrics`') counts by kind over `path`'s GPU errors."""
+    rec = read_any(path)
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    for r in rec.records:
+        if isinstance(r, HardwareEvent):
+            store.add_hw_event(r)
+    by_kind: dict[str, int] = {}
+    for (_, kind), n in store.snapshot().hw_counts.items():
+        by_kind[kind] = by_kind.get(kind, 0) + n
+    return by_kind
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_the_report_says_health_errors_and_chaining_per_gpu(tmp_path: Path, workers: int) -> None:
     report = build_report(_recording(tmp_path), Config(), workers=workers)
@@ -92,14 +105,7 @@ def test_the_reports_gpu_error_count_is_the_errors_metrics_counts_not_the_events
     assert doc["count"] == 3  # events, as listed in items
     assert doc["errors_by_kind"] == {"xid": 1, "ecc_uncorrected": 40, "pcie_replay": 100}
     # What the live store counts for /metrics over the same records.
-    rec = read_any(path)
-    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
-    for r in rec.records:
-        if isinstance(r, HardwareEvent):
-            store.add_hw_event(r)
-    by_kind: dict[str, int] = {}
-    for (_, kind), n in store.snapshot().hw_counts.items():
-        by_kind[kind] = by_kind.get(kind, 0) + n
+    by_kind = _store_counts(path)
     assert by_kind == doc["errors_by_kind"]
 
 
@@ -155,14 +161,7 @@ def test_a_state_repeated_in_a_recording_is_one_in_the_report_as_in_replay_and_m
     more = (("gpu_lost", 1),) * 4 + (("row_remap_pending", 1),) * 3 + (("ecc_uncorrected", 2),)
     path = _recording(tmp_path, more)
     doc = to_json(build_report(path, Config(), workers=workers))["gpu_errors"]
-    rec = read_any(path)
-    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
-    for r in rec.records:
-        if isinstance(r, HardwareEvent):
-            store.add_hw_event(r)
-    by_kind: dict[str, int] = {}
-    for (_, kind), n in store.snapshot().hw_counts.items():
-        by_kind[kind] = by_kind.get(kind, 0) + n
+    by_kind = _store_counts(path)
     assert doc["errors_by_kind"] == by_kind == {"xid": 1, "gpu_lost": 1, "row_remap_pending": 1,
                                                 "ecc_uncorrected": 2}
     assert doc["count"] == len(doc["items"]) == 4  # the events that are news, as listed

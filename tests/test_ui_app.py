@@ -417,7 +417,9 @@ async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(
     from gapwatch.ui import app as app_module
     from gapwatch.ui.messages import NoticeRaised
 
-    monkeypatch.setattr(app_module, "TOAST_S", 0.5)
+    # Long enough that the third toast is still up when looked at on a loaded box (at 0.5 s
+    # it had timed out there once, the clean clone beside a reviewer); short enough to wait.
+    monkeypatch.setattr(app_module, "TOAST_S", 2.0)
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
     app = GapwatchApp(rt, wall_clock=fixed_wall)

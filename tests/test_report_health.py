@@ -207,3 +207,51 @@ def test_a_state_said_again_in_a_later_run_of_a_set_is_news_counted_and_listed(
     lost = [e["t_wall_s"] for e in doc["items"] if e["kind"] == "gpu_lost"]
     assert lost == [header.started_wall_s + 21, header.started_wall_s + 21 + days_s]
     assert doc["count"] == len(doc["items"]) == 4
+
+
+def _two_runs(tmp_path: Path, shift_s: float, header_shift_s: float | None = None) -> Path:
+    """A folder of two runs (one recording set), GPU 0 lost in each: the second's records
+    `shift_s` after the first's, its header's start `header_shift_s` after (default:
+    `shift_s`), on another monotonic clock (a reboot's)."""
+    from msgspec import structs
+
+    from gapwatch.sources.recording import read_recording
+
+    first = read_recording(_recording(tmp_path, (("gpu_lost", 1),) * 2))
+    header, records = first.header, list(first.records)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    write_recording(folder / "gw.000001.jsonl.gz", header, records)
+    boot_ns = 7 * 10**12
+    later = structs.replace(
+        header, started_wall_s=header.started_wall_s + (
+            shift_s if header_shift_s is None else header_shift_s),
+        started_mono_ns=header.started_mono_ns + boot_ns)
+    write_recording(folder / "gw.000002.jsonl.gz", later,
+                    [_shifted(r, shift_s, boot_ns) for r in records])
+    return folder
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize(("shift_s", "header_shift_s"), [
+    (10.0, None),  # the clock stepped back at the reboot: run 2 began before run 1's loss
+    # Run 2's header says a start 50 s after its first samples (within what a header is
+    # believed: `recording.START_LIE_AFTER_S`), after its loss at 21 s.
+    (100.0, 150.0),
+])
+def test_a_state_in_a_later_run_is_news_however_the_runs_clocks_fall(
+        tmp_path: Path, workers: int, shift_s: float, header_shift_s: float | None) -> None:
+    """GPU 0 lost in each of two runs of a set: told apart by their headers' start times, a run
+    whose clock overlapped the one before (stepped back at the reboot a lost GPU forces:
+    run 2 began 10 s after run 1, before its loss at 21 s) or whose header said a start after
+    its loss was not a new run where its records came, and its loss went unlisted
+    (`gpu_lost 1`). A run begins where the set reader's stream reaches its first record."""
+    folder = _two_runs(tmp_path, shift_s, header_shift_s)
+    rec = read_any(folder)
+    assert rec.runs == 2
+    t0 = rec.header.started_wall_s
+    doc = to_json(build_report(folder, Config(), workers=workers))["gpu_errors"]
+    assert doc["errors_by_kind"] == {"xid": 2, "gpu_lost": 2}
+    lost = sorted(e["t_wall_s"] for e in doc["items"] if e["kind"] == "gpu_lost")
+    assert lost == [t0 + 21, t0 + 21 + shift_s]
+    assert doc["count"] == len(doc["items"]) == 4

@@ -115,14 +115,36 @@ def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
     header; the report's over what it reads, `offline.detect._HealthSide`, so that both say
     the same): `event_count`, or None when it adds nothing and is no news: a state already
     seen on its GPU in this session, which `states_seen` remembers (50 copies of one in a
-    recording were 50 errors and 50 lines). The report forgets `states_seen` where each run of a
-    set begins (`offline.detect._HealthSide`): a later run's state is news."""
+    recording were 50 errors and 50 lines). Over a set of runs, `StatesSeen` forgets them where
+    each run begins: a later run's state is news."""
     key = (ev.gpu, ev.kind)
     if ev.kind in GPU_STATE_KINDS:
         if key in states_seen:
             return None
         states_seen.add(key)
     return event_count(ev)
+
+
+@dataclass
+class StatesSeen:
+    """The states (`GPU_STATE_KINDS`) seen per GPU in the run being read, forgotten where the
+    next run begins: a state is news once per GPU per run (a folder of a week's runs, GPU 0
+    lost Monday and again Thursday: two losses, both listed). Who uses it: the report
+    (`offline.detect._HealthSide`), told the run of each GPU error by where the set reader's
+    stream is (`Recording.run`), not by time: a run's clock may overlap the one before (stepped
+    back at the reboot a lost GPU forces)."""
+
+    #: The run (0: a set's first) whose states `seen` holds.
+    run: int = 0
+    seen: set[tuple[int, str]] = field(default_factory=set)
+
+    def counted(self, ev: HardwareEvent, run: int = 0) -> int | None:
+        """`counted` of `ev`, read in run `run`: the states seen forgotten when it is another
+        run than the last error's."""
+        if run != self.run:
+            self.run = run
+            self.seen.clear()
+        return counted(ev, self.seen)
 
 
 #: NVML's return codes that lose a GPU (nvml.h), in words: what a `gpu_lost` event's `code` says.

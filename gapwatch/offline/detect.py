@@ -14,7 +14,7 @@ recording is ~7 M samples and the store's lock and ring buffers would only cost 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from operator import attrgetter, itemgetter
@@ -24,7 +24,7 @@ from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.chaining import WINDOW_S, ChainingFigure, ChainingMeter
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.detector import GapDetector
-from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, counted
+from gapwatch.core.health import MAX_REPORT_EVENTS, HealthStats, StatesSeen
 from gapwatch.core.ledger import Change, GapLedger, Tally
 from gapwatch.core.models import (
     PROVER_EVENT_KINDS,
@@ -359,7 +359,7 @@ def detect_records(
     since_s: float | None = None,
     until_s: float | None = None,
     windowed: bool = False,
-    run_starts_s: Sequence[float] = (),
+    run_of: Callable[[], int] | None = None,
 ) -> Detected:
     """Feed every record (and `extra_logs`, in time order, merged by time) to one offline
     `GapDetector`.
@@ -396,8 +396,9 @@ def detect_records(
         windowed: a window's report (`--since`/`--until`): the prover's events kept are those
             said inside the window; a whole report's, those said within `MARGIN_S` of the
             recording's span (`_Side.keep_within`).
-        run_starts_s: where each run of a set after its first begins (`Recording.run_starts_s`):
-            a GPU state is news once per GPU per run (`_HealthSide`).
+        run_of: the run of a set (0: its first) that the record being fed belongs to
+            (`Recording.run`): a GPU state is news once per GPU per run (`_HealthSide`).
+            None: one run.
     """
     # cuzk is the prover gapwatch knows: its facts stay empty where its log and /status are not
     # in the input, and the gaps are explained without them.
@@ -413,8 +414,7 @@ def detect_records(
     blind_spots: list[BlindSpot] = []
     byes: list[Bye] = []
     gap_id_lines: list[int] = []
-    health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None),
-                              run_starts_s)
+    health_side = _HealthSide(ChainingMeter(list(header.gpus), config, window_s=None), run_of)
     chaining = health_side.chaining
     if line_of is not None:
         det.on_gap_id = lambda _gid: gap_id_lines.append(line_of())
@@ -581,13 +581,12 @@ def _keep_side(r: Record, copies: CopySums, blind_spots: list[BlindSpot],
 class _HealthSide:
     """What the report says of GPU health beside the gaps: the chaining figure's sums (fed every
     GPU sample by the loop, every copy here), health over the run per GPU, the GPU errors (the
-    first `MAX_REPORT_EVENTS`, all counted; a state once per GPU per run, `run_starts_s` where
-    a set's later runs begin)."""
+    first `MAX_REPORT_EVENTS`, all counted; a state once per GPU per run, `run_of` the run of
+    the record being fed)."""
 
-    def __init__(self, chaining: ChainingMeter, run_starts_s: Sequence[float] = ()) -> None:
+    def __init__(self, chaining: ChainingMeter, run_of: Callable[[], int] | None = None) -> None:
         self.chaining = chaining
-        #: The later runs' starts not yet reached, latest first (popped as the data passes them).
-        self._runs_ahead = sorted(run_starts_s, reverse=True)
+        self._run_of = run_of
         self.health: dict[int, HealthStats] = {}
         self.hw_events: list[HardwareEvent] = []
         self.hw_count = 0
@@ -595,8 +594,8 @@ class _HealthSide:
         #: are one event, 5 errors), as `/metrics`' `gapwatch_gpu_hardware_events_total` sums.
         self.hw_errors: dict[str, int] = {}
         #: The states (`health.GPU_STATE_KINDS`) seen per GPU in this run: each is news once
-        #: a run (forgotten where the next run begins: `_new_run_by`).
-        self.states_seen: set[tuple[int, str]] = set()
+        #: a run (forgotten where the next run begins).
+        self.states_seen = StatesSeen()
 
     def add(self, r: Record) -> None:
         if isinstance(r, CopyRecord):
@@ -612,23 +611,15 @@ class _HealthSide:
             # with; said again in the run, it is no news ("gpu_lost 4" of one GPU was four
             # losses in the report, one in replay). A later run's is news: a set of a week's
             # runs counted a GPU lost Monday and again Thursday once, Thursday's unlisted.
-            self._new_run_by(r.t_wall_s)
-            n = counted(r, self.states_seen)
+            # The run by where the reader is, not by time: a run's clock may overlap the one
+            # before (stepped back at the reboot a lost GPU forces).
+            n = self.states_seen.counted(r, self._run_of() if self._run_of is not None else 0)
             if n is None:
                 return
             self.hw_count += 1
             self.hw_errors[r.kind] = self.hw_errors.get(r.kind, 0) + n
             if len(self.hw_events) < MAX_REPORT_EVENTS:
                 self.hw_events.append(r)
-
-    def _new_run_by(self, t_wall_s: float) -> None:
-        """Forget the states seen where a later run began at or before `t_wall_s` (called by
-        `add` before each GPU error): each run says its GPUs' states afresh."""
-        ahead = self._runs_ahead
-        if ahead and ahead[-1] <= t_wall_s:
-            while ahead and ahead[-1] <= t_wall_s:
-                ahead.pop()
-            self.states_seen.clear()
 
     def fields(self) -> dict[str, Any]:
         """`Detected`'s health fields."""

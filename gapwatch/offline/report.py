@@ -478,7 +478,7 @@ def detect(path: str | Path, config: Config, log_paths: list[str],
                                span=copy.deepcopy(logs.span),
                                since_s=window.since_s if window is not None else None,
                                until_s=window.until_s if window is not None else None,
-                               run_starts_s=rec.run_starts_s,
+                               run_of=lambda: rec.run,
                                windowed=window is not None)
     finally:
         if own:

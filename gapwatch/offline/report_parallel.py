@@ -379,7 +379,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
             on_gpu_clock=lambda: _gpu_clock(rec),
             since_s=job.window.since_s if job.window is not None else None,
             until_s=job.window.until_s if job.window is not None else None,
-            windowed=job.window is not None, run_starts_s=rec.run_starts_s)
+            windowed=job.window is not None, run_of=lambda: rec.run)
     except _OneProcess as exc:
         stop.set()
         return _Part(abort=str(exc))

@@ -252,10 +252,11 @@ class Recording:
     files: list[Path] = field(default_factory=list)
     #: Runs of gapwatch joined (segments of one run share a header; a restart is a new run).
     runs: int = 1
-    #: Where each run after the first begins (its header's `started_wall_s`), in order: what
-    #: the report scopes "once a run" by (a GPU state is news once per GPU per run:
-    #: `offline.detect._HealthSide`). Empty: one run.
-    run_starts_s: list[float] = field(default_factory=list)
+    #: The run (0: the first) of the record last given: the set reader moves it on where its
+    #: stream reaches each later run's first record (`recording_set._records`), by position,
+    #: not time (a run's clock may overlap the one before). What the report scopes "once a
+    #: run" by (a GPU state is news once per GPU per run: `health.StatesSeen`).
+    run: int = 0
     #: The file (of a set: its last) was still being written when read to its end; None: not.
     still_written: StillWritten | None = None
 

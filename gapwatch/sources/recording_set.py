@@ -496,12 +496,12 @@ def _joined(path: Path, files: list[_File], skipped: list[str], header_problems:
             "symbolic link, or a copy)"), 1)
     # Within a run, files in the order of the times inside them (a renamed segment keeps its
     # place), their numbers only where a file holds no sample.
-    plan = [(f.path, _offset_ns(first, f.header)) for fs in ordered
+    # Each file with its run's number: the stream says where a run begins by position.
+    plan = [_Planned(f.path, _offset_ns(first, f.header), run) for run, fs in enumerate(ordered)
             for f in sorted(fs, key=lambda f: (f.first_ns if f.first_ns is not None else -1,
                                                _segment_number(f.path), f.path.name))]
-    rec.files = [p for p, _ in plan]
+    rec.files = [p.path for p in plan]
     rec.runs = len(ordered)
-    rec.run_starts_s = [fs[0].header.started_wall_s for fs in ordered[1:]]
     # With a window each file is read within it (`read_recording`), and `_records` opens no
     # segment wholly outside it.
     rec.records = _records(rec, plan, reading)
@@ -535,11 +535,20 @@ def _offset_ns(first: SessionHeader, later: SessionHeader) -> int:
     return offset if abs(offset) > SAME_CLOCK_NS else 0
 
 
-def _records(rec: Recording, plan: list[tuple[Path, int]], reading: Reading
-             ) -> Iterator[Record]:
+class _Planned(NamedTuple):
+    """A file of a set as `_records` reads it."""
+
+    path: Path
+    #: What to add to its monotonic times (`_offset_ns`).
+    offset_ns: int
+    #: Its run's number in the set (0: the first): `Recording.run` while its records are given.
+    run: int
+
+
+def _records(rec: Recording, plan: list[_Planned], reading: Reading) -> Iterator[Record]:
     lines_before = 0
     window = reading.window
-    for index, (file, offset) in enumerate(plan, 1):
+    for index, (file, offset, run) in enumerate(plan, 1):
         if window is not None and _before(file, window):
             continue  # a segment wholly before the window: not opened
         # Kept problems go straight into the set's list, file k's lines based at k << 63
@@ -547,6 +556,8 @@ def _records(rec: Recording, plan: list[tuple[Path, int]], reading: Reading
         # (`END_LINE`) included, and no two files' lines meet.
         kept = (rec.problem_lines, index << 63) if rec.problem_lines is not None else None
         part = read_recording(file, reading, problem_lines=kept)
+        # Set before the run's first record is given: a consumer reads it with each record.
+        rec.run = run
         try:
             for r in part.records:
                 rec.line_no = lines_before + part.line_no

@@ -255,3 +255,28 @@ def test_a_state_in_a_later_run_is_news_however_the_runs_clocks_fall(
     lost = sorted(e["t_wall_s"] for e in doc["items"] if e["kind"] == "gpu_lost")
     assert lost == [t0 + 21, t0 + 21 + shift_s]
     assert doc["count"] == len(doc["items"]) == 4
+
+
+@pytest.mark.parametrize("shift_s", [3 * 86400.0, 10.0])
+def test_replay_and_the_report_agree_on_a_state_in_each_run_of_a_set(
+        tmp_path: Path, shift_s: float) -> None:
+    """GPU 0 lost in each of two runs of a set: the report said `gpu_lost 2`, `replay` of the
+    folder (its store: `/metrics`, the header, the footer) `gpu_lost 1`, its store taking a
+    replayed set for one session. Both now count a state once per GPU per run, the runs told
+    apart where the set reader's stream reaches each one's first record (a clock that stepped
+    back at the reboot, `shift_s` 10, as well)."""
+    from gapwatch.core.config import DetectorConfig
+    from gapwatch.core.detector import GapDetector
+    from gapwatch.engine.replay import ReplayDriver
+    from gapwatch.engine.session import Session
+
+    folder = _two_runs(tmp_path, shift_s)
+    rec = read_any(folder)
+    store = SeriesStore(list(rec.header.gpus), period_s=0.1)
+    session = Session(rec.header, store, GapDetector(DetectorConfig(), list(rec.header.gpus)))
+    ReplayDriver(rec, session, speed=0.0).run()
+    replayed: dict[str, int] = {}
+    for (_, kind), n in store.snapshot().hw_counts.items():
+        replayed[kind] = replayed.get(kind, 0) + n
+    report = to_json(build_report(folder, Config()))["gpu_errors"]["errors_by_kind"]
+    assert replayed == report == {"xid": 2, "gpu_lost": 2}

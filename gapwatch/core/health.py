@@ -111,12 +111,10 @@ def event_count(ev: HardwareEvent) -> int:
 
 
 def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
-    """What `ev` adds to one session's (GPU, kind) count (the store's, for `/metrics` and the
-    header; the report's over what it reads, `offline.detect._HealthSide`, so that both say
-    the same): `event_count`, or None when it adds nothing and is no news: a state already
-    seen on its GPU in this session, which `states_seen` remembers (50 copies of one in a
-    recording were 50 errors and 50 lines). Over a set of runs, `StatesSeen` forgets them where
-    each run begins: a later run's state is news."""
+    """What `ev` adds to one run's (GPU, kind) count (through `StatesSeen`, which forgets the
+    states seen where each run of a set begins): `event_count`, or None when it adds nothing
+    and is no news: a state already seen on its GPU in this run, which `states_seen` remembers
+    (50 copies of one in a recording were 50 errors and 50 lines)."""
     key = (ev.gpu, ev.kind)
     if ev.kind in GPU_STATE_KINDS:
         if key in states_seen:
@@ -129,10 +127,11 @@ def counted(ev: HardwareEvent, states_seen: set[tuple[int, str]]) -> int | None:
 class StatesSeen:
     """The states (`GPU_STATE_KINDS`) seen per GPU in the run being read, forgotten where the
     next run begins: a state is news once per GPU per run (a folder of a week's runs, GPU 0
-    lost Monday and again Thursday: two losses, both listed). Who uses it: the report
-    (`offline.detect._HealthSide`), told the run of each GPU error by where the set reader's
-    stream is (`Recording.run`), not by time: a run's clock may overlap the one before (stepped
-    back at the reboot a lost GPU forces)."""
+    lost Monday and again Thursday: two losses, both listed). Who uses it, so that both say
+    the same: the report (`offline.detect._HealthSide`) and a session's store (`/metrics`, the
+    header, the footer; `engine.store.SeriesStore.begin_run`, told by `replay`), each told the
+    run of a GPU error by where the set reader's stream is (`Recording.run`), not by time: a
+    run's clock may overlap the one before (stepped back at the reboot a lost GPU forces)."""
 
     #: The run (0: a set's first) whose states `seen` holds.
     run: int = 0

@@ -345,9 +345,15 @@ class ReplayDriver(Background):
         # A recording made before the poller said a refusal after answered polls as the
         # prover gone: its notices said by that rule from the snapshots before them.
         refusals = RecordedRefusals()
+        run = 0  # the run of the set that the records fed are of (`Recording.run`)
         for record in merged:
             if self.stop_event.is_set():
                 return False
+            if self.recording.run != run:
+                # Where the reader reached a later run's first record, not by time: its clock
+                # may overlap the run before's. The store says its GPU states afresh.
+                run = self.recording.run
+                self.session.store.begin_run(run)
             timed = record if isinstance(record, GpuSample | HostSample) else None
             if self._skip_until_wall_s is not None and self._skipped(record, timed):
                 continue

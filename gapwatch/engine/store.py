@@ -24,7 +24,7 @@ from gapwatch.core.blind import Bye, byes_in
 from gapwatch.core.bounds import MAX_PROVERS, keep_latest
 from gapwatch.core.chaining import ChainingMeter
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.health import GPU_ERROR_KINDS, counted
+from gapwatch.core.health import GPU_ERROR_KINDS, StatesSeen
 from gapwatch.core.ledger import Change, GapLedger
 from gapwatch.core.models import (
     BlindSpot,
@@ -147,8 +147,10 @@ class SeriesStore:
         #: lost GPU out within ~40 s, and the footer's 5-minute alert with it.
         self._gpu_errors: deque[HardwareEvent] = deque(maxlen=64)
         self._hw_counts: dict[tuple[int, str], int] = {}
-        #: The states (`health.GPU_STATE_KINDS`) seen per GPU: each is news once.
-        self._states_seen: set[tuple[int, str]] = set()
+        #: The states (`health.GPU_STATE_KINDS`) seen per GPU: each is news once per run
+        #: (`_run`: of a replayed set, `begin_run`; live, one).
+        self._states_seen = StatesSeen()
+        self._run = 0
         #: The chaining figure's sums (`gapwatch.core.chaining`), fed every sample and copy.
         self._chaining = ChainingMeter(list(gpus), detector_config or DetectorConfig())
         self._version = 0
@@ -230,10 +232,17 @@ class SeriesStore:
             self._health[health.gpu] = health
             self._version += 1
 
+    def begin_run(self, run: int) -> None:
+        """The records fed from here on are of run `run` (0: the first) of a replayed set
+        (`Recording.run`; called by `engine.replay.ReplayDriver` where it changes): a GPU state
+        is news once per GPU per run, as the report counts it (`health.StatesSeen`)."""
+        with self._lock:
+            self._run = run
+
     def add_hw_event(self, event: HardwareEvent) -> None:
         """A GPU error: the latest kept, every one counted by (GPU, kind) (/metrics)."""
         with self._lock:
-            n = counted(event, self._states_seen)
+            n = self._states_seen.counted(event, self._run)
             if n is None:
                 return
             self._hw_events.append(event)

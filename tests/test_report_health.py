@@ -126,7 +126,7 @@ def test_a_recordings_0_w_power_limit_is_no_limit_in_the_report_and_on_metrics()
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_a_state_event_counts_one_whatever_its_recorded_count_and_once_a_session(
+def test_a_state_event_counts_one_whatever_its_recorded_count_and_once_a_run(
         tmp_path: Path, workers: int) -> None:
     """A row remap failure recorded with `count: 1000000` read `GPU errors: 1000000`, a
     pending one with `count: 0` counted 0 (its alert and header quiet), 50 copies of one in a

@@ -13,8 +13,7 @@ from typing import Any
 import msgspec
 import pytest
 from shared_files import sim_recording_bytes
-
-from gapwatch.cli import main
+from sim_recordings import report_of
 
 
 def _recording(tmp_path: Path, name: str,
@@ -34,9 +33,8 @@ def _recording(tmp_path: Path, name: str,
     return path
 
 
-def _report(path: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
-    assert main(["report", "--json", str(path)]) == 0
-    doc: dict[str, Any] = msgspec.json.decode(capsys.readouterr().out)
+def _report(path: Path) -> dict[str, Any]:
+    doc: dict[str, Any] = msgspec.json.decode(report_of(path, "--json"))
     return doc
 
 
@@ -49,12 +47,12 @@ def _lying_interval(n: int, doc: dict[str, Any]) -> None:
 
 
 def test_a_sample_interval_its_spacing_belies_moves_no_span_and_is_said(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     """Intervals of 1 ns over samples 100 ms apart shortened the working span (57.6 s to 47.0 s)
     and 2^63-1 ns made 49 billion seconds of copies in the chaining share, nothing said."""
-    clean = _report(_recording(tmp_path, "ok.jsonl"), capsys)
-    lying = _report(_recording(tmp_path, "lie.jsonl", _lying_interval), capsys)
+    clean = _report(_recording(tmp_path, "ok.jsonl"))
+    lying = _report(_recording(tmp_path, "lie.jsonl", _lying_interval))
     gpu, honest = lying["gpus"][0], clean["gpus"][0]
     assert gpu["active_s"] == pytest.approx(honest["active_s"], abs=0.05)
     assert gpu["busy_s"] == pytest.approx(honest["busy_s"], abs=0.05)
@@ -84,15 +82,15 @@ def _lines_lost(path: Path, every: int) -> tuple[Path, int]:
 
 
 def test_a_reading_after_lines_lost_keeps_its_honest_interval_and_covers_no_more(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     """The belied rule is judged against the spacing the samples are expected at, not the time
     since the sample before: a 100 ms interval after 200 ms of lost lines is no lie, and the
     lost stretch stays uncovered (judged against the time since the sample before, it was
     believed over all 300 ms: readings made up for lines nobody read)."""
-    clean = _report(_recording(tmp_path, "ok.jsonl"), capsys)
+    clean = _report(_recording(tmp_path, "ok.jsonl"))
     path, pairs = _lines_lost(_recording(tmp_path, "ok.jsonl"), every=50)
-    lost = _report(path, capsys)
+    lost = _report(path)
     assert pairs > 5 and "interval_belied" not in str(lost["counters"])
     assert lost["gpus"][0]["data_s"] == pytest.approx(
         clean["gpus"][0]["data_s"] - 0.2 * pairs, abs=0.05)
@@ -105,12 +103,12 @@ def _beyond_any_link(n: int, doc: dict[str, Any]) -> None:
 
 
 def test_pcie_rates_beyond_any_link_are_no_readings_said_and_drive_no_gap_kind(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     """10 TB/s against a 63 GB/s link made every gap `transfer_bound` ("15869 % of link"), the
     header's true link called a lie, and nothing said of the readings."""
-    clean = _report(_recording(tmp_path, "ok.jsonl"), capsys)
-    lying = _report(_recording(tmp_path, "fast.jsonl", _beyond_any_link), capsys)
+    clean = _report(_recording(tmp_path, "ok.jsonl"))
+    lying = _report(_recording(tmp_path, "fast.jsonl", _beyond_any_link))
     assert [g["kind"] for g in lying["gaps"]] == [g["kind"] for g in clean["gaps"]]
     assert "transfer_bound" not in str(lying["gaps"]) and "15869" not in str(lying["gaps"])
     assert lying["gpus"][0]["link_bytes_per_s"] == clean["gpus"][0]["link_bytes_per_s"]
@@ -127,13 +125,13 @@ def test_pcie_rates_beyond_any_link_are_no_readings_said_and_drive_no_gap_kind(
 
 @pytest.mark.parametrize("name", ["h200-restart/restart.jsonl.gz", "h200-sampler-50ms.jsonl.gz"])
 def test_real_recordings_hold_no_belied_interval(
-    name: str, capsys: pytest.CaptureFixture[str],
+    name: str,
 ) -> None:
     """A tick 25 ms after a late one holds an honest 25 ms interval over 25 ms of spacing: belied
     against the learnt 100 ms alone it opened these H200 recordings' reports with "WARNING: the
     data has problems". An interval is belied only where the time since the sample before
     belies it too."""
-    doc = _report(Path(__file__).parent / "data" / name, capsys)
+    doc = _report(Path(__file__).parent / "data" / name)
     assert "detector_interval_belied" not in doc["counters"]
     assert not [p for p in doc["problems"] if "interval_ns" in p]
 
@@ -164,14 +162,14 @@ def _thrice_after_an_idle_start(path: Path) -> Path:
 
 @pytest.mark.skipif(not TRANSFER_BOUND.is_file(), reason="tests/data/h200-e2e not committed")
 def test_pcie_rates_above_twice_the_headers_link_but_within_any_link_are_kept_wherever_they_fall(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
     """Rates above twice the header's link were dropped as implausible when the file started
     idle (the header's check saw none of them): all 18 gaps turned from transfer_bound at
     178 GB/s to pcie_starved with H2D "n/a" and the advice "pageable memory?"; the same rates
     early in the file called the header's link a lie and were kept. Only a rate beyond any link
     (`MAX_LINK_BYTES_PER_S`) is no reading, the same verdict wherever it falls."""
-    doc = _report(_thrice_after_an_idle_start(tmp_path / "x3late.jsonl"), capsys)
+    doc = _report(_thrice_after_an_idle_start(tmp_path / "x3late.jsonl"))
     assert "implausible_rate" not in doc["counters"], doc["problems"]
     kinds = [g["kind"] for g in doc["gaps"]]
     assert kinds.count("transfer_bound") >= 17, kinds

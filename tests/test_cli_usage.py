@@ -361,3 +361,35 @@ def test_the_live_commands_help_still_follows_the_log_and_takes_stdin(
         capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("watch", "record", "demo"):
         assert "prover log to follow (repeatable; '-' = stdin)" in _help(command, capsys)
+
+
+def test_the_dashboard_on_a_terminal_of_no_size_refuses_and_says_how_to_give_it_one(
+    tmp_path: Path,
+) -> None:
+    """A pseudo-terminal nobody gave a size (0x0: `script` with no terminal behind it): the
+    dashboard laid itself out again and again at 100 % of a core, and a SIGTERM was never
+    served. It refuses in one line, exit 2, naming `stty` and the headless way."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    leader, follower = pty.openpty()  # a new pty's size is 0x0
+    try:
+        done = subprocess.run([sys.executable, "-m", "gapwatch", "demo"], stdin=follower,
+                              stdout=follower, stderr=follower, timeout=60, cwd=tmp_path)
+        os.close(follower)
+        said = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the follower side is closed and drained
+                break
+            if not chunk:
+                break
+            said += chunk
+    finally:
+        os.close(leader)
+    text = said.decode(errors="replace")
+    assert done.returncode == 2, text
+    assert "size is 0x0" in text and "stty cols 80 rows 24" in text and "headless" in text

@@ -42,16 +42,34 @@ def detach_piped_stdin(log_paths: list[str]) -> int:
 
 
 def require_terminal(command: str) -> None:
-    """Raise SourceUnavailable unless standard error (where the dashboard draws) is a terminal.
+    """Raise SourceUnavailable unless standard error (where the dashboard draws) is a terminal
+    with a size.
 
     Raises:
         SourceUnavailable: no terminal to draw on; the message names the headless way.
     """
-    if os.isatty(2):
-        return
     headless = ("gapwatch replay FILE --headless" if command == "replay"
                 else "gapwatch record --out FILE (or --prometheus HOST:PORT)")
-    raise SourceUnavailable(
-        f"the dashboard draws on a terminal, and standard error is not one (redirected to a "
-        f"file or a pipe?); run headless instead: {headless}")
+    if not os.isatty(2):
+        raise SourceUnavailable(
+            f"the dashboard draws on a terminal, and standard error is not one (redirected to a "
+            f"file or a pipe?); run headless instead: {headless}")
+    size = _size_of(2)
+    if size is not None and (size.columns == 0 or size.lines == 0):
+        # A pty nobody gave a size (`script` with no terminal behind it, some `docker exec -t`):
+        # the dashboard laid itself out again and again at 100 % of a core, and a SIGTERM was
+        # never served (its loop never got to it).
+        raise SourceUnavailable(
+            f"the terminal on standard error says its size is {size.columns}x{size.lines} (a "
+            f"pseudo-terminal nobody gave a size?); give it one (`stty cols 80 rows 24`) or run "
+            f"headless instead: {headless}")
+
+
+def _size_of(fd: int) -> os.terminal_size | None:
+    """The terminal's size on `fd`, or None where it cannot be read (then Textual's own
+    fallback applies)."""
+    try:
+        return os.get_terminal_size(fd)
+    except OSError:
+        return None
 

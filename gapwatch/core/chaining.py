@@ -43,7 +43,7 @@ from typing import Final, Literal
 from gapwatch.core.bounds import MAX_PERIOD_MS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample
-from gapwatch.core.readings import interval_belied
+from gapwatch.core.readings import SHORTEST_PERIOD_NS, interval_belied
 
 #: Bucket length of the sums (s of data time).
 BUCKET_S: Final = 10.0
@@ -195,8 +195,8 @@ class ChainingMeter:
         if last_end is not None and last_end < end:
             # It covers back to the GPU's reading before it and no further (2^63-1 ns was 49
             # billion s of copies); an interval no sampler writes (`interval_belied`, no
-            # spacing known here: 1 ns, 0, negative) covers from it.
-            if start < last_end or interval_belied(d, 0):
+            # spacing known here: 1 ns) covers from it. Its first test inline: per sample.
+            if start < last_end or (2 * d < SHORTEST_PERIOD_NS and interval_belied(d, 0)):
                 start = last_end
         elif d > FIRST_COVER_NS:
             start = end - FIRST_COVER_NS / 1e9

@@ -73,8 +73,8 @@ def _process_of(pids: dict[tuple[int, str], _Seen], r: ProcessMemory) -> tuple[i
     the pid again)."""
     name = r.name or ""
     if not name:
-        return max((k for k in pids if k[0] == r.pid), key=lambda k: pids[k].last_s,
-                   default=(r.pid, ""))
+        latest = _latest_of_pid(pids, r.pid)
+        return latest if latest is not None else (r.pid, "")
     key = (r.pid, name)
     unnamed = (r.pid, "")
     if key not in pids and unnamed in pids:
@@ -89,8 +89,13 @@ def _named(pids: dict[tuple[int, str], _Seen], pid: int, name: str) -> _Seen | N
     seen = pids.get((pid, name))
     if seen is not None or name:
         return seen
-    key = max((k for k in pids if k[0] == pid), key=lambda k: pids[k].last_s, default=None)
+    key = _latest_of_pid(pids, pid)
     return None if key is None else pids[key]
+
+
+def _latest_of_pid(pids: dict[tuple[int, str], _Seen], pid: int) -> tuple[int, str] | None:
+    """The process of `pid` read most lately (its key), whatever its name; None: none kept."""
+    return max((k for k in pids if k[0] == pid), key=lambda k: pids[k].last_s, default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,10 @@ latest `window_s`) and the one over the window before it cost a few additions; b
 windows live, every bucket offline (`window_s` None: the report's whole run and its worst
 window).
 
+The same readings, each over the same interval, give GPU-Util beside the SMs
+(`gapwatch.core.util_figure`: how much of what nvidia-smi calls busy was idle SMs), kept apart
+from the copy sums (`ChainingMeter.util_figure`).
+
 Who calls it: the store (`gapwatch.engine.store`, fed every GPU sample and copy; the dashboard's
 header and verdict, `/metrics` and summary.md read its figures from the snapshot) and the
 offline detection loop (`gapwatch.offline.detect`, for the report). Prover-neutral.
@@ -43,7 +47,13 @@ from typing import Final, Literal
 from gapwatch.core.bounds import MAX_PERIOD_MS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample
-from gapwatch.core.readings import SHORTEST_PERIOD_NS, interval_belied
+from gapwatch.core.readings import (
+    GPM_LIKE_SOURCES,
+    SHORTEST_PERIOD_NS,
+    interval_belied,
+    is_stale_gpm,
+)
+from gapwatch.core.util_figure import UtilFigure, UtilSums
 
 #: Bucket length of the sums (s of data time).
 BUCKET_S: Final = 10.0
@@ -154,6 +164,13 @@ class _Gpu:
     last_moved: tuple[_Bucket, float, float, float] | None = None
     #: Seconds a byte takes on the link (1 / link_bytes_per_s), kept for the per-sample path.
     per_link_byte_s: float = 0.0
+    #: GPU-Util beside the SMs (`gapwatch.core.util_figure`): by `BUCKET_S` bucket of data time
+    #: where the meter has a window (live), else one sum of the whole run (key 0). Apart from
+    #: `buckets`: those hold copy time only where copies ran.
+    util: dict[int, UtilSums] = field(default_factory=dict)
+    #: The bucket readings add to now (`_util_sums`), and its key.
+    util_k: int = -1
+    util_cur: UtilSums | None = None
 
     def __post_init__(self) -> None:
         self.per_link_byte_s = 1.0 / self.link_bytes_per_s if self.link_bytes_per_s > 0 else 0.0
@@ -167,6 +184,7 @@ class ChainingMeter:
                  window_s: float | None = WINDOW_S) -> None:
         self._config = config
         self._lag_s = config.gpm_lag_ms / 1000.0
+        self._idle_sm_pct = config.idle_sm_pct
         self._window_s = window_s
         self._gpus: dict[int, _Gpu] = {}
         for g in gpus:
@@ -202,6 +220,26 @@ class ChainingMeter:
             start = end - FIRST_COVER_NS / 1e9
         # Clamped to 0..1 (NaN stays NaN, as min/max would leave it).
         busy = 0.0 if pct < 0.0 else 1.0 if pct > 100.0 else pct / 100.0
+        util = s.gpu_util_pct
+        # GPU-Util beside the SMs (`_add_util`, inline on this per-sample path): readings only
+        # (not None, NaN or negative); a stale GPM reading (no new interval: the next one
+        # covers it) is left out, as the detector leaves it out.
+        # (A reading moving data is never stale: that test first, before the call.)
+        if util is not None and util >= 0.0 and pct >= 0.0 and (
+                pct != 0.0 or s.pcie_rx_bytes_per_s or s.sm_source not in GPM_LIKE_SOURCES
+                or not is_stale_gpm(pct, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
+                                    s.interval_ns)):
+            sums = g.util_cur
+            if sums is None or (self._window_s is not None and int(end // BUCKET_S) != g.util_k):
+                sums = self._util_sums(g, end)
+            cover = end - start
+            util_s = cover if util >= 100.0 else cover * util / 100.0
+            sums.read_s += cover
+            sums.util_busy_s += util_s
+            if pct >= self._idle_sm_pct:  # busy by the detector's rule (`busy_reading`)
+                sums.sm_busy_s += cover
+            else:
+                sums.idle_util_s += util_s
         samples = g.samples
         samples.append((start, end, busy))
         horizon = end - KEEP_SAMPLES_S
@@ -217,6 +255,41 @@ class ChainingMeter:
         g.last_end = end
         if g.pending:
             self._place_pending(g, end)
+
+    def _util_sums(self, g: _Gpu, end: float) -> UtilSums:
+        """The GPU-Util sums a reading ending at `end` adds to: the whole run's (no window),
+        else its `BUCKET_S` bucket's (the buckets older than the window let go)."""
+        k = 0 if self._window_s is None else int(end // BUCKET_S)
+        sums = g.util.get(k)
+        if sums is None:
+            sums = g.util[k] = UtilSums()
+            if self._window_s is not None:
+                oldest = k - int(self._window_s / BUCKET_S)
+                for old in [i for i in g.util if i < oldest]:
+                    del g.util[old]
+        if k >= g.util_k:  # the newest bucket is the one readings add to next
+            g.util_k, g.util_cur = k, sums
+        return sums
+
+    def util_figure(self, gpu: int) -> UtilFigure | None:
+        """GPU-Util beside the SMs over the window ending at the GPU's latest sample (the whole
+        run when the meter has no window); None below `util_figure.MIN_READ_S` of readings
+        with both."""
+        g = self._gpus.get(gpu)
+        if g is None or not g.util:
+            return None
+        if self._window_s is None:
+            return UtilFigure.of(gpu, g.util[0], None)
+        top = int(g.latest_s // BUCKET_S) + 1
+        lo = top - int(self._window_s / BUCKET_S)
+        total = UtilSums()
+        for k, sums in g.util.items():
+            if lo <= k < top:
+                total = total.plus(sums)
+        return UtilFigure.of(gpu, total, self._window_s)
+
+    def util_figures(self) -> dict[int, UtilFigure]:
+        return {gpu: f for gpu in self._gpus if (f := self.util_figure(gpu)) is not None}
 
     def _moved(self, g: _Gpu, start: float, end: float, busy: float, rx: float) -> None:
         """A sample that moved data: its copy time estimated (module docstring) as a run's

@@ -31,6 +31,7 @@ from gapwatch.core.models import (
     ProverStatus,
     StateChange,
 )
+from gapwatch.core.util_figure import UtilFigure
 from gapwatch.core.verdict import WindowNow
 
 
@@ -91,6 +92,9 @@ class StoreSnapshot:
     #: The chaining figure per GPU over the last minute (`gapwatch.core.chaining`); absent
     #: before any copy time was seen.
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
+    #: GPU-Util beside the SMs per GPU over the same minute (`gapwatch.core.util_figure`);
+    #: absent where no reading had both.
+    util: dict[int, UtilFigure] = field(default_factory=dict)
     #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
     prover_events: tuple[ProverEvent, ...] = ()
 

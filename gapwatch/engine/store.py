@@ -453,5 +453,6 @@ class SeriesStore:
                 gpu_errors=tuple(self._gpu_errors),
                 hw_counts=dict(self._hw_counts),
                 chaining=self._chaining.figures(),
+                util=self._chaining.util_figures(),
                 prover_events=tuple(self._prover_events),
             )

@@ -46,6 +46,7 @@ from gapwatch.core.models import (
 from gapwatch.core.prover_watch import ProverWatch, SaidWithin, Unheard
 from gapwatch.core.sizes import bounded_event
 from gapwatch.core.track import GpuTotals
+from gapwatch.core.util_figure import UtilFigure
 from gapwatch.cuzk.partitions import TimelineBuilder, timeline_event
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.post_deadlines import PostDeadlines
@@ -127,6 +128,8 @@ class Detected:
     #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: GPU-Util beside the SMs per GPU over the whole run (`gapwatch.core.util_figure`).
+    util: dict[int, UtilFigure] = field(default_factory=dict)
     #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order:
     #: every one counted, the first `MAX_KEPT` of each kind kept.
     prover_events: ProverEvents = field(default_factory=ProverEvents)
@@ -628,7 +631,8 @@ class _HealthSide:
                  if (w := self.chaining.worst_window(g, WINDOW_S)) is not None}
         return {"health": self.health, "hw_events": self.hw_events,
                 "hw_event_count": self.hw_count, "hw_errors": dict(self.hw_errors),
-                "chaining": figures, "chaining_worst": worst}
+                "chaining": figures, "chaining_worst": worst,
+                "util": self.chaining.util_figures()}
 
 
 def sort_states(states: list[StateChange]) -> None:

@@ -63,6 +63,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.core.util_figure import UtilFigure
 from gapwatch.cuzk.advice import (
     AdviceReport,
     advice_json,
@@ -180,6 +181,8 @@ class ReportData:
     hw_errors: dict[str, int] = field(default_factory=dict)
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: GPU-Util beside the SMs per GPU (`gapwatch.core.util_figure`).
+    util: dict[int, UtilFigure] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind): count and idle seconds, as the ledger counted them (the one
     #: count every output says: `GapLedger.tally`).
     gap_tally: dict[tuple[int, str], Tally] = field(default_factory=dict)
@@ -530,7 +533,7 @@ def summarise(path: str | Path, found: Detected, log_paths: list[str],
         advice=advice,
         health=found.health, hw_events=found.hw_events, hw_event_count=found.hw_event_count,
         hw_errors=found.hw_errors,
-        chaining=found.chaining, chaining_worst=found.chaining_worst,
+        chaining=found.chaining, chaining_worst=found.chaining_worst, util=found.util,
         gap_tally=tally,
         prover_events=found.prover_events,
         prover_causes=sums.causes,
@@ -912,6 +915,7 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
                                          "share": r.chaining_worst[gpu][1]})}
             for gpu, f in sorted(r.chaining.items())
         },
+        "gpu_util": {str(gpu): f.json() for gpu, f in sorted(r.util.items())},
         "health": {
             str(gpu): {"readings": h.readings, "max_temperature_c": h.max_temperature_c,
                        "max_power_w": h.max_power_w, "power_limit_w": h.power_limit_w,

@@ -131,6 +131,7 @@ from gapwatch.core.models import (
     StateChange,
 )
 from gapwatch.core.track import GpuTotals
+from gapwatch.core.util_figure import UtilFigure
 from gapwatch.cuzk.pipeline import PipelineView
 from gapwatch.cuzk.prover import CuzkProver
 from gapwatch.cuzk.watch import watch_beside
@@ -242,6 +243,8 @@ class _Part:
     hw_errors: dict[str, int] = field(default_factory=dict)
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
+    #: GPU-Util beside the SMs of the worker's own GPUs.
+    util: dict[int, UtilFigure] = field(default_factory=dict)
     #: What the worker's prover could not learn (`Prover.lacks`).
     prover_lacks: list[str] = field(default_factory=list)
     #: The latest host sample's wall time (every worker reads them all; worker 0's is kept).
@@ -401,6 +404,7 @@ def _work(job: _Job, me: int, end_of_data: Callable[[float | None], float | None
         hw_errors=found.hw_errors,
         chaining=found.chaining,
         chaining_worst=found.chaining_worst,
+        util=found.util,
         # A worker with copies has its file (spawned ones meet none: see `_only_mine`).
         copies=found.copies.hand_over() if not mine and found.copies else None,
         side=found if mine else None,  # never pickled: worker 0 is this process
@@ -689,6 +693,7 @@ def _merge(header: SessionHeader, parts: list[_Part], gaps: GapSpool,
         hw_errors=parts[0].hw_errors if parts else {},
         chaining={g: f for p in parts for g, f in p.chaining.items()},
         chaining_worst={g: w for p in parts for g, w in p.chaining_worst.items()},
+        util={g: f for p in parts for g, f in p.util.items()},
         # Every worker was fed every log event and snapshot: this process's prover knows all.
         prover_lacks=parts[0].prover_lacks if parts else [],
         last_host_wall_s=parts[0].last_host_wall_s if parts else None,

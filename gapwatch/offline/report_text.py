@@ -156,6 +156,9 @@ def _gpu_lines(r: ReportData) -> list[str]:
         tail = idle_at_cut_end(t, cut_by(r.header, r.data_after))
         if tail is not None:
             out.append(f"         {tail}")
+        util = r.util.get(t.gpu)
+        if util is not None:  # what the operator's other tools showed beside it
+            out.append(f"         {util.words()}")
     return out
 
 

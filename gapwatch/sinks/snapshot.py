@@ -343,7 +343,9 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
     """The chaining figure and the latest health of each GPU, and the GPU errors kept."""
     out = ["", "## Chaining and health", "",
            "Chaining: share of host-to-device copy time over the last minute that ran while the "
-           "SMs were busy (copies overlapped with kernels); high while the pipeline chains.", ""]
+           "SMs were busy (copies overlapped with kernels); high while the pipeline chains. "
+           "GPU-Util: what nvidia-smi shows over the same minute (any kernel or copy running), "
+           "beside the share of it the SMs were busy.", ""]
     rows = []
     for info in snap.gpus:
         f = snap.chaining.get(info.index)
@@ -351,9 +353,12 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
                  else f"{f.words()} ({f.basis_words()})")
         health = " ".join([*snap.lasting_states(info.index),
                            *health_cells(snap.health.get(info.index))])
-        rows.append([f"GPU{info.index}", chain, health])
-    out += _table(["GPU", "chaining", "health (memory, temperature, power of limit, throttle)"],
-                  rows)
+        u = snap.util.get(info.index)
+        util = "-" if u is None else (f"{u.util_share * 100:.0f}% vs SMs busy "
+                                      f"{u.sm_busy_share * 100:.0f}%")
+        rows.append([f"GPU{info.index}", chain, util, health])
+    out += _table(["GPU", "chaining", "GPU-Util (nvidia-smi) vs SMs",
+                   "health (memory, temperature, power of limit, throttle)"], rows)
     if snap.hw_events or snap.gpu_errors:
         out += ["", "GPU errors (NVML), every one the session kept, from before this span too:",
                 ""]

@@ -241,7 +241,7 @@ class GpuHeader(TextLines):
         # A lasting state (a row remap failed or pending) is said with no health reading too
         # (`health_every_s = 0`, a replay of a recording without them): nothing else does once
         # the footer's 5 minutes are over.
-        if not snap.health and not snap.chaining and \
+        if not snap.health and not snap.chaining and not snap.util and \
                 not any(snap.lasting_states(gpu) for gpu in gpus):
             return []
         style = self.component_style
@@ -297,7 +297,8 @@ class GpuHeader(TextLines):
         return lines
 
     def _health_words(self, view: View, gpu: int, width: int) -> Text:
-        """`health 60G/141G · 52°C · 450/700W · power cap · chaining 92 % (copy trace)`."""
+        """`health 60G/141G · 52°C · 450/700W · power cap · chaining 92 % (copy trace) ·
+        GPU-Util 97%` (nvidia-smi's figure over the same minute, `core.util_figure`)."""
         style = self.component_style
         line = Text(no_wrap=True, overflow="ellipsis")
         if gpu in view.snap.lost_gpus():
@@ -330,6 +331,9 @@ class GpuHeader(TextLines):
             # No copies to speak of: no figure, so nothing it was estimated from.
             line.append(f"{chain.words(compact=True)} ({basis})" if chain.has_copies()
                         else chain.words(compact=True))
+        util = view.snap.util.get(gpu)
+        if util is not None:  # what nvidia-smi shows, beside the busy share above it
+            line.append(f"{' · ' if cells or chain else ''}{util.cell()}")
         line.truncate(width, overflow="ellipsis")
         return line
 

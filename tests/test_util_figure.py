@@ -108,6 +108,17 @@ def test_the_report_holds_the_h200s_gpu_util_against_its_sms() -> None:
                         "sm_idle_util_busy_s", "util_busy_sm_idle_share"}
 
 
+def test_the_h200s_transfer_bound_run_reads_busy_on_gpu_util_while_its_sms_sat_idle() -> None:
+    """Pinned copies at line rate that the kernels do not overlap (the H200 end-to-end run,
+    recorded live from NVML): nvidia-smi's GPU-Util averaged 86 %, the SMs were busy 22 % of
+    the time, and 27 of their 33 idle seconds read as busy."""
+    r = build_report(DATA / "h200-e2e" / "transfer-bound" / "rec.jsonl.gz", Config())
+    f = r.util[0]
+    assert f.util_share == pytest.approx(0.86, abs=0.01)
+    assert f.sm_busy_share == pytest.approx(0.22, abs=0.01)
+    assert f.idle_s == pytest.approx(33.0, abs=0.1) and f.idle_util_s == pytest.approx(27.0, abs=0.1)
+
+
 def _inside_gaps(scenario: str) -> list[GpuSample]:
     r = simulate(scenario, seed=1, duration_s=60)
     gaps = truth_gaps(r.truth, 0)

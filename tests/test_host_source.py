@@ -158,3 +158,21 @@ def test_runtime_builds_it_from_the_host_config_section() -> None:
     source = HostSource(HostConfig())
     assert isinstance(source, ProcHostSource)
     assert source.read(0, 0.0).interval_ns is None
+
+
+def test_cpu_psi_gives_the_share_of_the_interval_a_runnable_task_waited_for_a_cpu(
+        root: Path) -> None:
+    write(root, "proc/pressure/cpu", psi(40.0, 5_000_000, 0.0, 0))
+    source = ProcHostSource(root=str(root))
+    first = source.read(1000 * MS, 1_796_000_000.0)
+    assert first.psi_cpu_some_share is None  # a rate needs a reading before it
+    # 100 ms later the `some` total grew by 45 ms: runnable tasks waited 45 % of the interval.
+    write(root, "proc/pressure/cpu", psi(41.0, 5_045_000, 0.0, 0))
+    assert source.read(1100 * MS, 1_796_000_000.1).psi_cpu_some_share == pytest.approx(0.45)
+
+
+def test_a_kernel_without_cpu_psi_has_no_cpu_wait_not_zero(root: Path) -> None:
+    source = ProcHostSource(root=str(root))  # the fixture's tree has no proc/pressure/cpu
+    source.read(1000 * MS, 1_796_000_000.0)
+    s = source.read(1100 * MS, 1_796_000_000.1)
+    assert s.psi_cpu_some_share is None and s.psi_mem_some_share is not None

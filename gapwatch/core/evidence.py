@@ -126,10 +126,11 @@ def _slim(ev: LogEvent) -> LogEvent:
 #: A host sample as the evidence keeps it (`host_row`): its wall time, then as a reading or None
 #: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
 #: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
-#: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s. Written out in each, not
-#: looped over by name: a getattr per field per host sample was measurable in long reports.
+#: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s, swap_used_bytes,
+#: psi_cpu_some_share. Written out in each, not looped over by name: a getattr per field per
+#: host sample was measurable in long reports.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None,
-                float | None]
+                float | None, float | None]
 
 
 def host_row(h: HostSample) -> HostRow:
@@ -137,7 +138,8 @@ def host_row(h: HostSample) -> HostRow:
     None, NaN and negatives are not), judged once per sample, not once per gap that takes it."""
     return (h.t_wall_s, reading(h.mem_used_pct), reading(h.psi_mem_some_share),
             reading(h.psi_mem_some_avg10), reading(h.major_faults_per_s),
-            reading(h.mem_bandwidth_bytes_per_s), reading(h.swap_used_bytes))
+            reading(h.mem_bandwidth_bytes_per_s), reading(h.swap_used_bytes),
+            reading(h.psi_cpu_some_share))
 
 
 def _max_reading(current: float | None, values: tuple[float | None, ...]) -> float | None:
@@ -162,6 +164,7 @@ class GapEvidence:
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
         "swap_used_bytes",
+        "psi_cpu_some_share",
         "host_next",
         "events",
         "plain",
@@ -186,6 +189,7 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         self.swap_used_bytes: float | None = None
+        self.psi_cpu_some_share: float | None = None
         #: Sequence number of the first host sample not yet taken into the maxima above (see
         #: `EvidenceBuffer.host_evidence`).
         self.host_next = 0
@@ -222,13 +226,14 @@ class GapEvidence:
         taken = [r for r in rows if r[0] >= self.from_s]
         if not taken:
             return
-        _, used, share, avg10, faults, bandwidth, swap = zip(*taken, strict=True)
+        _, used, share, avg10, faults, bandwidth, swap, cpu = zip(*taken, strict=True)
         self.mem_used_pct = _max_reading(self.mem_used_pct, used)
         self.psi_some_share = _max_reading(self.psi_some_share, share)
         self.psi_some_avg10 = _max_reading(self.psi_some_avg10, avg10)
         self.major_faults_per_s = _max_reading(self.major_faults_per_s, faults)
         self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s, bandwidth)
         self.swap_used_bytes = _max_reading(self.swap_used_bytes, swap)
+        self.psi_cpu_some_share = _max_reading(self.psi_cpu_some_share, cpu)
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -294,7 +299,7 @@ class GapEvidence:
         first)."""
         return HostEvidence(self.mem_used_pct, self.psi_some_share, self.psi_some_avg10,
                             self.major_faults_per_s, self.mem_bandwidth_bytes_per_s,
-                            self.swap_used_bytes)
+                            self.swap_used_bytes, self.psi_cpu_some_share)
 
     def event_list(self) -> list[EventEvidence]:
         """The events to publish: every warning first, then the latest others, and the gap's

@@ -116,7 +116,8 @@ class GpuSample(Struct, frozen=True, gc=False, tag_field="type", tag="gpu"):
 
 
 class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
-    """Host memory pressure at one tick. Every field is None where the kernel does not expose it."""
+    """Host memory and CPU pressure at one tick. Every field is None where the kernel does not
+    expose it."""
 
     t_mono_ns: MonoNs
     t_wall_s: WallS
@@ -133,6 +134,10 @@ class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
     psi_mem_full_share: Share | None
     major_faults_per_s: EventRate | None
     mem_bandwidth_bytes_per_s: HostByteRate | None = None
+    #: Share (0..1) of the last interval in which some runnable task waited for a CPU, from
+    #: /proc/pressure/cpu's `some total` (µs): synthesis threads outnumbering the cores. None
+    #: where the kernel has no CPU PSI, and in recordings made before it was read.
+    psi_cpu_some_share: Share | None = None
     type: ClassVar[Literal["host"]] = "host"
 
 

@@ -101,6 +101,7 @@ _HOST_COUNTERS: tuple[tuple[str, str], ...] = (
     ("psi_mem_some_avg10", "PSI memory some avg10 %"),
     ("psi_mem_full_avg10", "PSI memory full avg10 %"),
     ("psi_mem_some_share", "memory stall share (some)"),
+    ("psi_cpu_some_share", "CPU wait share (some)"),
 )
 
 

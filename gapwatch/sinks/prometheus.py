@@ -440,6 +440,9 @@ class GapwatchCollector:
              h.major_faults_per_s),
             ("host_memory_bandwidth_bytes_per_second", "Memory bandwidth (resctrl MBM).",
              h.mem_bandwidth_bytes_per_s),
+            ("host_cpu_stall_some_ratio",
+             "Share of the last sampling interval in which some runnable task waited for a CPU "
+             "(PSI).", h.psi_cpu_some_share),
         ]
         for name, doc, value in fields:
             if value is not None:

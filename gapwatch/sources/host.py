@@ -12,6 +12,8 @@ Sources, all read from files under an injectable `root` (tests use fake /proc an
 - /proc/stat: CPU busy % over the interval (all CPUs; idle and iowait count as not busy);
 - /proc/pressure/memory: PSI some/full avg10, and the share of the interval stalled, from the
   cumulative `total` (µs) counters, which react within one tick where avg10 lags by seconds;
+- /proc/pressure/cpu: the share of the interval some runnable task waited for a CPU (its `some
+  total`): synthesis threads outnumbering the cores starve the GPU as surely as a slow copy;
 - /proc/vmstat: major page faults per second (pgmajfault);
 - /sys/fs/resctrl/mon_data/*/mbm_total_bytes: memory bandwidth of the root resctrl group (summed
   over L3 domains), where the kernel and CPU support MBM and resctrl is mounted.
@@ -46,9 +48,10 @@ class _Previous:
     psi_full_us: int | None
     major_faults: int | None
     mbm_bytes: int | None
+    cpu_psi_some_us: int | None
 
 
-_NO_PREVIOUS = _Previous(0, None, None, None, None, None, None)
+_NO_PREVIOUS = _Previous(0, None, None, None, None, None, None, None)
 
 
 class ProcHostSource:
@@ -61,6 +64,7 @@ class ProcHostSource:
         self._meminfo = os.path.join(self._proc, "meminfo")
         self._stat = os.path.join(self._proc, "stat")
         self._psi = os.path.join(self._proc, "pressure", "memory")
+        self._cpu_psi = os.path.join(self._proc, "pressure", "cpu")
         self._vmstat = os.path.join(self._proc, "vmstat")
         # The set of L3 domains does not change while resctrl stays mounted: glob once.
         pattern = os.path.join(root, "sys", "fs", "resctrl", "mon_data", "*", "mbm_total_bytes")
@@ -71,11 +75,13 @@ class ProcHostSource:
         mem_used_pct, available, swap_used = _meminfo(_read(self._meminfo))
         busy, total = _cpu_jiffies(_read(self._stat, 4096))  # only the first line
         some_avg10, some_us, full_avg10, full_us = _psi(_read(self._psi))
+        cpu_some_us = _psi(_read(self._cpu_psi))[1]
         major = _vmstat_field(_read(self._vmstat), b"pgmajfault")
         mbm = self._mbm_total()
 
         prev = self._prev
-        self._prev = _Previous(t_mono_ns, busy, total, some_us, full_us, major, mbm)
+        self._prev = _Previous(t_mono_ns, busy, total, some_us, full_us, major, mbm,
+                               cpu_some_us)
         interval_ns = None if prev is None else t_mono_ns - prev.t_mono_ns
         if prev is None or interval_ns is None or interval_ns <= 0:
             # First tick (or a clock that did not move): no rates, never a made-up 0.
@@ -105,6 +111,7 @@ class ProcHostSource:
                                       MAX_EVENTS_PER_S),
             mem_bandwidth_bytes_per_s=within(_rate(prev.mbm_bytes, mbm, interval_s), 0.0,
                                              MAX_BYTES_PER_S),
+            psi_cpu_some_share=_share(prev.cpu_psi_some_us, cpu_some_us, interval_s * 1e6),
         )
 
     def _mbm_total(self) -> int | None:
@@ -179,7 +186,8 @@ def _cpu_jiffies(text: bytes | None) -> tuple[int | None, int | None]:
 
 
 def _psi(text: bytes | None) -> tuple[float | None, int | None, float | None, int | None]:
-    """(some avg10, some total µs, full avg10, full total µs) from /proc/pressure/memory."""
+    """(some avg10, some total µs, full avg10, full total µs) from /proc/pressure/memory (or
+    /proc/pressure/cpu, whose `full` line is 0 system-wide)."""
     out: dict[bytes, tuple[float | None, int | None]] = {}
     for line in (text or b"").splitlines():
         kind, *pairs = line.split()

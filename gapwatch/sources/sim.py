@@ -519,6 +519,10 @@ class SimProver:
             psi_mem_full_share=None if dt is None else round(share * 0.3, 4),
             major_faults_per_s=None if dt is None else round(max(0.0, 2 + 25 * p + 2 * noise), 1),
             mem_bandwidth_bytes_per_s=round((25 + 150 * p) * 1e9),
+            # The simulated box is short of memory bandwidth, not of cores: its synthesis
+            # threads fit the CPUs, so runnable tasks rarely wait for one (under the hint's 20 %).
+            psi_cpu_some_share=None if dt is None else round(
+                min(1.0, max(0.0, 0.02 + 0.08 * p + 0.01 * noise)), 4),
         )
 
     def _memory(self, p: float, noise: float) -> tuple[float, int]:

@@ -1,4 +1,5 @@
-"""HostPanel: host memory pressure at a glance (memory used, PSI, major faults, bandwidth).
+"""HostPanel: host pressure at a glance (memory used, PSI, major faults, bandwidth, CPU busy and
+waiting).
 
 Who drives it: `GapwatchApp.show(view)`. Pageable host-to-device copies slow down when the host is
 short of memory bandwidth, so this panel sits beside the gap table: a starved gap next to high PSI
@@ -10,6 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from gapwatch.core import fmt
+from gapwatch.core.hints import CPU_PSI_SHARE_PRESSURE
 from gapwatch.ui.fit import pack_phrases
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.text_lines import TextLines
@@ -43,6 +45,7 @@ class HostPanel(TextLines):
         some = host.psi_mem_some_avg10
         faults = host.major_faults_per_s
         bw = host.mem_bandwidth_bytes_per_s
+        cpu_wait = host.psi_cpu_some_share
         # (label, value, highlighted): one phrase each.
         phrases: list[tuple[str, str, bool]] = [
             ("host mem ", f"{fmt.pct(host.mem_used_pct)} used, "
@@ -53,6 +56,9 @@ class HostPanel(TextLines):
             ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
             ("membw ", fmt.rate(bw), False),
             ("cpu ", fmt.pct(host.cpu_busy_pct), False),
+            # Runnable tasks waiting for a CPU (PSI), over the last tick.
+            ("cpu wait ", fmt.frac_pct(cpu_wait), cpu_wait is not None
+             and cpu_wait >= CPU_PSI_SHARE_PRESSURE),
         ]
         width = self.size.width or self.app.size.width
         lines = []

@@ -1,4 +1,4 @@
-"""GPU-Util beside the SMs: what nvidia-smi shows held against what the SMs did, in seconds.
+"""GPU-Util beside busy: what nvidia-smi shows held against the SMs' busy share, in seconds.
 
 The figure (`gapwatch.core.util_figure`) is kept by the chaining meter over each reading's
 interval; the report, the dashboard's one-GPU health line and the snapshot say it.
@@ -37,86 +37,126 @@ def _meter(window_s: float | None = None) -> ChainingMeter:
     return ChainingMeter([GpuInfo(index=0, link_bytes_per_s=63e9)], DetectorConfig(), window_s)
 
 
-def test_idle_sms_under_pinned_copies_are_the_seconds_gpu_util_called_busy() -> None:
+def test_over_the_working_span_gpu_util_shows_the_pinned_copies_as_busy_time() -> None:
     meter = _meter()
-    for i in range(60):  # 6 s of kernels: both say busy
+    for i in range(20):  # 2 s idle before any work: outside the working span
+        meter.add_sample(_sample(i, sm=0.0, util=50.0))
+    for i in range(20, 80):  # 6 s of kernels: both say busy
         meter.add_sample(_sample(i, sm=95.0, util=99.0))
-    for i in range(60, 100):  # 4 s of pinned copies with the SMs idle: GPU-Util 99 %
+    for i in range(80, 120):  # 4 s of pinned copies with the SMs idle: GPU-Util 99 %
         meter.add_sample(_sample(i, sm=0.0, util=99.0, rx=55e9))
+    meter.add_sample(_sample(120, sm=95.0, util=99.0))  # the span's last busy reading
+    for i in range(121, 141):  # 2 s idle after the work: outside it too
+        meter.add_sample(_sample(i, sm=0.0, util=0.0))
     f = meter.util_figure(0)
     assert f is not None and f.window_s is None
-    assert f.read_s == pytest.approx(10.0)
+    assert f.read_s == pytest.approx(10.1)
     assert f.util_share == pytest.approx(0.99)
-    assert f.sm_busy_share == pytest.approx(0.6)
-    assert f.idle_s == pytest.approx(4.0) and f.idle_util_s == pytest.approx(3.96)
-    assert f.hidden_share() == pytest.approx(0.4)
-    assert f.words() == ("GPU-Util (what nvidia-smi shows) 99 % against SMs busy 60 % of "
-                         "10.0 s: it counted 4.0 s of the 4.0 s the SMs sat idle as busy")
+    busy = 6.1 / 10.1  # the report's busy share of the same span
+    assert f.excess_s(busy) == pytest.approx(0.99 * 10.1 - 6.1)
+    assert f.words(busy) == ("GPU-Util (what nvidia-smi shows) 99 % over the same span: 3.9 s "
+                             "more of it busy than the SMs (copies, or kernels on few SMs)")
     assert f.cell() == "GPU-Util 99%"
+
+
+def test_gpu_util_under_the_busy_share_is_no_excess_whatever_its_readings_alignment() -> None:
+    """NVML averages GPU-Util over its own period: an idle reading next to a busy one may read
+    busy (the H200 host-stall run: 1.6 s of such readings), while GPU-Util over the span read
+    less than the SMs. The figure holds averages, not those readings."""
+    meter = _meter()
+    for i in range(100):
+        busy = i % 10 < 5
+        # GPU-Util trails by one reading: each stretch's first idle reading reads busy, its
+        # first busy one idle.
+        util = 99.0 if 1 <= i % 10 <= 5 else 0.0
+        meter.add_sample(_sample(i, sm=95.0 if busy else 0.0, util=util))
+    f = meter.util_figure(0)
+    busy_share = 50 / 95  # the span: the first busy reading to the last (0 to 94)
+    assert f is not None and f.read_s == pytest.approx(9.5)
+    assert f.excess_s(busy_share) == 0.0
+    assert f.words(busy_share).endswith(": no more busy than the SMs")
 
 
 def test_a_reading_without_both_figures_counts_for_nothing_and_none_is_no_figure() -> None:
     meter = _meter()
     for i in range(50):  # GPU-Util missing: nothing to hold the SMs against
-        meter.add_sample(_sample(i, sm=0.0, util=None))
+        meter.add_sample(_sample(i, sm=95.0, util=None))
     for i in range(50, 100):  # SM activity missing (a NaN is no reading either)
         meter.add_sample(_sample(i, sm=float("nan") if i % 2 else None, util=99.0))
     assert meter.util_figure(0) is None
     assert meter.util_figures() == {}
-    meter.add_sample(_sample(100, sm=0.0, util=40.0))  # 0.1 s: under a second is no figure
+    meter.add_sample(_sample(100, sm=95.0, util=40.0))  # 0.1 s: under a second is no figure
+    assert meter.util_figure(0) is None
+
+
+def test_a_gpu_never_busy_has_no_working_span_and_no_figure() -> None:
+    meter = _meter()
+    for i in range(100):
+        meter.add_sample(_sample(i, sm=0.0, util=99.0, rx=55e9))
     assert meter.util_figure(0) is None
 
 
 def test_a_stale_gpm_reading_is_left_out_as_the_detector_leaves_it_out() -> None:
     meter = _meter()
     for i in range(0, 40, 2):
-        meter.add_sample(_sample(i, sm=95.0, util=99.0, source="gpm"))
+        meter.add_sample(_sample(i, sm=95.0, util=50.0, source="gpm"))
         # GPM with nothing new: every metric exactly 0.0 over a short interval. Its GPU-Util
-        # (read apart from GPM) would have counted 2 s of idle SMs as busy.
-        meter.add_sample(_sample(i + 1, sm=0.0, util=99.0, rx=0.0, tx=0.0, source="gpm"))
+        # (read apart from GPM) would have pulled the average up to 75 %.
+        meter.add_sample(_sample(i + 1, sm=0.0, util=100.0, rx=0.0, tx=0.0, source="gpm"))
     f = meter.util_figure(0)
-    assert f is not None and f.idle_util_s == 0.0 and f.sm_busy_share == 1.0
+    assert f is not None and f.util_share == pytest.approx(0.5)
 
 
-def test_the_live_figure_is_over_the_last_minute_only() -> None:
+def test_the_live_figure_is_over_the_detectors_window_in_monotonic_seconds() -> None:
     meter = _meter(window_s=60.0)
-    for i in range(1200):  # two minutes: GPU-Util 99 % with idle SMs, then 10 % with busy SMs
-        early = i < 600
-        meter.add_sample(_sample(i, sm=0.0 if early else 95.0, util=99.0 if early else 10.0))
+    for i in range(1200):  # two minutes: GPU-Util 99 %, then 10 % over the last minute
+        meter.add_sample(_sample(i, sm=95.0, util=99.0 if i < 600 else 10.0))
     f = meter.util_figure(0)
-    assert f is not None and f.window_s == 60.0
-    assert f.read_s <= 60.0 and f.util_share == pytest.approx(0.10)
-    assert f.sm_busy_share == 1.0 and f.idle_util_s == 0.0
+    assert f is not None and f.window_s == DetectorConfig().window_s == 30.0
+    assert 29.0 <= f.read_s <= 30.0 and f.util_share == pytest.approx(0.10)
 
 
-def test_the_report_holds_the_h200s_gpu_util_against_its_sms() -> None:
-    """The shared H200 pageable recording: nvidia-smi's GPU-Util averaged about what the SMs
-    did (pageable copies keep the copy engine busy only ~8-10 % of the time), and counted 1 s
-    of the 23.8 s of idle SMs as busy."""
+def test_a_wall_clock_stepped_back_an_hour_does_not_freeze_the_live_figure() -> None:
+    meter = _meter(window_s=60.0)
+    for i in range(600):
+        meter.add_sample(_sample(i, sm=95.0, util=99.0))
+    for i in range(600, 1200):  # the wall clock steps back an hour; monotonic time goes on
+        s = _sample(i, sm=95.0, util=10.0)
+        meter.add_sample(s.__class__(**{f: getattr(s, f) for f in s.__struct_fields__
+                                       if f != "t_wall_s"}, t_wall_s=s.t_wall_s - 3600.0))
+    f = meter.util_figure(0)
+    assert f is not None and f.util_share == pytest.approx(0.10)
+
+
+def test_the_report_holds_the_h200s_gpu_util_against_its_busy_share() -> None:
+    """The shared H200 pageable recording: nvidia-smi's GPU-Util over the working span read
+    about the SMs' busy share (pageable copies keep the copy engine busy only ~8-10 % of the
+    time: 0.2 s more over 6.1 s of starved gaps). Its gaps hide in nvidia-smi's one-second
+    averages instead."""
     r = build_report(DATA / "pageable.csv", Config())
     f = r.util[0]
-    assert f.util_share == pytest.approx(0.32, abs=0.01)
-    assert f.sm_busy_share == pytest.approx(0.33, abs=0.01)
-    assert f.idle_s == pytest.approx(23.8, abs=0.1) and f.idle_util_s == pytest.approx(1.0, abs=0.1)
-    text = format_text(r)
-    assert ("GPU-Util (what nvidia-smi shows) 32 % against SMs busy 33 % of 35.2 s: it counted "
-            "1.0 s of the 23.8 s the SMs sat idle as busy") in text
+    (t,) = r.totals
+    busy = t.busy_s / t.active_s
+    assert f.util_share == pytest.approx(0.64, abs=0.01) and busy == pytest.approx(0.62, abs=0.01)
+    assert ("busy 62 % of 17.2 s (link 63.0 GB/s); 5 pcie_starved (6.1 s)\n"
+            "         GPU-Util (what nvidia-smi shows) 64 % over the same span: 0.2 s more of it "
+            "busy than the SMs (copies, or kernels on few SMs)") in format_text(r)
     doc = to_json(r)["gpu_util"]["0"]
-    assert doc["gpu_util_share"] == pytest.approx(f.util_share)
-    assert doc["sm_idle_util_busy_s"] == pytest.approx(f.idle_util_s)
-    assert set(doc) == {"read_s", "gpu_util_share", "sm_busy_share", "sm_idle_s",
-                        "sm_idle_util_busy_s", "util_busy_sm_idle_share"}
+    assert doc == {"read_s": f.read_s, "gpu_util_share": f.util_share, "busy_share": busy,
+                   "excess_busy_s": f.excess_s(busy)}
 
 
 def test_the_h200s_transfer_bound_run_reads_busy_on_gpu_util_while_its_sms_sat_idle() -> None:
     """Pinned copies at line rate that the kernels do not overlap (the H200 end-to-end run,
-    recorded live from NVML): nvidia-smi's GPU-Util averaged 86 %, the SMs were busy 22 % of
-    the time, and 27 of their 33 idle seconds read as busy."""
+    recorded live from NVML): GPU-Util over the working span 100 % against busy 22 %, 26.2 s
+    more busy time than the SMs had: its 26.3 s of transfer_bound gaps."""
     r = build_report(DATA / "h200-e2e" / "transfer-bound" / "rec.jsonl.gz", Config())
     f = r.util[0]
-    assert f.util_share == pytest.approx(0.86, abs=0.01)
-    assert f.sm_busy_share == pytest.approx(0.22, abs=0.01)
-    assert f.idle_s == pytest.approx(33.0, abs=0.1) and f.idle_util_s == pytest.approx(27.0, abs=0.1)
+    (t,) = r.totals
+    busy = t.busy_s / t.active_s
+    assert f.util_share == pytest.approx(1.0, abs=0.01) and busy == pytest.approx(0.22, abs=0.01)
+    excess = f.excess_s(busy)
+    assert excess is not None and excess == pytest.approx(26.2, abs=0.1)
 
 
 def _inside_gaps(scenario: str) -> list[GpuSample]:
@@ -141,16 +181,17 @@ def test_the_simulators_gpu_util_reads_busy_under_pinned_copies_with_idle_sms() 
 
 def test_the_live_store_and_summary_md_hold_the_minutes_gpu_util_beside_the_sms(
         tmp_path: Path) -> None:
-    """Pinned copies not overlapped with kernels (`sim:transfer-bound`): GPU-Util reads far
-    above the share of time the SMs were busy, and the snapshot's health table says both."""
+    """Pinned copies not overlapped with kernels (`sim:transfer-bound`): GPU-Util over the
+    detector's window reads far above the busy share of the same window (the header's), and
+    the snapshot's health table says both."""
     config = build_config({"snapshot": {"auto": False}})
     rt = ran_to_end(config, "sim:transfer-bound", 90.0)
     snap = rt.store.snapshot()
     f = snap.util[0]
-    assert f.window_s == 60.0 and 50.0 <= f.read_s <= 60.0
-    assert f.util_share > f.sm_busy_share + 0.2 and f.idle_util_s > 5.0
+    busy = snap.busy_share(0)
+    assert f.window_s == 30.0 and 25.0 <= f.read_s <= 30.0
+    assert busy is not None and f.util_share > busy + 0.2
     folder = write_snapshot(tmp_path, snap, rt.header, config, t_wall_s=snap.states[0].t_wall_s,
                             reason="by hand (key s)")
     summary = (folder / SUMMARY_NAME).read_text()
-    assert (f"| {f.util_share * 100:.0f}% vs SMs busy {f.sm_busy_share * 100:.0f}% |"
-            in summary)
+    assert f"| {f.util_share * 100:.0f}% (busy {busy * 100:.0f}%) |" in summary

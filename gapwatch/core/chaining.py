@@ -28,9 +28,9 @@ latest `window_s`) and the one over the window before it cost a few additions; b
 windows live, every bucket offline (`window_s` None: the report's whole run and its worst
 window).
 
-The same readings, each over the same interval, give GPU-Util beside the SMs
-(`gapwatch.core.util_figure`: how much of what nvidia-smi calls busy was idle SMs), kept apart
-from the copy sums (`ChainingMeter.util_figure`).
+The same readings, each over the same interval, give GPU-Util beside busy
+(`gapwatch.core.util_figure`: what nvidia-smi shows over the stretch the busy share is of), kept
+apart from the copy sums (`ChainingMeter.util_figure`).
 
 Who calls it: the store (`gapwatch.engine.store`, fed every GPU sample and copy; the dashboard's
 header and verdict, `/metrics` and summary.md read its figures from the snapshot) and the
@@ -164,13 +164,18 @@ class _Gpu:
     last_moved: tuple[_Bucket, float, float, float] | None = None
     #: Seconds a byte takes on the link (1 / link_bytes_per_s), kept for the per-sample path.
     per_link_byte_s: float = 0.0
-    #: GPU-Util beside the SMs (`gapwatch.core.util_figure`): by `BUCKET_S` bucket of data time
-    #: where the meter has a window (live), else one sum of the whole run (key 0). Apart from
-    #: `buckets`: those hold copy time only where copies ran.
+    #: GPU-Util beside busy (`gapwatch.core.util_figure`), live: by second of monotonic time
+    #: over the detector's window. Apart from `buckets`: those hold copy time only where copies
+    #: ran.
     util: dict[int, UtilSums] = field(default_factory=dict)
-    #: The bucket readings add to now (`_util_sums`), and its key.
+    #: The newest second in `util`.
     util_k: int = -1
-    util_cur: UtilSums | None = None
+    #: Offline: the whole run's GPU-Util sums, and (seconds read, GPU-Util busy seconds) of
+    #: them before the first busy reading and after the latest one: the working span's are the
+    #: difference.
+    util_total: UtilSums = field(default_factory=UtilSums)
+    util_first: tuple[float, float] | None = None
+    util_last: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         self.per_link_byte_s = 1.0 / self.link_bytes_per_s if self.link_bytes_per_s > 0 else 0.0
@@ -185,6 +190,8 @@ class ChainingMeter:
         self._config = config
         self._lag_s = config.gpm_lag_ms / 1000.0
         self._idle_sm_pct = config.idle_sm_pct
+        #: GPU-Util's live window: the detector's (whole seconds), which the header's busy is of.
+        self._util_window_s = max(1, round(config.window_s))
         self._window_s = window_s
         self._gpus: dict[int, _Gpu] = {}
         for g in gpus:
@@ -221,25 +228,20 @@ class ChainingMeter:
         # Clamped to 0..1 (NaN stays NaN, as min/max would leave it).
         busy = 0.0 if pct < 0.0 else 1.0 if pct > 100.0 else pct / 100.0
         util = s.gpu_util_pct
-        # GPU-Util beside the SMs (`_add_util`, inline on this per-sample path): readings only
-        # (not None, NaN or negative); a stale GPM reading (no new interval: the next one
-        # covers it) is left out, as the detector leaves it out.
-        # (A reading moving data is never stale: that test first, before the call.)
+        # GPU-Util beside busy (`gapwatch.core.util_figure`, inline on this per-sample path):
+        # readings only (not None, NaN or negative); a stale GPM reading (no new interval: the
+        # next one covers it) is left out, as the detector leaves it out. A reading moving
+        # data is never stale: that test first, before the call.
         if util is not None and util >= 0.0 and pct >= 0.0 and (
                 pct != 0.0 or s.pcie_rx_bytes_per_s or s.sm_source not in GPM_LIKE_SOURCES
                 or not is_stale_gpm(pct, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
                                     s.interval_ns)):
-            sums = g.util_cur
-            if sums is None or (self._window_s is not None and int(end // BUCKET_S) != g.util_k):
-                sums = self._util_sums(g, end)
             cover = end - start
             util_s = cover if util >= 100.0 else cover * util / 100.0
-            sums.read_s += cover
-            sums.util_busy_s += util_s
-            if pct >= self._idle_sm_pct:  # busy by the detector's rule (`busy_reading`)
-                sums.sm_busy_s += cover
+            if self._window_s is None:
+                self._util_in_span(g, cover, util_s, pct >= self._idle_sm_pct)
             else:
-                sums.idle_util_s += util_s
+                self._util_in_window(g, s.t_mono_ns // 1_000_000_000, cover, util_s)
         samples = g.samples
         samples.append((start, end, busy))
         horizon = end - KEEP_SAMPLES_S
@@ -256,37 +258,53 @@ class ChainingMeter:
         if g.pending:
             self._place_pending(g, end)
 
-    def _util_sums(self, g: _Gpu, end: float) -> UtilSums:
-        """The GPU-Util sums a reading ending at `end` adds to: the whole run's (no window),
-        else its `BUCKET_S` bucket's (the buckets older than the window let go)."""
-        k = 0 if self._window_s is None else int(end // BUCKET_S)
+    @staticmethod
+    def _util_in_span(g: _Gpu, cover_s: float, util_s: float, busy: bool) -> None:
+        """A reading's GPU-Util into the whole run's sums, and where the working span (first to
+        last busy reading, as the report's busy share) begins and ends in them. Busy by the
+        detector's rule (`readings.busy_reading`): SM activity at or above `idle_sm_pct`."""
+        sums = g.util_total
+        if busy and g.util_first is None:
+            g.util_first = (sums.read_s, sums.util_busy_s)
+        sums.read_s += cover_s
+        sums.util_busy_s += util_s
+        if busy:
+            g.util_last = (sums.read_s, sums.util_busy_s)
+
+    def _util_in_window(self, g: _Gpu, k: int, cover_s: float, util_s: float) -> None:
+        """A reading's GPU-Util into its second `k` of monotonic time (live: the window's
+        seconds are the detector's, and a wall clock stepped back moves none), the seconds
+        older than the window let go."""
         sums = g.util.get(k)
         if sums is None:
             sums = g.util[k] = UtilSums()
-            if self._window_s is not None:
-                oldest = k - int(self._window_s / BUCKET_S)
-                for old in [i for i in g.util if i < oldest]:
+            if k > g.util_k:
+                g.util_k = k
+                oldest = k - self._util_window_s
+                for old in [i for i in g.util if i <= oldest]:
                     del g.util[old]
-        if k >= g.util_k:  # the newest bucket is the one readings add to next
-            g.util_k, g.util_cur = k, sums
-        return sums
+        sums.read_s += cover_s
+        sums.util_busy_s += util_s
 
     def util_figure(self, gpu: int) -> UtilFigure | None:
-        """GPU-Util beside the SMs over the window ending at the GPU's latest sample (the whole
-        run when the meter has no window); None below `util_figure.MIN_READ_S` of readings
-        with both."""
+        """GPU-Util over the detector's chaining window ending at the GPU's latest reading
+        (live), or over the run's working span (no window: the report); None below
+        `util_figure.MIN_READ_S` of readings with both GPU-Util and SM activity."""
         g = self._gpus.get(gpu)
-        if g is None or not g.util:
+        if g is None:
             return None
         if self._window_s is None:
-            return UtilFigure.of(gpu, g.util[0], None)
-        top = int(g.latest_s // BUCKET_S) + 1
-        lo = top - int(self._window_s / BUCKET_S)
-        total = UtilSums()
+            first, last = g.util_first, g.util_last
+            if first is None or last is None:
+                return None  # never busy: no working span to hold it against
+            return UtilFigure.of(gpu, last[0] - first[0], last[1] - first[1], None)
+        lo = g.util_k - self._util_window_s
+        read = util_busy = 0.0
         for k, sums in g.util.items():
-            if lo <= k < top:
-                total = total.plus(sums)
-        return UtilFigure.of(gpu, total, self._window_s)
+            if k > lo:
+                read += sums.read_s
+                util_busy += sums.util_busy_s
+        return UtilFigure.of(gpu, read, util_busy, float(self._util_window_s))
 
     def util_figures(self) -> dict[int, UtilFigure]:
         return {gpu: f for gpu in self._gpus if (f := self.util_figure(gpu)) is not None}

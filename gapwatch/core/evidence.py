@@ -126,9 +126,9 @@ def _slim(ev: LogEvent) -> LogEvent:
 #: A host sample as the evidence keeps it (`host_row`): its wall time, then as a reading or None
 #: each field a gap keeps the maximum of, in this order wherever they are listed (`host_row`,
 #: `GapEvidence.take_host`, `GapEvidence.host_maxima`): mem_used_pct, psi_mem_some_share,
-#: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s, swap_used_bytes,
-#: psi_cpu_some_share. Written out in each, not looped over by name: a getattr per field per
-#: host sample was measurable in long reports.
+#: psi_mem_some_avg10, major_faults_per_s, mem_bandwidth_bytes_per_s, swap_used_bytes (their
+#: maxima), psi_cpu_some_share (its mean). Written out in each, not looped over by name: a
+#: getattr per field per host sample was measurable in long reports.
 HostRow = tuple[float, float | None, float | None, float | None, float | None, float | None,
                 float | None, float | None]
 
@@ -164,7 +164,8 @@ class GapEvidence:
         "major_faults_per_s",
         "mem_bandwidth_bytes_per_s",
         "swap_used_bytes",
-        "psi_cpu_some_share",
+        "cpu_wait_sum",
+        "cpu_wait_n",
         "host_next",
         "events",
         "plain",
@@ -189,7 +190,10 @@ class GapEvidence:
         self.major_faults_per_s: float | None = None
         self.mem_bandwidth_bytes_per_s: float | None = None
         self.swap_used_bytes: float | None = None
-        self.psi_cpu_some_share: float | None = None
+        #: CPU PSI's share per host sample, summed over those with a reading, and how many:
+        #: its mean over the gap, not its largest (one tick's wait is the box's noise).
+        self.cpu_wait_sum = 0.0
+        self.cpu_wait_n = 0
         #: Sequence number of the first host sample not yet taken into the maxima above (see
         #: `EvidenceBuffer.host_evidence`).
         self.host_next = 0
@@ -233,7 +237,10 @@ class GapEvidence:
         self.major_faults_per_s = _max_reading(self.major_faults_per_s, faults)
         self.mem_bandwidth_bytes_per_s = _max_reading(self.mem_bandwidth_bytes_per_s, bandwidth)
         self.swap_used_bytes = _max_reading(self.swap_used_bytes, swap)
-        self.psi_cpu_some_share = _max_reading(self.psi_cpu_some_share, cpu)
+        for v in cpu:
+            if v is not None:
+                self.cpu_wait_sum += v
+                self.cpu_wait_n += 1
 
     def add_event(self, ev: LogEvent) -> None:
         events = self.events
@@ -299,7 +306,8 @@ class GapEvidence:
         first)."""
         return HostEvidence(self.mem_used_pct, self.psi_some_share, self.psi_some_avg10,
                             self.major_faults_per_s, self.mem_bandwidth_bytes_per_s,
-                            self.swap_used_bytes, self.psi_cpu_some_share)
+                            self.swap_used_bytes,
+                            self.cpu_wait_sum / self.cpu_wait_n if self.cpu_wait_n else None)
 
     def event_list(self) -> list[EventEvidence]:
         """The events to publish: every warning first, then the latest others, and the gap's

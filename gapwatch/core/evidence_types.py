@@ -42,9 +42,10 @@ class HostEvidence(Struct, frozen=True, gc=False):
     #: major faults apart: file pages read from disk, not pages swapped back in. UNSET in
     #: a gap line of an older recording (it reads back as it was written).
     swap_used_bytes_max: float | None | UnsetType = UNSET
-    #: Runnable tasks waiting for a CPU (PSI), the largest share of an interval. UNSET in a gap
-    #: line of an older recording.
-    psi_cpu_some_share_max: float | None | UnsetType = UNSET
+    #: Runnable tasks waiting for a CPU (PSI): the mean over the gap's host samples of the
+    #: share of each interval (not the largest: it is bursty, 0.4-0.75 a tick on a loaded VM).
+    #: UNSET in a gap line of an older recording.
+    psi_cpu_some_share_mean: float | None | UnsetType = UNSET
 
 
 class EventEvidence(Struct, frozen=True, gc=False):

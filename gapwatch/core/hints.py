@@ -56,9 +56,9 @@ PSI_SHARE_PRESSURE: Final = 0.10
 PSI_AVG10_PRESSURE: Final = 10.0
 MEM_USED_PRESSURE_PCT: Final = 90.0
 MAJOR_FAULTS_PRESSURE_PER_S: Final = 100.0
-#: CPU PSI "some" share above which the hint says runnable tasks waited for a CPU: higher than
-#: memory's, a loaded box's runnable threads wait a little most of the time (this 2-core VM
-#: under a test run: 0.4-0.6); a fifth of the gap is the host's cores oversubscribed.
+#: CPU PSI "some" share, its mean over the gap, above which the hint says runnable tasks waited
+#: for a CPU: a loaded box's runnable threads wait a little most of the time, in bursts (this
+#: 2-core VM under a test run: 0.4-0.75 a tick); a fifth of the gap is cores oversubscribed.
 CPU_PSI_SHARE_PRESSURE: Final = 0.20
 #: Between two phrases of a hint (the dashboard cuts a hint only here when a pane is short).
 HINT_SEP: Final = "; "
@@ -171,7 +171,7 @@ def host_pressure(host: HostEvidence) -> str:
     bw = known(host.mem_bandwidth_bytes_per_s_max)
     if bits and bw is not None:
         bits.append(f"host memory bandwidth {fmt.rate(bw)}")
-    cpu = known(host.psi_cpu_some_share_max)
+    cpu = known(host.psi_cpu_some_share_mean)
     if cpu is not None and cpu >= CPU_PSI_SHARE_PRESSURE:
         bits.append(f"runnable tasks waited for a CPU {cpu * 100:.0f} % of the time (PSI)")
     return ", ".join(bits)

@@ -92,8 +92,8 @@ class StoreSnapshot:
     #: The chaining figure per GPU over the last minute (`gapwatch.core.chaining`); absent
     #: before any copy time was seen.
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
-    #: GPU-Util beside the SMs per GPU over the same minute (`gapwatch.core.util_figure`);
-    #: absent where no reading had both.
+    #: GPU-Util per GPU over the detector's chaining window, the window `busy_share` is of
+    #: (`gapwatch.core.util_figure`); absent below a second of readings with it and SM activity.
     util: dict[int, UtilFigure] = field(default_factory=dict)
     #: The prover's latest events (PoSt proofs, restarts, errors, lost GPU jobs), oldest first.
     prover_events: tuple[ProverEvent, ...] = ()

@@ -128,7 +128,7 @@ class Detected:
     #: The chaining figure per GPU over the whole run, and its worst minute (start, share).
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: GPU-Util beside the SMs per GPU over the whole run (`gapwatch.core.util_figure`).
+    #: GPU-Util over the working span per GPU (`gapwatch.core.util_figure`).
     util: dict[int, UtilFigure] = field(default_factory=dict)
     #: What the prover's watcher said (PoSt proofs, restarts, errors, lost GPU jobs), in order:
     #: every one counted, the first `MAX_KEPT` of each kind kept.

@@ -181,7 +181,7 @@ class ReportData:
     hw_errors: dict[str, int] = field(default_factory=dict)
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: GPU-Util beside the SMs per GPU (`gapwatch.core.util_figure`).
+    #: GPU-Util over the working span per GPU (`gapwatch.core.util_figure`).
     util: dict[int, UtilFigure] = field(default_factory=dict)
     #: Closed gaps by (GPU, kind): count and idle seconds, as the ledger counted them (the one
     #: count every output says: `GapLedger.tally`).
@@ -915,7 +915,9 @@ def to_json(r: ReportData, *, gaps: bool = True) -> dict[str, Any]:
                                          "share": r.chaining_worst[gpu][1]})}
             for gpu, f in sorted(r.chaining.items())
         },
-        "gpu_util": {str(gpu): f.json() for gpu, f in sorted(r.util.items())},
+        # GPU-Util over the working span, beside the busy share of the same span.
+        "gpu_util": {str(t.gpu): r.util[t.gpu].json(busy_fraction(t))
+                     for t in r.totals if t.gpu in r.util},
         "health": {
             str(gpu): {"readings": h.readings, "max_temperature_c": h.max_temperature_c,
                        "max_power_w": h.max_power_w, "power_limit_w": h.power_limit_w,

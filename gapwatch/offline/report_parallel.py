@@ -243,7 +243,7 @@ class _Part:
     hw_errors: dict[str, int] = field(default_factory=dict)
     chaining: dict[int, ChainingFigure] = field(default_factory=dict)
     chaining_worst: dict[int, tuple[float, float]] = field(default_factory=dict)
-    #: GPU-Util beside the SMs of the worker's own GPUs.
+    #: GPU-Util over the working span of the worker's own GPUs.
     util: dict[int, UtilFigure] = field(default_factory=dict)
     #: What the worker's prover could not learn (`Prover.lacks`).
     prover_lacks: list[str] = field(default_factory=list)

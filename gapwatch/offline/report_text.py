@@ -158,7 +158,7 @@ def _gpu_lines(r: ReportData) -> list[str]:
             out.append(f"         {tail}")
         util = r.util.get(t.gpu)
         if util is not None:  # what the operator's other tools showed beside it
-            out.append(f"         {util.words()}")
+            out.append(f"         {util.words(busy_fraction(t))}")
     return out
 
 

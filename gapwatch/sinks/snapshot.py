@@ -344,8 +344,8 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
     out = ["", "## Chaining and health", "",
            "Chaining: share of host-to-device copy time over the last minute that ran while the "
            "SMs were busy (copies overlapped with kernels); high while the pipeline chains. "
-           "GPU-Util: what nvidia-smi shows over the same minute (any kernel or copy running), "
-           "beside the share of it the SMs were busy.", ""]
+           "GPU-Util: what nvidia-smi shows over the chaining window (any kernel or copy "
+           "running), beside the busy share of the same window.", ""]
     rows = []
     for info in snap.gpus:
         f = snap.chaining.get(info.index)
@@ -354,10 +354,10 @@ def _health_section(snap: StoreSnapshot) -> list[str]:
         health = " ".join([*snap.lasting_states(info.index),
                            *health_cells(snap.health.get(info.index))])
         u = snap.util.get(info.index)
-        util = "-" if u is None else (f"{u.util_share * 100:.0f}% vs SMs busy "
-                                      f"{u.sm_busy_share * 100:.0f}%")
+        util = "-" if u is None else (f"{u.util_share * 100:.0f}% (busy "
+                                      f"{fmt.frac_pct(snap.busy_share(info.index))})")
         rows.append([f"GPU{info.index}", chain, util, health])
-    out += _table(["GPU", "chaining", "GPU-Util (nvidia-smi) vs SMs",
+    out += _table(["GPU", "chaining", "GPU-Util (nvidia-smi)",
                    "health (memory, temperature, power of limit, throttle)"], rows)
     if snap.hw_events or snap.gpu_errors:
         out += ["", "GPU errors (NVML), every one the session kept, from before this span too:",

@@ -42,7 +42,7 @@ MAX_LOG_LINES = 40
 _HOST_WORDS = {
     "mem_used_pct_max": ("host memory used, max", "{:.0f} %"),
     "psi_mem_some_share_max": ("tasks stalled on memory (PSI), max", "share"),
-    "psi_cpu_some_share_max": ("tasks waiting for a CPU (PSI), max", "share"),
+    "psi_cpu_some_share_mean": ("tasks waiting for a CPU (PSI), mean", "share"),
     "psi_mem_some_avg10_max": ("PSI some avg10, max", "{:.1f} %"),
     "major_faults_per_s_max": ("major page faults, max", "{:.0f}/s"),
     "mem_bandwidth_bytes_per_s_max": ("host memory bandwidth, max", "rate"),

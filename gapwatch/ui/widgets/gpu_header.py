@@ -298,7 +298,8 @@ class GpuHeader(TextLines):
 
     def _health_words(self, view: View, gpu: int, width: int) -> Text:
         """`health 60G/141G · 52°C · 450/700W · power cap · chaining 92 % (copy trace) ·
-        GPU-Util 97%` (nvidia-smi's figure over the same minute, `core.util_figure`)."""
+        GPU-Util 97%` (nvidia-smi's figure over the chaining window, which the line above's
+        busy share is of: `core.util_figure`)."""
         style = self.component_style
         line = Text(no_wrap=True, overflow="ellipsis")
         if gpu in view.snap.lost_gpus():

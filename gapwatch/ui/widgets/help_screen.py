@@ -63,9 +63,9 @@ health (header; one GPU: in words, several: a cell per GPU)
              SM activity. Falling (93 % -> 41 %) is chaining breaking
              before gaps pile up; - (or "no copies to speak of"):
              under 0.1 s of copies, no share said
-  GPU-Util   (one GPU) what nvidia-smi shows over the same minute: the
-             time any kernel or copy ran, so pinned copies with idle
-             SMs read as busy; held against busy % in the line above
+  GPU-Util   (one GPU) what nvidia-smi shows over the window busy % is
+             of: the time any kernel or copy ran, so pinned copies
+             with idle SMs read as busy; hold it against busy %
 
 states
   CHAINED    the two workers keep the GPU busy

@@ -68,6 +68,8 @@ KEEP_SAMPLES_S: Final = 30.0
 FIRST_COVER_NS: Final = round(MAX_PERIOD_MS * 1_000_000)
 #: Copies waiting for the samples that cover them, at most (per GPU).
 MAX_PENDING: Final = 4096
+#: Readings' intervals kept per GPU to learn the expected one (GPU-Util's hole rule).
+_COVERS_KEPT: Final = 8
 #: A drop from the window before to this one of at least this much is said as "a -> b".
 DROP_SAID: Final = 0.15
 
@@ -170,6 +172,11 @@ class _Gpu:
     util: dict[int, UtilSums] = field(default_factory=dict)
     #: The newest second in `util`.
     util_k: int = -1
+    #: The latest readings' intervals (a ring of `_COVERS_KEPT`), how many were kept, and
+    #: their median once five came: the expected one, by which a reading spans a hole.
+    util_covers: list[float] = field(default_factory=lambda: [0.0] * _COVERS_KEPT)
+    util_n: int = 0
+    util_expected: float | None = None
     #: Offline: the whole run's GPU-Util sums, and (seconds read, GPU-Util busy seconds) of
     #: them before the first busy reading and after the latest one: the working span's are the
     #: difference.
@@ -191,7 +198,8 @@ class ChainingMeter:
         self._lag_s = config.gpm_lag_ms / 1000.0
         self._idle_sm_pct = config.idle_sm_pct
         #: GPU-Util's live window: the detector's (whole seconds), which the header's busy is of.
-        self._util_window_s = max(1, round(config.window_s))
+        self._util_window_s = config.window_seconds
+        self._nodata = config.nodata_after_periods
         self._window_s = window_s
         self._gpus: dict[int, _Gpu] = {}
         for g in gpus:
@@ -237,6 +245,17 @@ class ChainingMeter:
                 or not is_stale_gpm(pct, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
                                     s.interval_ns)):
             cover = end - start
+            # A reading after a hole (a spacing above `nodata_after_periods` x the expected
+            # one) covers one expected period, as the detector counts it (`_hole`): GPU-Util is
+            # NVML's average over its own short period, never over a 30 s stall.
+            n = g.util_n
+            g.util_covers[n % _COVERS_KEPT] = cover
+            g.util_n = n = n + 1
+            if n >= 5 and (n <= _COVERS_KEPT or n % 16 == 0):
+                g.util_expected = _median(g.util_covers[:n])
+            expected = g.util_expected
+            if expected is not None and cover > self._nodata * expected:
+                cover = expected
             util_s = cover if util >= 100.0 else cover * util / 100.0
             if self._window_s is None:
                 self._util_in_span(g, cover, util_s, pct >= self._idle_sm_pct)
@@ -473,3 +492,11 @@ def _window_starts(keys: list[int], n: int) -> Iterator[tuple[int, int]]:
             continue
         yield k, j
         k += 1
+
+
+def _median(values: list[float]) -> float:
+    """The median of a few intervals (called every 16 readings): one late tick teaches
+    nothing."""
+    sv = sorted(values)
+    h = len(sv) // 2
+    return sv[h] if len(sv) % 2 else (sv[h - 1] + sv[h]) / 2

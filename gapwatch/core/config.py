@@ -7,6 +7,7 @@ TOML file, which this section is part of, `[detector]`) and the prover packages'
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -78,6 +79,13 @@ class DetectorConfig(Section):
     #: Prover events this long before a gap's start are attached to it as evidence.
     #: At most an hour: live, the prover's events are held this long for gaps yet to open.
     evidence_before_s: float = Field(2.0, ge=0, le=3600)
+
+    @property
+    def window_seconds(self) -> int:
+        """The chaining window in whole seconds, as its per-second buckets hold it: the
+        detector's busy share and the live GPU-Util beside it (`core.chaining`) are both over
+        these seconds."""
+        return max(1, math.ceil(self.window_s))
 
     def link_or_default(self, link_bytes_per_s: float | None) -> float:
         """The link capacity rates are judged against: the GPU's own (from its max generation

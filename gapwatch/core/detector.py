@@ -31,7 +31,6 @@ See docs/detection.md for the definitions, defaults and the state rules.
 
 from __future__ import annotations
 
-import math
 from bisect import insort
 from collections.abc import Callable, Iterable
 from typing import Final
@@ -150,7 +149,7 @@ class GapDetector:
         self._thr_util = config.idle_util_pct
         self._min_gap_ns = int(config.min_gap_ms * 1e6)
         self._window_ns = int(config.window_s * _NS)
-        self._n_buckets = max(1, math.ceil(config.window_s))
+        self._n_buckets = config.window_seconds
         self._nodata = config.nodata_after_periods
         self._period_floor_ns = int(period_s * _NS) if period_s else 0
         self._host_lost_ns = max(HOST_CLOCK_LOST_NS, 4 * self._period_floor_ns)

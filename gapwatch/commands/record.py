@@ -33,7 +33,7 @@ from gapwatch.engine.console import say
 from gapwatch.engine.events import event_hook_for
 from gapwatch.engine.runtime import STARTUP_ERRORS, Runtime, build_runtime
 from gapwatch.engine.sampler import LatenessStats
-from gapwatch.engine.stop_signals import StopSignals
+from gapwatch.engine.stop_signals import POLL_S, StopSignals
 from gapwatch.engine.summary import gap_counts_text, links_down_text, procmem_counts_text
 
 
@@ -91,10 +91,11 @@ def run(args: argparse.Namespace, config: Config) -> int:
         deadline = (time.monotonic() + args.duration
                     if args.duration is not None and rt.replay is not None else None)
         try:
-            while not stop.requested() and not rt.done.is_set():
+            # Waited on `done`, not slept between looks at it: the command ends as its data
+            # does (it slept on up to 0.2 s after it); a stop signal is seen within `POLL_S`.
+            while not stop.requested() and not rt.done.wait(POLL_S):
                 if deadline is not None and time.monotonic() >= deadline:
                     break
-                stop.wait(0.2)
         finally:
             rt.stop()
             if hook is not None:

@@ -368,6 +368,42 @@ def test_a_recording_fifo_nobody_writes_to_is_given_up_not_a_hang(
     assert "a FIFO that said nothing for 0.3 s" in capsys.readouterr().err
 
 
+def test_a_silent_fifos_wait_ends_at_its_bound_not_at_the_next_quarter_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The wait for a FIFO's writer is sliced at 250 ms (a stop signal's handler runs between
+    slices), each slice cut to what is left of the bound: it polled a whole slice whatever
+    was left, so a bound of 50 ms waited 250 (a config's, a recording's or a log's bound
+    below a slice, and every bound's last slice, overran)."""
+    import select
+
+    from gapwatch.base import input_files
+
+    asked_ms: list[int] = []
+    real_poll = select.poll
+
+    class Poller:
+        def __init__(self) -> None:
+            self._poller = real_poll()
+
+        def register(self, fd: int, events: int) -> None:
+            self._poller.register(fd, events)
+
+        def poll(self, timeout_ms: int) -> list[tuple[int, int]]:
+            asked_ms.append(timeout_ms)
+            return self._poller.poll(timeout_ms)
+
+    monkeypatch.setattr(select, "poll", Poller)
+    fifo = tmp_path / "silent.fifo"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert not input_files.fifo_heard(fd, 0.05)
+    finally:
+        os.close(fd)
+    assert asked_ms and max(asked_ms) <= 50, asked_ms
+
+
 def test_a_recording_fifo_with_a_writer_is_opened_once_and_exported_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -11,6 +11,7 @@ socket. These are refused, or waited for within a bound, before a byte is read.
 from __future__ import annotations
 
 import io
+import math
 import os
 import select
 import stat
@@ -29,6 +30,8 @@ _KINDS: tuple[tuple[Callable[[int], bool], str], ...] = (
 #: offline log) may wait for its writer's first bytes: one nobody writes to blocked `open()`
 #: for ever. The readers name it in their own modules (`sources.recording`, `logs.files`).
 FIFO_FIRST_BYTES_S = 10.0
+#: The longest slice of that wait (`fifo_heard`): a stop signal's handler runs between them.
+_SLICE_MS = 250
 
 #: Linux's limits on a path (PATH_MAX, counting the NUL) and on one name in it (NAME_MAX: 255
 #: bytes on ext4, xfs, btrfs, tmpfs). A path beyond them can never be opened, and pathlib's
@@ -48,12 +51,14 @@ def fifo_heard(fd: int, within_s: float) -> bool:
     """Whether the FIFO open non-blocking on `fd` has bytes to read, or had a writer who left
     (its end), within `within_s` seconds. A non-blocking read says b"" both at the writer's end
     and while no writer ever came; poll tells them apart (POLLHUP only once one came and went).
-    Waits in slices of 250 ms, so that a stop signal's handler runs in time."""
+    Waits in slices of at most `_SLICE_MS`, so that a stop signal's handler runs in time, each
+    cut to what is left of `within_s` (a whole slice overran a shorter bound)."""
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP)
     deadline_s = time.monotonic() + within_s
     while True:
-        if poller.poll(250):
+        left_ms = math.ceil((deadline_s - time.monotonic()) * 1000)
+        if poller.poll(max(0, min(_SLICE_MS, left_ms))):
             return True
         if time.monotonic() >= deadline_s:
             return False

@@ -816,20 +816,28 @@ def test_a_window_of_a_recording_with_its_log_inside_keeps_the_daemons_startup_l
     assert part.settings.values.get("[pipeline] enabled") == "true"
 
 
+@pytest.fixture(scope="module")
+def short_sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """4 simulated GPUs for 90 s and the prover's log (test_report_parallel's and
+    test_offline_logs' too: made once a run)."""
+    return sim_with_log_once(tmp_path_factory, seed=5, duration_s=90.0, gpus=4)
+
+
 def test_lines_that_only_mention_the_daemons_start_cost_one_line_each_not_a_mb(
-    sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
+    short_sim_with_log: tuple[Path, Path], tmp_path: Path, small_steps: None,
     monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The byte search back for the daemon's start finds its words in any line (`not starting
     cuzk engine yet`): each such line had a MB of lines decoded around it (3,000 of them:
-    50 s). Only the real start's lines are read around."""
+    50 s). Only the real start's lines are read around. (90 s of log, not the 4 minutes:
+    ~500 such lines before the window, where one more read around fails.)"""
     from parsed_logs import parse_log_files
 
     from gapwatch.logs.files import merge_by_time
     from gapwatch.sinks.recorder import write_recording
     from gapwatch.sources.files import read_any
 
-    path, log = sim_with_log
+    path, log = short_sim_with_log
     lines = log.read_text().splitlines(keepends=True)
     started = next(i for i, line in enumerate(lines) if "starting cuzk engine" in line)
     noisy = tmp_path / "noisy.log"
@@ -852,10 +860,10 @@ def test_lines_that_only_mention_the_daemons_start_cost_one_line_each_not_a_mb(
         return lines_around(file, at)
 
     monkeypatch.setattr(startup_lines, "_lines_around", counted)
-    w = _window(logged, "+200s", "+230s")
+    w = _window(logged, "+70s", "+85s")
     assert w.since_s is not None
     startup = startup_lines.recorded_startup(logged, w.since_s)
-    assert sum("not starting" in e.name for e in events) > 50
+    assert sum("not starting" in e.name and e.t_wall_s < w.since_s for e in events) > 50
     assert [e.name for e in startup][:4] == STARTUP_BEFORE_ENGINE
     assert len(read_around) == 1
 

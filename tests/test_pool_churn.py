@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from msgspec.structs import replace
 from parsed_logs import offline_events, offline_facts, starved_gap
 
 from gapwatch.core.models import LogEvent, ProverEvent
@@ -166,15 +167,18 @@ def test_a_million_churn_lines_hold_bounded_memory() -> None:
     churn = PoolChurn()
     said = 0
     base = "2026-05-12T21:00:00.000000Z  INFO cuzk_core::pinned_pool: "
+    # Each line is its kind's event at its own time (`replace`: 0.3 CPU-s for the million,
+    # against 0.7 to build each anew; the rule reads its fields, never changes them).
+    lines = [(LogEvent(t_wall_s=0.0, time_source="line", kind="tracing", name=name,
+                       raw=base + name, level="INFO",
+                       fields={"target": "cuzk_core::pinned_pool", "freed_gib": 3.88}), dt)
+             for name, dt in ((POOL_FREED, 0.0), (POOL_ALLOCATED_MESSAGE, 1.0))]
     t = 1_778_619_600.0
     for i in range(500_000):
         # 4 cycles 10 s apart, then a quiet window: a new span each time.
         t += 10.0 if i % 4 else CHURN_WINDOW_S + 1
-        for name, dt in ((POOL_FREED, 0.0), (POOL_ALLOCATED_MESSAGE, 1.0)):
-            ev = LogEvent(t_wall_s=t + dt, time_source="line", kind="tracing", name=name,
-                          raw=base + name, level="INFO",
-                          fields={"target": "cuzk_core::pinned_pool", "freed_gib": 3.88})
-            said += churn.feed(ev) is not None
+        for line, dt in lines:
+            said += churn.feed(replace(line, t_wall_s=t + dt)) is not None
     assert churn.cycles == 500_000 and said == 125_000
     assert len(churn.spans) == MAX_SPANS
     assert len(churn._recent) <= 3  # noqa: SLF001 - the bound is the point

@@ -14,7 +14,7 @@ from types import ModuleType
 
 import msgspec
 import pytest
-from shared_files import write_sim_with_log
+from shared_files import sim_with_log_once
 
 from evaluation.simulate import simulate
 from gapwatch.cli import main
@@ -292,8 +292,9 @@ def test_a_set_s_span_ends_at_its_latest_segment(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def sim_with_log(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    return write_sim_with_log(tmp_path_factory.mktemp("progress"), seed=5, duration_s=60.0,
-                              gpus=3)
+    """A minute of 3 simulated GPUs and the prover's log, made once a run (as a module
+    fixture, again in each worker that drew one of these tests): read only."""
+    return sim_with_log_once(tmp_path_factory, seed=5, duration_s=60.0, gpus=3)
 
 
 @pytest.mark.usefixtures("no_stray_threads")  # forking beside a thread may hang the child

@@ -418,8 +418,10 @@ async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(
     from gapwatch.ui.messages import NoticeRaised
 
     # Long enough that the third toast is still up when looked at on a loaded box (at 0.5 s
-    # it had timed out there once, the clean clone beside a reviewer); short enough to wait.
-    monkeypatch.setattr(app_module, "TOAST_S", 2.0)
+    # it had timed out there once, the clean clone beside a reviewer): each then times out
+    # when the test says, its timer's own callback (`Toast._expire`) run in turn, oldest
+    # first, as their timers would (waiting 2 s of real timeouts cost each case its wall).
+    monkeypatch.setattr(app_module, "TOAST_S", 60.0)
     rt = FakeRuntime(make_config(tmp_path))
     fill_breakdown(rt.store)
     app = GapwatchApp(rt, wall_clock=fixed_wall)
@@ -436,8 +438,10 @@ async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(
             await pilot.pause()
         assert "notice 2" in terminal.text()
         assert app.screen is screen and len(app.screen_stack) == 1 + len(keys)
-        while app.screen.query(Toast):
-            await pilot.pause(0.1)
+        for toast in list(app.screen.query(Toast)):
+            toast._expire()
+            await pilot.pause()
+        assert not app.screen.query(Toast)
         await pilot.pause()
         sent, full = terminal.text(), screen_text(app)
     assert "xxxxxxxx" not in sent

@@ -9,6 +9,7 @@ commands it does not reach."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import importlib
 import json
 import os
@@ -454,30 +455,41 @@ def test_a_storm_of_stop_signals_stops_a_report_and_its_forked_workers(
     assert not [w for w in workers if process_running(w)]  # none left behind, reading on
 
 
+#: What the pipe into `head -c 100` below holds: one page (`F_SETPIPE_SZ`), not Linux's 64 KiB.
+#: The output must be more than the pipe holds, or the process could write it whole before the
+#: reader left, and exit without meeting the closed pipe: a page lets the small recording's
+#: outputs be that (its CSV ~60 KB, report ~25 KB), where 64 KiB needed the long recording's
+#: (its report ~1 CPU-s of reading before the first byte).
+PIPE_BYTES = 4096
+
+
 @pytest.mark.parametrize("command", [
-    # The small recording's Perfetto trace is ~270 KB (the long one's took ~3 CPU-s to build
-    # before its first byte); its CSV (~60 KB) and report (~25 KB) would fit in a pipe.
     ["export", "SMALL", "--format", "perfetto", "--out", "-"],
-    ["export", "RECORDING", "--format", "csv", "--out", "-"],
-    ["report", "--json", "RECORDING"],
+    ["export", "SMALL", "--format", "csv", "--out", "-"],
+    ["report", "--json", "SMALL"],
     ["parse", "--json", "LOG"],
 ], ids=["export-perfetto", "export-csv", "report-json", "parse-json"])
 def test_an_output_piped_into_head_c_100_stops_quietly_as_report_does(
-        tmp_path: Path, request: pytest.FixtureRequest, command: list[str]) -> None:
+        tmp_path: Path, small_recording: Path, command: list[str]) -> None:
     """`export --out - | head -c 100` exited 2 with "gapwatch export: stdout: Broken pipe"
     where `report | head` stops quietly: one rule for every command now
-    (`cli.output_failure`). Each output is far more than a pipe holds (64 KiB)."""
+    (`cli.output_failure`). Each output is far more than the pipe holds (`PIPE_BYTES`)."""
     log = tmp_path / "big.log"
-    log.write_bytes((HOSTILE / "c1-bidi.log").read_bytes() * 3000)
-    given = {"LOG": log}  # each recording made (once a run) only where a case reads it
-    given |= {name: request.getfixturevalue(fixture) for name, fixture in
-              (("RECORDING", "long_recording"), ("SMALL", "small_recording")) if name in command}
+    log.write_bytes((HOSTILE / "c1-bidi.log").read_bytes() * 100)  # ~23 KB, its JSON more
+    given = {"LOG": log, "SMALL": small_recording}
     argv = [str(given.get(a, a)) for a in command]
-    proc = subprocess.Popen(gapwatch_argv(*argv), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, cwd=ROOT)
-    assert proc.stdout is not None and proc.stderr is not None
-    proc.stdout.read(100)
-    proc.stdout.close()  # as `head -c 100` does
+    read_end, write_end = os.pipe()
+    fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    assert fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    try:
+        proc = subprocess.Popen(gapwatch_argv(*argv), stdout=write_end,
+                                stderr=subprocess.PIPE, cwd=ROOT)
+    finally:
+        os.close(write_end)  # the process's copy is the pipe's only writer
+    assert proc.stderr is not None
+    with open(read_end, "rb") as stdout:
+        assert len(stdout.read(100)) == 100
+    # Closed (as `head -c 100` does): what the process writes next meets a closed pipe.
     err = proc.stderr.read().decode()
     assert proc.wait(120) == 0, err
     assert "Broken pipe" not in err and "Traceback" not in err and "Exception" not in err, err

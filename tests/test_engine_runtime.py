@@ -49,7 +49,9 @@ def test_sim_at_speed_0_records_and_replay_finds_the_same_gaps(tmp_path: Path) -
 
 
 def test_demo_log_reaches_the_session_through_the_real_tailer() -> None:
-    rt = build_runtime(Config(), "sim:chained", speed=20, duration_s=30)
+    # 10 s of the simulator at 20x: its log's lines from the first second, ~100 ticks (30 s
+    # only made the test wait a second more for the same lines).
+    rt = build_runtime(Config(), "sim:chained", speed=20, duration_s=10)
     assert rt.sim_log_path is not None and rt.followers
     rt.start()
     try:

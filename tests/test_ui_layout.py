@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import msgspec
+from textual.pilot import Pilot
 from ui_fakes import (
     LINK,
     FakeRuntime,
@@ -24,6 +25,7 @@ from gapwatch.config import Config
 from gapwatch.ui.app import GapwatchApp
 from gapwatch.ui.series import last_column_rates, rx_cells
 from gapwatch.ui.view import View, newest_time_ns
+from gapwatch.ui.widgets.detail_chart import DetailChart
 from gapwatch.ui.widgets.gpu_header import chart_columns, full_fields, header_lines
 
 #: As long as `sim:transfer-bound`'s hints (seven lines at 80 columns with the verdict).
@@ -113,6 +115,20 @@ def test_the_headers_rx_is_the_charts_last_column_not_the_latest_reading(
     assert "RX 40.0 GB/s  63%" in shown
 
 
+async def _detail_drawn_for_its_size(app: GapwatchApp, pilot: Pilot[int]) -> None:
+    """Wait (5 s at most) until the detail chart has been built for its size now. It is
+    rebuilt at most once per `ui.detail_redraw_s`, by design: the runtime's config sets that
+    at its least (0.2 s), and this polls instead of sleeping past it (a sleep of the period
+    and a little more waited 1.2 s a case, and could come short on a loaded box)."""
+    detail = app.query_one(DetailChart)
+    for _ in range(100):
+        drawn = detail._drawn_key
+        if detail._pending is None and drawn is not None \
+                and drawn[3:] == (detail.size.width, detail.size.height):
+            return
+        await pilot.pause(0.05)
+
+
 async def _screen_after_resize(rt: FakeRuntime, first: tuple[int, int],
                                final: tuple[int, int], keys: tuple[str, ...] = ()) -> str:
     app = GapwatchApp(rt, wall_clock=fixed_wall)
@@ -122,9 +138,8 @@ async def _screen_after_resize(rt: FakeRuntime, first: tuple[int, int],
             await pilot.press(key)
         await pilot.pause()
         await pilot.resize_terminal(*final)
-        # The detail chart is redrawn at most once per `ui.detail_redraw_s`, by design (the
-        # runtime's config sets its least, 0.2 s: the default second only made this wait).
-        await pilot.pause(0.3 if "d" in keys else 0.0)
+        if "d" in keys:
+            await _detail_drawn_for_its_size(app, pilot)
         await pilot.pause()
         return screen_text(app)
 

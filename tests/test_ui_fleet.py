@@ -353,7 +353,7 @@ async def test_at_80x24_each_box_says_its_one_thing_and_keeps_its_name_scrolled_
             before = screen_text(app).splitlines()
             # Forty columns sideways: thirty-nine at once (each `right` is an animated scroll of
             # a column, ~90 ms of waiting), the last one the key.
-            table.scroll_to(x=39, animate=False)
+            table.scroll_to(x=39, animate=False, immediate=True)
             await pilot.press("right")
             assert table.scroll_x == 40
             await pilot.pause(0.1)

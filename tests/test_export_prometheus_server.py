@@ -191,7 +191,6 @@ def test_prometheus_scrapes_the_breakdown_and_the_gap_counters(prom: PromServer,
         handle.stop()
 
 
-@pytest.mark.slow
 def _with_busy_tail(trace: Path, out: Path, seconds: float) -> Path:
     """`trace` with `seconds` of a busy GPU after its last row: its last gap closes, then the
     replay goes on long enough for many scrapes to see it (it ended ~0.6 s after the last gap
@@ -204,6 +203,7 @@ def _with_busy_tail(trace: Path, out: Path, seconds: float) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_prometheus_scrapes_gapwatch_record_replaying_the_trace(prom: PromServer,
                                                                 ports: Ports,
                                                                 tmp_path: Path) -> None:

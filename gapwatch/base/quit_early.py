@@ -59,6 +59,9 @@ class _Pending:
     #: raised there (an exception raised in the hook is printed and lost, the command ran on).
     in_hook = False
     resend = False
+    #: How many times `_stop` has run: `_send_again` waits for it to move after each signal
+    #: it sends, so that it judges `resend` after the handler ran, not before.
+    handled = 0
 
 
 #: A stop signal this long after the first raises again (code that caught the first and went on
@@ -67,6 +70,7 @@ _AGAIN_AFTER_S = 2.0
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
+    _Pending.handled += 1
     if _Pending.in_hook:
         _Pending.resend = True  # `_send_again` sends it once the hook is over
         return
@@ -97,24 +101,32 @@ def _unraisable(args: sys.UnraisableHookArgs) -> None:
         _Pending.in_hook = False
 
 
-#: How often, and for how long at most, `_send_again` sends a deferred stop signal again.
+#: How often `_send_again` looks, how many signals it sends at most, and how many looks it
+#: waits for the main thread to run the handler of each (10 s: a loaded box).
 _AGAIN_EVERY_S = 0.01
 _AGAIN_TRIES = 100
+_HANDLED_LOOKS = 1000
 
 
 def _send_again(sig: signal.Signals) -> None:
     """The swallowed stop signal sent again a moment later, and again while each one lands in
     `_unraisable` itself (`_Pending.resend`: the thread's start can outlast the moment, on a
-    loaded box, and a signal raised in the hook was lost: 2 runs in 160, 4 at once)."""
+    loaded box, and a signal raised in the hook was lost: 2 runs in 160, 4 at once). After each
+    signal it waits for the handler to have run (`_Pending.handled`) before it judges: it
+    looked 10 ms after, and on a box at load 9 the main thread had not run the handler yet,
+    ran it in the hook after this thread had returned, and the command ran on."""
     pid = os.getpid()
     time.sleep(_AGAIN_EVERY_S)
-    os.kill(pid, sig)
     for _ in range(_AGAIN_TRIES):
-        time.sleep(_AGAIN_EVERY_S)
-        if not _Pending.resend:
-            return
+        seen = _Pending.handled
         _Pending.resend = False
         os.kill(pid, sig)
+        for _ in range(_HANDLED_LOOKS):
+            time.sleep(_AGAIN_EVERY_S)
+            if _Pending.handled != seen:
+                break
+        if not _Pending.resend:
+            return
 
 
 _previous_hook = sys.unraisablehook

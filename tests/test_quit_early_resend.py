@@ -8,6 +8,7 @@ every run (`test_stop_anytime.py` runs the real one in a process).
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -53,7 +54,7 @@ def test_a_signal_whose_handler_runs_late_inside_the_hook_is_sent_once_more(
         # The first lands in the hook late; the second where it can raise.
         _handler_runs_late(0.05, in_hook=len(kills) == 1)
 
-    monkeypatch.setattr(quit_early.os, "kill", kill)
+    monkeypatch.setattr(os, "kill", kill)
     sender = threading.Thread(target=quit_early._send_again, args=(signal.SIGTERM,))
     sender.start()
     sender.join(5)
@@ -68,7 +69,7 @@ def test_a_signal_whose_handler_raised_is_not_sent_again(monkeypatch: pytest.Mon
         kills.append(sig)
         _handler_runs_late(0.03, in_hook=False)
 
-    monkeypatch.setattr(quit_early.os, "kill", kill)
+    monkeypatch.setattr(os, "kill", kill)
     sender = threading.Thread(target=quit_early._send_again, args=(signal.SIGTERM,))
     sender.start()
     sender.join(5)

@@ -118,10 +118,12 @@ async def watch(a: argparse.Namespace, work: Path, logs: list[str], status_url: 
     try:
         app = dashboard_app(rt)
         async with app.run_test(size=(width, height)) as pilot:
-            # One screen each `every_s` of the run, however late the dashboard came up: on a
-            # loaded box its start outlasted the first period and a screen was never taken.
+            # One screen each `every_s` from the dashboard's start, however late it came up:
+            # counted from before it, on a loaded box its start outlasted the first period and
+            # a screen was never taken (or, caught up, two were taken at once).
+            up = time.monotonic() - t0
             for i in range(max(1, math.ceil(a.seconds / a.every_s - 1e-9))):
-                due = min((i + 1) * a.every_s, a.seconds)
+                due = up + min((i + 1) * a.every_s, a.seconds)
                 await asyncio.sleep(max(0.0, due - (time.monotonic() - t0)))
                 await pilot.pause()
                 seen.take(time.monotonic() - t0, f"{width}x{height}", app)
@@ -209,6 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu", type=int, default=0)
     ap.add_argument("--smoke", action="store_true", help="sim:pageable, no GPU, no load")
     a = ap.parse_args(argv)
+    if not a.every_s > 0 or not a.seconds > 0:
+        ap.error("--every-s and --seconds must be above 0")
     with tempfile.TemporaryDirectory(prefix="gapwatch-pane-") as tmp:
         work = Path(tmp)
         load = None

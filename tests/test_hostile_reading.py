@@ -406,6 +406,25 @@ def test_a_silent_fifos_wait_ends_at_its_bound_not_at_the_next_quarter_second(
     assert asked_ms and max(asked_ms) <= 50, asked_ms
 
 
+def test_a_fifo_waited_on_without_a_bound_is_heard_not_an_overflow(tmp_path: Path) -> None:
+    """An infinite bound (no caller passes one today) waits in whole slices: cutting each to
+    what is left of infinity raised OverflowError."""
+    import math
+
+    from gapwatch.base import input_files
+
+    fifo = tmp_path / "heard.fifo"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    try:
+        os.write(writer, b"line\n")
+        assert input_files.fifo_heard(fd, math.inf)
+    finally:
+        os.close(writer)
+        os.close(fd)
+
+
 def test_a_recording_fifo_with_a_writer_is_opened_once_and_exported_whole(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -57,7 +57,8 @@ def fifo_heard(fd: int, within_s: float) -> bool:
     poller.register(fd, select.POLLIN | select.POLLHUP)
     deadline_s = time.monotonic() + within_s
     while True:
-        left_ms = math.ceil((deadline_s - time.monotonic()) * 1000)
+        left_s = deadline_s - time.monotonic()
+        left_ms = math.ceil(left_s * 1000) if math.isfinite(left_s) else _SLICE_MS
         if poller.poll(max(0, min(_SLICE_MS, left_ms))):
             return True
         if time.monotonic() >= deadline_s:

@@ -70,7 +70,14 @@ _AGAIN_AFTER_S = 2.0
 
 
 def _stop(signum: int, frame: FrameType | None) -> None:
-    _Pending.handled += 1
+    try:
+        _raise_stop(signum)
+    finally:
+        # Last, once `resend` says what became of it: `_send_again` judges it after this.
+        _Pending.handled += 1
+
+
+def _raise_stop(signum: int) -> None:
     if _Pending.in_hook:
         _Pending.resend = True  # `_send_again` sends it once the hook is over
         return

@@ -236,31 +236,8 @@ class ChainingMeter:
         # Clamped to 0..1 (NaN stays NaN, as min/max would leave it).
         busy = 0.0 if pct < 0.0 else 1.0 if pct > 100.0 else pct / 100.0
         util = s.gpu_util_pct
-        # GPU-Util beside busy (`gapwatch.core.util_figure`, inline on this per-sample path):
-        # readings only (not None, NaN or negative); a stale GPM reading (no new interval: the
-        # next one covers it) is left out, as the detector leaves it out. A reading moving
-        # data is never stale: that test first, before the call.
-        if util is not None and util >= 0.0 and pct >= 0.0 and (
-                pct != 0.0 or s.pcie_rx_bytes_per_s or s.sm_source not in GPM_LIKE_SOURCES
-                or not is_stale_gpm(pct, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
-                                    s.interval_ns)):
-            cover = end - start
-            # A reading after a hole (a spacing above `nodata_after_periods` x the expected
-            # one) covers one expected period, as the detector counts it (`_hole`): GPU-Util is
-            # NVML's average over its own short period, never over a 30 s stall.
-            n = g.util_n
-            g.util_covers[n % _COVERS_KEPT] = cover
-            g.util_n = n = n + 1
-            if n >= 5 and (n <= _COVERS_KEPT or n % 16 == 0):
-                g.util_expected = _median(g.util_covers[:n])
-            expected = g.util_expected
-            if expected is not None and cover > self._nodata * expected:
-                cover = expected
-            util_s = cover if util >= 100.0 else cover * util / 100.0
-            if self._window_s is None:
-                self._util_in_span(g, cover, util_s, pct >= self._idle_sm_pct)
-            else:
-                self._util_in_window(g, s.t_mono_ns // 1_000_000_000, cover, util_s)
+        if util is not None and util >= 0.0 and pct >= 0.0:  # readings (not None, NaN or < 0)
+            self._add_util(g, s, start, end, pct, util)
         samples = g.samples
         samples.append((start, end, busy))
         horizon = end - KEEP_SAMPLES_S
@@ -277,15 +254,38 @@ class ChainingMeter:
         if g.pending:
             self._place_pending(g, end)
 
-    @staticmethod
-    def _util_in_span(g: _Gpu, cover_s: float, util_s: float, busy: bool) -> None:
-        """A reading's GPU-Util into the whole run's sums, and where the working span (first to
-        last busy reading, as the report's busy share) begins and ends in them. Busy by the
-        detector's rule (`readings.busy_reading`): SM activity at or above `idle_sm_pct`."""
+    def _add_util(self, g: _Gpu, s: GpuSample, start: float, end: float, sm_pct: float,
+                  util_pct: float) -> None:
+        """GPU-Util beside busy (`gapwatch.core.util_figure`) over one reading's interval: into
+        the whole run's sums, marking where the working span (first to last busy reading, as
+        the report's busy share) begins and ends in them; live, into its second. A stale GPM
+        reading (no new interval: the next one covers it) is left out, as the detector leaves
+        it out; a reading moving data is never stale (that test first, before the call)."""
+        if sm_pct == 0.0 and not s.pcie_rx_bytes_per_s and s.sm_source in GPM_LIKE_SOURCES \
+                and is_stale_gpm(sm_pct, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
+                                 s.interval_ns):
+            return
+        cover = end - start
+        # A reading after a hole (a spacing above `nodata_after_periods` x the expected one,
+        # the median of the latest) covers one expected period, as the detector counts it
+        # (`_hole`): GPU-Util is NVML's average over its own short period, never over a stall.
+        n = g.util_n
+        g.util_covers[n % _COVERS_KEPT] = cover
+        g.util_n = n = n + 1
+        if n >= 5 and (n <= _COVERS_KEPT or n % 16 == 0):
+            g.util_expected = _median(g.util_covers[:n])
+        expected = g.util_expected
+        if expected is not None and cover > self._nodata * expected:
+            cover = expected
+        util_s = cover if util_pct >= 100.0 else cover * util_pct / 100.0
+        if self._window_s is not None:
+            self._util_in_window(g, s.t_mono_ns // 1_000_000_000, cover, util_s)
+            return
         sums = g.util_total
+        busy = sm_pct >= self._idle_sm_pct  # the detector's rule (`readings.busy_reading`)
         if busy and g.util_first is None:
             g.util_first = (sums.read_s, sums.util_busy_s)
-        sums.read_s += cover_s
+        sums.read_s += cover
         sums.util_busy_s += util_s
         if busy:
             g.util_last = (sums.read_s, sums.util_busy_s)

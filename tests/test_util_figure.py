@@ -6,10 +6,11 @@ interval; the report, the dashboard's one-GPU health line and the snapshot say i
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from sim_recordings import ran_to_end
+from sim_recordings import ran_to_end, record_sim
 
 from evaluation.simulate import simulate
 from gapwatch.config import Config, build_config
@@ -94,6 +95,29 @@ def test_a_reading_after_a_sampler_stall_counts_one_period_as_the_detector_count
     assert f.util_share == pytest.approx(5.2 / 10.2)
 
 
+def test_gpu_utils_span_is_the_reports_working_span_across_holes(tmp_path: Path) -> None:
+    """"Over the same span" holds where the data has holes (a 3 s one, and a 30 s sampler
+    stall): the meter learns its own expected period and the detector its own, and both count
+    one period after a hole."""
+    rec, _ = record_sim(tmp_path, "pageable", 120.0)
+    lines = rec.read_text().splitlines()
+    kept, t0 = lines[:1], None
+    for line in lines[1:]:
+        doc = json.loads(line)
+        if doc.get("type") == "gpu":
+            t = doc["t_mono_ns"] / 1e9
+            t0 = t if t0 is None else t0
+            if 40 < t - t0 < 43 or 70 < t - t0 < 100:
+                continue
+        kept.append(line)
+    holed = tmp_path / "holed.jsonl"
+    holed.write_text("\n".join(kept) + "\n")
+    r = build_report(holed, Config())
+    (t,) = r.totals
+    assert t.active_s < 90.0  # the holes are out of the span, as the report counts it
+    assert r.util[0].read_s == pytest.approx(t.active_s, abs=0.2)
+
+
 def test_a_reading_without_both_figures_counts_for_nothing_and_none_is_no_figure() -> None:
     meter = _meter()
     for i in range(50):  # GPU-Util missing: nothing to hold the SMs against
@@ -104,6 +128,16 @@ def test_a_reading_without_both_figures_counts_for_nothing_and_none_is_no_figure
     assert meter.util_figures() == {}
     meter.add_sample(_sample(100, sm=95.0, util=40.0))  # 0.1 s: under a second is no figure
     assert meter.util_figure(0) is None
+
+
+def test_gpu_util_well_under_the_busy_share_is_said_less_not_about_the_same() -> None:
+    meter = _meter()
+    for i in range(100):
+        meter.add_sample(_sample(i, sm=95.0, util=30.0))
+    f = meter.util_figure(0)
+    assert f is not None
+    assert f.words(1.0).endswith(": 7.0 s less busy than the SMs")
+    assert f.excess_s(1.0) == 0.0
 
 
 def test_a_gpu_never_busy_has_no_working_span_and_no_figure() -> None:

@@ -47,12 +47,7 @@ from typing import Final, Literal
 from gapwatch.core.bounds import MAX_PERIOD_MS
 from gapwatch.core.config import DetectorConfig
 from gapwatch.core.models import CopyRecord, GpuInfo, GpuSample
-from gapwatch.core.readings import (
-    GPM_LIKE_SOURCES,
-    SHORTEST_PERIOD_NS,
-    interval_belied,
-    is_stale_gpm,
-)
+from gapwatch.core.readings import SHORTEST_PERIOD_NS, busy_reading, interval_belied
 from gapwatch.core.util_figure import UtilFigure, UtilSums
 
 #: Bucket length of the sums (s of data time).
@@ -196,7 +191,6 @@ class ChainingMeter:
                  window_s: float | None = WINDOW_S) -> None:
         self._config = config
         self._lag_s = config.gpm_lag_ms / 1000.0
-        self._idle_sm_pct = config.idle_sm_pct
         #: GPU-Util's live window: the detector's (whole seconds), which the header's busy is of.
         self._util_window_s = config.window_seconds
         self._nodata = config.nodata_after_periods
@@ -237,7 +231,7 @@ class ChainingMeter:
         busy = 0.0 if pct < 0.0 else 1.0 if pct > 100.0 else pct / 100.0
         util = s.gpu_util_pct
         if util is not None and util >= 0.0 and pct >= 0.0:  # readings (not None, NaN or < 0)
-            self._add_util(g, s, start, end, pct, util)
+            self._add_util(g, s, start, end, util)
         samples = g.samples
         samples.append((start, end, busy))
         horizon = end - KEEP_SAMPLES_S
@@ -254,16 +248,16 @@ class ChainingMeter:
         if g.pending:
             self._place_pending(g, end)
 
-    def _add_util(self, g: _Gpu, s: GpuSample, start: float, end: float, sm_pct: float,
+    def _add_util(self, g: _Gpu, s: GpuSample, start: float, end: float,
                   util_pct: float) -> None:
         """GPU-Util beside busy (`gapwatch.core.util_figure`) over one reading's interval: into
         the whole run's sums, marking where the working span (first to last busy reading, as
         the report's busy share) begins and ends in them; live, into its second. A stale GPM
         reading (no new interval: the next one covers it) is left out, as the detector leaves
-        it out; a reading moving data is never stale (that test first, before the call)."""
-        if sm_pct == 0.0 and not s.pcie_rx_bytes_per_s and s.sm_source in GPM_LIKE_SOURCES \
-                and is_stale_gpm(sm_pct, s.pcie_rx_bytes_per_s, s.pcie_tx_bytes_per_s,
-                                 s.interval_ns):
+        it out."""
+        # Busy or idle by the detector's own rule, a stale GPM reading none (`busy_reading`).
+        busy = busy_reading(s, self._config, True)
+        if busy is None:
             return
         cover = end - start
         # A reading after a hole (a spacing above `nodata_after_periods` x the expected one,
@@ -282,7 +276,6 @@ class ChainingMeter:
             self._util_in_window(g, s.t_mono_ns // 1_000_000_000, cover, util_s)
             return
         sums = g.util_total
-        busy = sm_pct >= self._idle_sm_pct  # the detector's rule (`readings.busy_reading`)
         if busy and g.util_first is None:
             g.util_first = (sums.read_s, sums.util_busy_s)
         sums.read_s += cover

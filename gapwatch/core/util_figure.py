@@ -5,10 +5,10 @@ time *any* kernel or copy ran, however few SMs the kernel used. Measured on an H
 idle (docs/sampling.md): pinned host-to-device copies read 99.3 %, pageable ones 15.7 % at 7.6
 GB/s and 8-10 % at ~3 GB/s (the copy engine runs only while a staged chunk moves). So a GPU fed
 by pinned copies that its kernels do not overlap reads busy while it computes nothing (the H200
-transfer-bound run: GPU-Util 86 % against busy 22 %), and one starved by pageable copies reads
-about what its SMs did (the H200 pageable recording: 32 % against 33 %); there the gaps hide in
-nvidia-smi's one-second averages, not in the counter (docs/detection.md, "GPU-Util beside
-busy").
+transfer-bound run: GPU-Util 100 % against busy 22 % over its working span, 26.2 s more), and
+one starved by pageable copies reads about what its SMs did (the H200 pageable trace: 64 %
+against 62 %); there the gaps hide in nvidia-smi's one-second averages, not in the counter
+(docs/detection.md, "GPU-Util beside busy").
 
 The figure is GPU-Util's time-weighted average over the readings that hold it and SM activity,
 over the same stretch as the busy share it is held against: offline the working span (the first
@@ -34,8 +34,8 @@ from typing import Final
 
 #: Seconds of readings below which no figure is given (a share of nothing is noise).
 MIN_READ_S: Final = 1.0
-#: GPU-Util above the busy share by less than this (0..1) is "about the busy share", no cause
-#: named: NVML's lag against the detector's gap edges moves it a few points either way (the
+#: GPU-Util within this (0..1) of the busy share either way is "about the busy share", no
+#: cause named: NVML's lag against the detector's gap edges moves it a few points either way (the
 #: H200 host-stall run: 51 % against 50 %, while over the very same readings GPU-Util read
 #: 51.4 % against the SMs' 54.3 %, and 18 of the 22 readings of each gap's closing copy read 0).
 MIN_EXCESS_SHARE: Final = 0.05
@@ -84,15 +84,19 @@ class UtilFigure:
 
     def words(self, busy_share: float | None) -> str:
         """The report's sentence under a GPU's busy share: "GPU-Util (what nvidia-smi shows)
-        86 % over the same span: 21.6 s more of it busy than the SMs (pinned copies, or kernels
-        on few SMs)"."""
+        100 % over the same span: 26.2 s more of it busy than the SMs (copies, or kernels on few
+        SMs)"; within 5 points either way "about the busy share"; further below, "N s less busy
+        than the SMs"."""
         head = (f"GPU-Util (what nvidia-smi shows) {self.util_share * 100:.0f} % over the same "
                 "span")
         excess = self.excess_s(busy_share)
         if excess is None or busy_share is None:
             return head
-        if self.util_share - busy_share < MIN_EXCESS_SHARE:
+        diff = self.util_share - busy_share
+        if abs(diff) < MIN_EXCESS_SHARE:
             return f"{head}: about the busy share"
+        if diff < 0:
+            return f"{head}: {-diff * self.read_s:.1f} s less busy than the SMs"
         return (f"{head}: {excess:.1f} s more of it busy than the SMs (copies, or kernels on "
                 "few SMs)")
 

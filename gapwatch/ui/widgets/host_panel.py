@@ -11,7 +11,6 @@ from __future__ import annotations
 from rich.text import Text
 
 from gapwatch.core import fmt
-from gapwatch.core.hints import CPU_PSI_SHARE_PRESSURE
 from gapwatch.ui.fit import pack_phrases
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.text_lines import TextLines
@@ -56,9 +55,9 @@ class HostPanel(TextLines):
             ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
             ("membw ", fmt.rate(bw), False),
             ("cpu ", fmt.pct(host.cpu_busy_pct), False),
-            # Runnable tasks waiting for a CPU (PSI), over the last tick.
-            ("cpu wait ", fmt.frac_pct(cpu_wait), cpu_wait is not None
-             and cpu_wait >= CPU_PSI_SHARE_PRESSURE),
+            # Runnable tasks waiting for a CPU (PSI), over the last tick: never highlighted,
+            # a loaded box's ticks wait in bursts (a gap's hint judges its mean).
+            ("cpu wait ", fmt.frac_pct(cpu_wait), False),
         ]
         width = self.size.width or self.app.size.width
         lines = []

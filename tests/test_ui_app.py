@@ -406,11 +406,14 @@ async def test_at_80x24_a_toast_too_long_for_its_rows_is_cut_at_a_word_with_its_
 async def test_toasts_that_time_out_leave_nothing_drawn_on_the_pane(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keys: list[str],
 ) -> None:
-    """Three notices of a few lines each, one after another: their toasts are taller than the
-    pane, so Textual's rack scrolls to show the newest, and the layout that removed a toast
-    once it timed out repainted where it was before that scroll. Its text stayed drawn over
-    the charts and the headline (minutes after a replay ended: nothing else repaints there)
-    until a full repaint (`?`, Esc). What the terminal was sent is what a full repaint draws."""
+    """Three notices of a few lines each, one after another. Once, their toasts were taller
+    than the pane, Textual's rack scrolled to show the newest, and the layout that removed a
+    toast once it timed out repainted where it was before that scroll: its text stayed drawn
+    over the charts and the headline until a full repaint (`?`, Esc). Since, the toasts are
+    trimmed to what the pane holds (`toast_room`: one at 80x24, its rows cut), so the rack
+    no longer scrolls here and `repaint_where_toasts_leave` (kept for a rack that would) is
+    not what this pins: that nothing of a timed-out toast stays drawn, whichever rule keeps
+    it so. What the terminal was sent is what a full repaint draws."""
     from textual.widgets._toast import Toast
 
     from gapwatch.core.models import Notice

@@ -15,12 +15,15 @@ from sim_recordings import ran_to_end, record_sim
 from evaluation.simulate import simulate
 from gapwatch.config import Config, build_config
 from gapwatch.core.chaining import ChainingMeter
+from gapwatch.core.codec import gap_json as to_json_gap
 from gapwatch.core.config import DetectorConfig
-from gapwatch.core.models import GpuInfo, GpuSample, SignalSource
+from gapwatch.core.detector import GapDetector
+from gapwatch.core.models import Gap, GpuInfo, GpuSample, SignalSource
 from gapwatch.offline.report import build_report, to_json
 from gapwatch.offline.report_text import format_text
 from gapwatch.sinks.snapshot import SUMMARY_NAME, write_snapshot
 from gapwatch.sources.sim import truth_gaps
+from gapwatch.ui.gap_detail import head_lines
 
 DATA = Path(__file__).parent / "data"
 PERIOD_NS = 100_000_000
@@ -257,3 +260,28 @@ def test_the_live_store_and_summary_md_hold_the_minutes_gpu_util_beside_the_sms(
                             reason="by hand (key s)")
     summary = (folder / SUMMARY_NAME).read_text()
     assert f"| {f.util_share * 100:.0f}% (busy {busy * 100:.0f}%) |" in summary
+
+
+def test_each_gap_says_the_gpu_util_nvidia_smi_showed_through_it() -> None:
+    """The H200's transfer-bound gaps, pinned copies with the SMs idle, read GPU-Util 100 %
+    through each (a GPU-Util dashboard shows them busy); its pageable run's 8-16 %."""
+    bound = build_report(DATA / "h200-e2e" / "transfer-bound" / "rec.jsonl.gz", Config()).gaps
+    assert len(bound) == 18 and all(g.gpu_util_pct == pytest.approx(100.0, abs=0.5) for g in bound)
+    assert head_lines(bound[0])[-1] == ("  GPU-Util (what nvidia-smi shows) through it: 100 %: a "
+                                        "GPU-Util dashboard shows it busy")
+    paged = build_report(DATA / "h200-e2e" / "pageable" / "rec.jsonl.gz", Config()).gaps
+    util = [g.gpu_util_pct for g in paged]
+    assert all(u is not None and 2.0 <= u <= 20.0 for u in util), util
+    assert to_json_gap(paged[0])["gpu_util_pct"] == paged[0].gpu_util_pct
+
+
+def test_a_gap_judged_by_utilization_gpu_alone_has_no_gpu_util_beside_it() -> None:
+    det = GapDetector(DetectorConfig(),
+                      [GpuInfo(index=0, link_bytes_per_s=63e9, sm_source="util")])
+    gaps = []
+    for i in range(60):  # busy, then 2 s idle by utilization.gpu alone, then busy
+        util = 5.0 if 20 <= i < 40 else 95.0
+        for out in det.feed_gpu(_sample(i, sm=None, util=util)):
+            if isinstance(out, Gap) and out.end_s is not None:
+                gaps.append(out)
+    assert gaps and all(g.confidence == "low" and g.gpu_util_pct is None for g in gaps)

@@ -511,6 +511,11 @@ class GapDetector:
             tr.cur_tx_read = True
             if tx > rate:
                 rate = tx
+        if not low:  # GPU-Util beside idle SMs (a GPU judged by it alone says nothing here)
+            util = s.gpu_util_pct
+            if util is not None and util >= 0:
+                tr.util_sum += util * cover
+                tr.util_weight_ns += cover
         if rate >= 0:
             if rate < tr.quiet_below:
                 tr.quiet_ns += cover
@@ -751,8 +756,8 @@ class GapDetector:
         tr.idle_start_ns = start
         tr.idle_start_s = start / _NS + offset
         tr.idle_low_confidence = low
-        tr.rx_sum = tr.tx_sum = 0.0
-        tr.rx_weight_ns = tr.tx_weight_ns = tr.idle_edge_busy_ns = 0
+        tr.rx_sum = tr.tx_sum = tr.util_sum = 0.0
+        tr.rx_weight_ns = tr.tx_weight_ns = tr.util_weight_ns = tr.idle_edge_busy_ns = 0
         tr.quiet_ns = tr.starved_ns = tr.fast_ns = 0
 
     def finish(self) -> list[Gap | StateChange]:
@@ -1083,6 +1088,8 @@ class GapDetector:
             link_current_bytes_per_s=link_down.bytes_per_s if link_down is not None else None,
             prover_cause=said.prover_cause, prover_states=said.prover_states,
             prover_evidence=said.prover_evidence, prover_facts=said.prover_facts,
+            gpu_util_pct=(min(100.0, tr.util_sum / tr.util_weight_ns) if tr.util_weight_ns
+                          else None),
         )  # fmt: skip
 
     def _link_down(self, gpu: int) -> LinkDown | None:

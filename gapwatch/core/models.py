@@ -253,6 +253,11 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: (NVML blind while the driver frees a killed run's pool) are mostly "idle": its first
     #: two gaps on the H200 said "the GPU worked again after it" of readings still idle.
     read_after_hole: AfterHole | None = None
+    #: nvidia-smi's GPU-Util (`utilization.gpu`) during the gap, time-weighted over its idle
+    #: readings judged by SM activity: ~100 where pinned copies ran with the SMs idle, which
+    #: a GPU-Util dashboard shows as busy (docs/detection.md, "GPU-Util beside busy"). None: no
+    #: such reading, a gap judged by utilization.gpu alone, or an older recording's gap line.
+    gpu_util_pct: float | None = None
     type: ClassVar[Literal["gap"]] = "gap"
 
     @property

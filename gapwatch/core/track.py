@@ -41,6 +41,7 @@ class Track:
         "last_busy_wall_offset",
         "idle_start_ns", "idle_start_s", "idle_last_t", "idle_last_wall_offset",
         "idle_low_confidence", "idle_edge_busy_ns", "rx_sum", "rx_weight_ns", "tx_sum",
+        "util_sum", "util_weight_ns",
         "tx_weight_ns", "quiet_below", "starved_below", "quiet_ns", "starved_ns", "fast_ns",
         "gap_id", "kind", "evidence", "last_publish_t",
         "bucket_ids", "bucket_busy_ns", "bucket_cover_ns", "cur_k", "cur_busy_ns", "cur_cover_ns",
@@ -104,6 +105,10 @@ class Track:
         self.rx_weight_ns = 0
         self.tx_sum = 0.0
         self.tx_weight_ns = 0
+        #: GPU-Util (nvidia-smi's figure) during the idle stretch, time-weighted, over its
+        #: samples judged by SM activity: what nvidia-smi showed while the SMs sat idle.
+        self.util_sum = 0.0
+        self.util_weight_ns = 0
         self.quiet_below = 0.0
         self.starved_below = 0.0
         self.quiet_ns = 0

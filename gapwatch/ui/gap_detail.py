@@ -63,6 +63,9 @@ def head_lines(gap: Gap) -> list[str]:
         f"{fmt.rate(gap.pcie_rx_bytes_per_s)}, D2H {fmt.rate(gap.pcie_tx_bytes_per_s)} of a "
         f"{fmt.rate(gap.link_bytes_per_s)} link; judged idle from "
         + ("SM activity" if gap.confidence == "high" else "utilization.gpu only (low confidence)"),
+        *([f"  GPU-Util (what nvidia-smi shows) through it: {gap.gpu_util_pct:.0f} %"
+           + (": a GPU-Util dashboard shows it busy" if gap.gpu_util_pct >= 50 else "")]
+          if gap.gpu_util_pct is not None else []),
     ]
 
 

@@ -264,14 +264,15 @@ def test_the_live_store_and_summary_md_hold_the_minutes_gpu_util_beside_the_sms(
 
 def test_each_gap_says_the_gpu_util_nvidia_smi_showed_through_it() -> None:
     """The H200's transfer-bound gaps, pinned copies with the SMs idle, read GPU-Util 100 %
-    through each (a GPU-Util dashboard shows them busy); its pageable run's 8-16 %."""
+    through each (a GPU-Util dashboard shows them busy); its pageable run's about 7-12 %."""
     bound = build_report(DATA / "h200-e2e" / "transfer-bound" / "rec.jsonl.gz", Config()).gaps
     assert len(bound) == 18 and all(g.gpu_util_pct == pytest.approx(100.0, abs=0.5) for g in bound)
     assert head_lines(bound[0])[-1] == ("  GPU-Util (what nvidia-smi shows) through it: 100 %: a "
                                         "GPU-Util dashboard shows it busy")
     paged = build_report(DATA / "h200-e2e" / "pageable" / "rec.jsonl.gz", Config()).gaps
     util = [g.gpu_util_pct for g in paged]
-    assert all(u is not None and 2.0 <= u <= 20.0 for u in util), util
+    assert all(u is not None and u <= 20.0 for u in util), util
+    assert 5.0 <= sorted(u for u in util if u is not None)[len(util) // 2] <= 15.0
     assert to_json_gap(paged[0])["gpu_util_pct"] == paged[0].gpu_util_pct
 
 
@@ -285,3 +286,21 @@ def test_a_gap_judged_by_utilization_gpu_alone_has_no_gpu_util_beside_it() -> No
             if isinstance(out, Gap) and out.end_s is not None:
                 gaps.append(out)
     assert gaps and all(g.confidence == "low" and g.gpu_util_pct is None for g in gaps)
+
+
+def test_a_gaps_gpu_util_leaves_out_the_readings_nvml_still_averages_the_work_before_into() -> None:
+    """NVML's GPU-Util averages over its own last 200 ms, reported up to a period late: a host
+    stall with no copy at all read 100, 100, then 0 through it, and a 0.5 s gap was said
+    "25 %" (at 50 %, "a GPU-Util dashboard shows it busy")."""
+    det = GapDetector(DetectorConfig(), [GpuInfo(index=0, link_bytes_per_s=63e9)])
+    utils = [100.0] * 20 + [100.0, 100.0, 0.0, 0.0, 0.0] + [100.0] * 20  # busy, idle, busy
+    closed = []
+    for i, util in enumerate(utils):
+        sm = 0.0 if 20 <= i < 25 else 95.0
+        for out in det.feed_gpu(_sample(i, sm=sm, util=util, rx=2e6)):
+            if isinstance(out, Gap) and out.end_s is not None:
+                closed.append(out)
+    (gap,) = closed
+    assert gap.gpu_util_pct == 0.0
+    assert "busy" not in head_lines(gap)[-1]
+

@@ -120,6 +120,12 @@ COUNTER_NAMES: Final = ("out_of_order", "stale_gpm", "no_data", "holes", "retrac
 #: samples look for silent GPUs again (the host's readings failing tick after tick must not
 #: hide a GPU that stops).
 HOST_CLOCK_LOST_NS: Final = 1_000_000_000
+#: GPU-Util is NVML's average over the driver's own last period (200 ms on the H200,
+#: docs/sampling.md), reported up to a period late: an idle stretch's readings that end within
+#: two periods of its start still hold the busy work before it (the H200 host-stall run's
+#: gaps, by tenth of a second in: 70 %, 26 %, then 0 from 0.4 s; one gap read "25 %" of no
+#: copy at all), and a gap's GPU-Util leaves them out (`Gap.gpu_util_pct`).
+UTIL_AVERAGED_NS: Final = 400_000_000
 
 
 class GapDetector:
@@ -511,7 +517,10 @@ class GapDetector:
             tr.cur_tx_read = True
             if tx > rate:
                 rate = tx
-        if not low:  # GPU-Util beside idle SMs (a GPU judged by it alone says nothing here)
+        # GPU-Util beside idle SMs (a GPU judged by it alone says nothing here), from the
+        # readings whose NVML average no longer holds the busy work before the stretch (one
+        # begun after a hole has none before it).
+        if not low and (t - tr.idle_start_ns >= UTIL_AVERAGED_NS or tr.stretch_after_hole):
             util = s.gpu_util_pct
             if util is not None and util >= 0:
                 tr.util_sum += util * cover
@@ -1088,8 +1097,8 @@ class GapDetector:
             link_current_bytes_per_s=link_down.bytes_per_s if link_down is not None else None,
             prover_cause=said.prover_cause, prover_states=said.prover_states,
             prover_evidence=said.prover_evidence, prover_facts=said.prover_facts,
-            gpu_util_pct=(min(100.0, tr.util_sum / tr.util_weight_ns) if tr.util_weight_ns
-                          else None),
+            gpu_util_pct=(min(100.0, tr.util_sum / tr.util_weight_ns)
+                          if tr.util_weight_ns and confidence == "high" else None),
         )  # fmt: skip
 
     def _link_down(self, gpu: int) -> LinkDown | None:

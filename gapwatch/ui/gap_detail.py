@@ -39,6 +39,10 @@ from gapwatch.ui.toasts import repaint_where_toasts_leave
 LOG_AROUND_S = 5.0
 MAX_LOG_LINES = 40
 
+#: A gap's GPU-Util from which the detail says a GPU-Util dashboard shows it busy (pinned
+#: copies with idle SMs read 99-100 %; half is half busy, not busy).
+BUSY_ON_GPU_UTIL = 90.0
+
 _HOST_WORDS = {
     "mem_used_pct_max": ("host memory used, max", "{:.0f} %"),
     "psi_mem_some_share_max": ("tasks stalled on memory (PSI), max", "share"),
@@ -64,7 +68,8 @@ def head_lines(gap: Gap) -> list[str]:
         f"{fmt.rate(gap.link_bytes_per_s)} link; judged idle from "
         + ("SM activity" if gap.confidence == "high" else "utilization.gpu only (low confidence)"),
         *([f"  GPU-Util (what nvidia-smi shows) through it: {gap.gpu_util_pct:.0f} %"
-           + (": a GPU-Util dashboard shows it busy" if gap.gpu_util_pct >= 50 else "")]
+           + (": a GPU-Util dashboard shows it busy" if gap.gpu_util_pct >= BUSY_ON_GPU_UTIL
+              else "")]
           if gap.gpu_util_pct is not None else []),
     ]
 

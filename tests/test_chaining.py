@@ -180,6 +180,8 @@ def test_the_store_feeds_the_figure_and_metrics_serve_it_with_health_and_errors(
            for fam in text_string_to_metric_families(text) for s in fam.samples}
     assert got[("gapwatch_chaining_ratio", (("gpu", "0"),))] == pytest.approx(0.8)
     assert got[("gapwatch_chaining_basis_info", (("basis", "pcie"), ("gpu", "0")))] == 1.0
+    # nvidia-smi's GPU-Util (90 in every sample) over the window the busy share is of.
+    assert got[("gapwatch_gpu_util_window_ratio", (("gpu", "0"),))] == pytest.approx(0.9)
     assert got[("gapwatch_gpu_power_watts", (("gpu", "0"),))] == 650.0
     assert got[("gapwatch_gpu_power_limit_watts", (("gpu", "0"),))] == 700.0
     assert got[("gapwatch_gpu_sm_clock_hertz", (("gpu", "0"),))] == 1.98e9

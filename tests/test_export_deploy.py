@@ -55,6 +55,10 @@ def _served_names() -> set[str]:
     handle = start_exporter(":0", session, status_fn=Status)
     try:
         session.on_gpu_samples([GpuSample(0, 1, 1.0, 100, 50.0, 60.0, 1e9, 1e8, lateness_ns=1)])
+        # Two seconds of readings with GPU-Util beside SM activity: its window figure exists
+        # only from a second of them on.
+        session.on_gpu_samples([GpuSample(0, i * 10**8, 1.0 + i / 10, 10**8, 50.0, 60.0, 1e9, 1e8)
+                                for i in range(1, 21)])
         # A health reading held down by its power cap (every health family exists then).
         session.on_record(GpuHealth(0, 1, 1.0, memory_used_bytes=1 << 30,
                                     memory_total_bytes=141 << 30, temperature_c=50.0,

@@ -60,6 +60,7 @@ from gapwatch.core.models import (
 )
 from gapwatch.core.sizes import TEXT_CHARS, cut_text
 from gapwatch.core.store_snapshot import StoreSnapshot
+from gapwatch.core.util_figure import UtilFigure
 from gapwatch.cuzk.causes import PROVER_CAUSES
 from gapwatch.cuzk.prover import view_of
 from gapwatch.logs.parse import BUILT_IN_KINDS
@@ -190,6 +191,7 @@ class GapwatchCollector:
         yield from _health({gpu: h for gpu, h in snap.health.items() if gpu not in lost})
         yield from _hw_events(gpus, snap.hw_counts)
         yield from _chaining({gpu: f for gpu, f in snap.chaining.items() if gpu not in lost})
+        yield _gpu_util({gpu: f for gpu, f in snap.util.items() if gpu not in lost})
         yield from prover_families(snap.provers, pollers, view_of(snap.pipeline))
         yield from prover_event_families(counts.prover)
         yield from proof_advice
@@ -608,6 +610,18 @@ def _chaining(figures: dict[int, ChainingFigure]) -> Iterator[Metric]:
         ratio.add_metric([str(gpu)], f.share)
         basis.add_metric([str(gpu)], {"basis": f.basis})
     yield from (ratio, basis)
+
+
+def _gpu_util(figures: dict[int, UtilFigure]) -> Metric:
+    """nvidia-smi's GPU-Util over the window `gpu_busy_ratio` is of (`core.util_figure`): the
+    two side by side say what a GPU-Util dashboard hides."""
+    util = _gauge("gpu_util_window_ratio",
+                  "nvidia-smi's GPU-Util (utilization.gpu: any kernel or copy running), averaged "
+                  "over the detector's chaining window, the window gapwatch_gpu_busy_ratio is of; "
+                  "absent without SM activity readings beside it.", ["gpu"])
+    for gpu, f in sorted(figures.items()):
+        util.add_metric([str(gpu)], f.util_share)
+    return util
 
 
 def _threads(threads: list[Any]) -> Iterator[Metric]:

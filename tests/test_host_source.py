@@ -168,7 +168,9 @@ def test_cpu_psi_gives_the_share_of_the_interval_a_runnable_task_waited_for_a_cp
     assert first.psi_cpu_some_share is None  # a rate needs a reading before it
     # 100 ms later the `some` total grew by 45 ms: runnable tasks waited 45 % of the interval.
     write(root, "proc/pressure/cpu", psi(41.0, 5_045_000, 0.0, 0))
-    assert source.read(1100 * MS, 1_796_000_000.1).psi_cpu_some_share == pytest.approx(0.45)
+    second = source.read(1100 * MS, 1_796_000_000.1)
+    assert second.psi_cpu_some_share == pytest.approx(0.45)
+    assert (first.psi_cpu_some_avg10, second.psi_cpu_some_avg10) == (40.0, 41.0)  # the host line
 
 
 def test_a_kernel_without_cpu_psi_has_no_cpu_wait_not_zero(root: Path) -> None:
@@ -176,3 +178,4 @@ def test_a_kernel_without_cpu_psi_has_no_cpu_wait_not_zero(root: Path) -> None:
     source.read(1000 * MS, 1_796_000_000.0)
     s = source.read(1100 * MS, 1_796_000_000.1)
     assert s.psi_cpu_some_share is None and s.psi_mem_some_share is not None
+    assert s.psi_cpu_some_avg10 is None

@@ -138,6 +138,9 @@ class HostSample(Struct, frozen=True, gc=False, tag_field="type", tag="host"):
     #: /proc/pressure/cpu's `some total` (µs): synthesis threads outnumbering the cores. None
     #: where the kernel has no CPU PSI, and in recordings made before it was read.
     psi_cpu_some_share: Share | None = None
+    #: /proc/pressure/cpu's `some avg10` (% of the last 10 s some runnable task waited for a
+    #: CPU): what the host line shows, smoothed as memory's PSI there is.
+    psi_cpu_some_avg10: Pct | None = None
     type: ClassVar[Literal["host"]] = "host"
 
 

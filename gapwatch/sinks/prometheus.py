@@ -442,6 +442,9 @@ class GapwatchCollector:
              h.major_faults_per_s),
             ("host_memory_bandwidth_bytes_per_second", "Memory bandwidth (resctrl MBM).",
              h.mem_bandwidth_bytes_per_s),
+            ("host_cpu_pressure_some_avg10_ratio",
+             "PSI cpu 'some' avg10 (0..1): share of time some runnable task waited for a CPU.",
+             _ratio(h.psi_cpu_some_avg10)),
             ("host_cpu_stall_some_ratio",
              "Share of the last sampling interval in which some runnable task waited for a CPU "
              "(PSI).", h.psi_cpu_some_share),

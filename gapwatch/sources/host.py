@@ -13,7 +13,8 @@ Sources, all read from files under an injectable `root` (tests use fake /proc an
 - /proc/pressure/memory: PSI some/full avg10, and the share of the interval stalled, from the
   cumulative `total` (µs) counters, which react within one tick where avg10 lags by seconds;
 - /proc/pressure/cpu: the share of the interval some runnable task waited for a CPU (its `some
-  total`): synthesis threads outnumbering the cores starve the GPU as surely as a slow copy;
+  total`), and its `some avg10`: synthesis threads outnumbering the cores starve the GPU as
+  surely as a slow copy;
 - /proc/vmstat: major page faults per second (pgmajfault);
 - /sys/fs/resctrl/mon_data/*/mbm_total_bytes: memory bandwidth of the root resctrl group (summed
   over L3 domains), where the kernel and CPU support MBM and resctrl is mounted.
@@ -75,7 +76,7 @@ class ProcHostSource:
         mem_used_pct, available, swap_used = _meminfo(_read(self._meminfo))
         busy, total = _cpu_jiffies(_read(self._stat, 4096))  # only the first line
         some_avg10, some_us, full_avg10, full_us = _psi(_read(self._psi))
-        cpu_some_us = _psi(_read(self._cpu_psi))[1]
+        cpu_some_avg10, cpu_some_us, _, _ = _psi(_read(self._cpu_psi))
         major = _vmstat_field(_read(self._vmstat), b"pgmajfault")
         mbm = self._mbm_total()
 
@@ -112,6 +113,7 @@ class ProcHostSource:
             mem_bandwidth_bytes_per_s=within(_rate(prev.mbm_bytes, mbm, interval_s), 0.0,
                                              MAX_BYTES_PER_S),
             psi_cpu_some_share=_share(prev.cpu_psi_some_us, cpu_some_us, interval_s * 1e6),
+            psi_cpu_some_avg10=_pct(cpu_some_avg10),
         )
 
     def _mbm_total(self) -> int | None:

@@ -525,6 +525,7 @@ class SimProver:
             # threads fit the CPUs, so runnable tasks rarely wait for one (under the hint's 20 %).
             psi_cpu_some_share=None if dt is None else round(
                 min(1.0, max(0.0, 0.02 + 0.08 * p + 0.01 * noise)), 4),
+            psi_cpu_some_avg10=round(100 * (0.02 + 0.08 * p), 2),
         )
 
     def _memory(self, p: float, noise: float) -> tuple[float, int]:

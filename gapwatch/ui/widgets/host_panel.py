@@ -17,6 +17,8 @@ from gapwatch.ui.widgets.text_lines import TextLines
 
 #: PSI "some" avg10 above this (percent) is shown as pressure.
 PSI_WARN_PCT = 10.0
+#: CPU PSI `some avg10` from which the host line highlights `cpu wait` (the hint's 20 %).
+CPU_WAIT_WARN_PCT = 20.0
 
 
 class HostPanel(TextLines):
@@ -44,7 +46,7 @@ class HostPanel(TextLines):
         some = host.psi_mem_some_avg10
         faults = host.major_faults_per_s
         bw = host.mem_bandwidth_bytes_per_s
-        cpu_wait = host.psi_cpu_some_share
+        cpu_wait = host.psi_cpu_some_avg10
         # (label, value, highlighted): one phrase each.
         phrases: list[tuple[str, str, bool]] = [
             ("host mem ", f"{fmt.pct(host.mem_used_pct)} used, "
@@ -55,9 +57,10 @@ class HostPanel(TextLines):
             ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
             ("membw ", fmt.rate(bw), False),
             ("cpu ", fmt.pct(host.cpu_busy_pct), False),
-            # Runnable tasks waiting for a CPU (PSI), over the last tick: never highlighted,
-            # a loaded box's ticks wait in bursts (a gap's hint judges its mean).
-            ("cpu wait ", fmt.frac_pct(cpu_wait), False),
+            # Runnable tasks waiting for a CPU (PSI avg10, smoothed as memory's PSI above: a
+            # loaded box's ticks wait in bursts); a fifth of the time is cores oversubscribed.
+            ("cpu wait ", fmt.pct(cpu_wait, 1), cpu_wait is not None
+             and cpu_wait >= CPU_WAIT_WARN_PCT),
         ]
         width = self.size.width or self.app.size.width
         lines = []

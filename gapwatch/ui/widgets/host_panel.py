@@ -11,14 +11,16 @@ from __future__ import annotations
 from rich.text import Text
 
 from gapwatch.core import fmt
+from gapwatch.core.hints import CPU_PSI_SHARE_PRESSURE
 from gapwatch.ui.fit import pack_phrases
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.text_lines import TextLines
 
 #: PSI "some" avg10 above this (percent) is shown as pressure.
 PSI_WARN_PCT = 10.0
-#: CPU PSI `some avg10` from which the host line highlights `cpu wait` (the hint's 20 %).
-CPU_WAIT_WARN_PCT = 20.0
+#: CPU PSI `some avg10` from which the host line highlights `cpu wait`: the hint's threshold
+#: (`hints.CPU_PSI_SHARE_PRESSURE`, a share), as a percentage.
+CPU_WAIT_WARN_PCT = 100.0 * CPU_PSI_SHARE_PRESSURE
 
 
 class HostPanel(TextLines):

@@ -66,7 +66,8 @@ def _served_names() -> set[str]:
                                     memory_clock_mhz=2619, clocks_event_mask=0x004,
                                     ecc_corrected_total=0, ecc_uncorrected_total=0))
         session.on_record(HostSample(1, 1.0, 100, 40.0, 1 << 30, 0, 10.0, 5.0, 1.0, 0.1,
-                                          0.01, 2.0, 1e10))
+                                          0.01, 2.0, 1e10, psi_cpu_some_share=0.3,
+                                          psi_cpu_some_avg10=25.0))
         store.set_state(StateChange(0, 1, 1.0, "BREAKDOWN", 0.5))
         store.upsert_gap(Gap(1, 0, "pcie_starved", 0, 0.0, None, None, 0.5, 1e9, None, 63e9))
         # A closed gap inside the chaining window: the verdict's payoff exists only then.

@@ -251,11 +251,13 @@ def test_missing_readings_are_absent_never_zero(live: tuple[Session, ScriptedDet
                                       swap_used_bytes=None, cpu_busy_pct=None,
                                       psi_mem_some_avg10=12.5, psi_mem_full_avg10=None,
                                       psi_mem_some_share=None, psi_mem_full_share=None,
-                                      major_faults_per_s=None))
+                                      major_faults_per_s=None, psi_cpu_some_avg10=25.0))
     m = scrape(handle)
     assert m["gapwatch_host_memory_used_ratio"][()] == pytest.approx(0.40)
     assert m["gapwatch_host_memory_pressure_some_avg10_ratio"][()] == pytest.approx(0.125)
+    assert m["gapwatch_host_cpu_pressure_some_avg10_ratio"][()] == pytest.approx(0.25)
     assert "gapwatch_host_memory_available_bytes" not in m
+    assert "gapwatch_host_cpu_stall_some_ratio" not in m  # no share read: absent, never 0
 
 
 def test_a_lost_gpus_last_readings_are_absent_and_its_loss_is_counted(

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gapwatch.config import HostConfig
+from gapwatch.core.models import HostSample
 from gapwatch.sources.host import HostSource, ProcHostSource
 
 MS = 1_000_000
@@ -179,3 +180,23 @@ def test_a_kernel_without_cpu_psi_has_no_cpu_wait_not_zero(root: Path) -> None:
     s = source.read(1100 * MS, 1_796_000_000.1)
     assert s.psi_cpu_some_share is None and s.psi_mem_some_share is not None
     assert s.psi_cpu_some_avg10 is None
+
+
+def _host(cpu_wait_avg10: float | None) -> HostSample:
+    return HostSample(t_mono_ns=1, t_wall_s=1.0, interval_ns=100 * MS, mem_used_pct=40.0,
+                      mem_available_bytes=1 << 30, swap_used_bytes=0, cpu_busy_pct=90.0,
+                      psi_mem_some_avg10=1.0, psi_mem_full_avg10=0.0, psi_mem_some_share=0.0,
+                      psi_mem_full_share=0.0, major_faults_per_s=0.0,
+                      psi_cpu_some_share=0.7, psi_cpu_some_avg10=cpu_wait_avg10)
+
+
+@pytest.mark.parametrize(("avg10", "said", "flagged"),
+                         [(25.0, "25.0%", True), (19.9, "19.9%", False), (None, "n/a", False)])
+def test_the_host_line_says_cpu_wait_as_psis_avg10_flagged_from_a_fifth(
+        avg10: float | None, said: str, flagged: bool) -> None:
+    """The host line shows CPU PSI's avg10, smoothed as memory's PSI beside it (one tick's share,
+    here 0.7, comes in bursts), flagged from the hint's 20 %; no reading is n/a, never 0."""
+    from gapwatch.ui.widgets.host_panel import host_phrases
+
+    (phrase,) = [p for p in host_phrases(_host(avg10)) if p[0] == "cpu wait "]
+    assert phrase == ("cpu wait ", said, flagged)

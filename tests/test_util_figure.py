@@ -7,6 +7,7 @@ interval; the report, the dashboard's one-GPU health line and the snapshot say i
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -304,3 +305,32 @@ def test_a_gaps_gpu_util_leaves_out_the_readings_nvml_still_averages_the_work_be
     assert gap.gpu_util_pct == 0.0
     assert "busy" not in head_lines(gap)[-1]
 
+
+
+def _one_gap(idle: Sequence[tuple[float | None, float]], gpu: GpuInfo | None = None,
+             before: tuple[float | None, float] = (95.0, 100.0)) -> Gap:
+    """The one closed gap of 2 s busy (`before`: SM, GPU-Util), then `idle` readings (SM,
+    GPU-Util), then 2 s busy, 100 ms apart."""
+    det = GapDetector(DetectorConfig(), [gpu or GpuInfo(index=0, link_bytes_per_s=63e9)])
+    readings = [before] * 20 + list(idle) + [(95.0, 100.0)] * 20
+    closed = [out for i, (sm, util) in enumerate(readings)
+              for out in det.feed_gpu(_sample(i, sm=sm, util=util, rx=2e6))
+              if isinstance(out, Gap) and out.end_s is not None]
+    (gap,) = closed
+    return gap
+
+
+@pytest.mark.parametrize(("util", "busy_words"), [(60.0, False), (95.0, True)])
+def test_a_gap_is_said_busy_on_gpu_util_only_from_ninety_percent(util: float,
+                                                                  busy_words: bool) -> None:
+    """Half is half busy: "a GPU-Util dashboard shows it busy" is said from 90 % on."""
+    gap = _one_gap([(0.0, 100.0)] * 3 + [(0.0, util)] * 10)  # the first 300 ms: NVML lags
+    assert gap.gpu_util_pct == pytest.approx(util)
+    assert ("a GPU-Util dashboard shows it busy" in head_lines(gap)[-1]) is busy_words
+
+
+def test_a_gap_judged_partly_by_utilization_gpu_has_no_gpu_util_beside_it() -> None:
+    """A GPU whose SM activity came only partway through a gap: the gap is of low confidence,
+    and its GPU-Util, part of what judged it, is not held against it."""
+    gap = _one_gap([(None, 5.0)] * 5 + [(0.0, 60.0)] * 10, before=(None, 95.0))
+    assert gap.confidence == "low" and gap.gpu_util_pct is None

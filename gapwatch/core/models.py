@@ -257,9 +257,11 @@ class Gap(Struct, frozen=True, gc=False, tag_field="type", tag="gap"):
     #: two gaps on the H200 said "the GPU worked again after it" of readings still idle.
     read_after_hole: AfterHole | None = None
     #: nvidia-smi's GPU-Util (`utilization.gpu`) during the gap, time-weighted over its idle
-    #: readings judged by SM activity: ~100 where pinned copies ran with the SMs idle, which
-    #: a GPU-Util dashboard shows as busy (docs/detection.md, "GPU-Util beside busy"). None: no
-    #: such reading, a gap judged by utilization.gpu alone, or an older recording's gap line.
+    #: readings judged by SM activity from 400 ms into it (NVML's average still holds the work
+    #: before it until then: `detector.UTIL_AVERAGED_NS`): ~100 where pinned copies ran with the
+    #: SMs idle, which a GPU-Util dashboard shows as busy (docs/detection.md, "GPU-Util beside
+    #: busy"). None: no such reading (a gap shorter than that), a gap of low confidence, or an
+    #: older recording's gap line.
     gpu_util_pct: float | None = None
     type: ClassVar[Literal["gap"]] = "gap"
 

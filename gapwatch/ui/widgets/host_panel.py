@@ -12,6 +12,7 @@ from rich.text import Text
 
 from gapwatch.core import fmt
 from gapwatch.core.hints import CPU_PSI_SHARE_PRESSURE
+from gapwatch.core.models import HostSample
 from gapwatch.ui.fit import pack_phrases
 from gapwatch.ui.view import View
 from gapwatch.ui.widgets.text_lines import TextLines
@@ -45,25 +46,7 @@ class HostPanel(TextLines):
             out.append("host ", label)
             out.append("no sample yet")
             return [out]
-        some = host.psi_mem_some_avg10
-        faults = host.major_faults_per_s
-        bw = host.mem_bandwidth_bytes_per_s
-        cpu_wait = host.psi_cpu_some_avg10
-        # (label, value, highlighted): one phrase each.
-        phrases: list[tuple[str, str, bool]] = [
-            ("host mem ", f"{fmt.pct(host.mem_used_pct)} used, "
-                          f"{fmt.size(host.mem_available_bytes)} avail", False),
-            ("swap ", fmt.size(host.swap_used_bytes), False),
-            ("PSI some ", fmt.pct(some, 1), some is not None and some >= PSI_WARN_PCT),
-            ("full ", fmt.pct(host.psi_mem_full_avg10, 1), False),
-            ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
-            ("membw ", fmt.rate(bw), False),
-            ("cpu ", fmt.pct(host.cpu_busy_pct), False),
-            # Runnable tasks waiting for a CPU (PSI avg10, smoothed as memory's PSI above: a
-            # loaded box's ticks wait in bursts); a fifth of the time is cores oversubscribed.
-            ("cpu wait ", fmt.pct(cpu_wait, 1), cpu_wait is not None
-             and cpu_wait >= CPU_WAIT_WARN_PCT),
-        ]
+        phrases = host_phrases(host)
         width = self.size.width or self.app.size.width
         lines = []
         for line in pack_phrases([a + b for a, b, _ in phrases], width):
@@ -76,3 +59,24 @@ class HostPanel(TextLines):
                 out.append(value, warn if hot else "")
             lines.append(out)
         return lines
+
+
+def host_phrases(host: HostSample) -> list[tuple[str, str, bool]]:
+    """The host line's phrases, (label, value, highlighted) each, in display order."""
+    some = host.psi_mem_some_avg10
+    faults = host.major_faults_per_s
+    cpu_wait = host.psi_cpu_some_avg10
+    return [
+        ("host mem ", f"{fmt.pct(host.mem_used_pct)} used, "
+                      f"{fmt.size(host.mem_available_bytes)} avail", False),
+        ("swap ", fmt.size(host.swap_used_bytes), False),
+        ("PSI some ", fmt.pct(some, 1), some is not None and some >= PSI_WARN_PCT),
+        ("full ", fmt.pct(host.psi_mem_full_avg10, 1), False),
+        ("majflt ", "n/a" if faults is None else f"{faults:.0f}/s", False),
+        ("membw ", fmt.rate(host.mem_bandwidth_bytes_per_s), False),
+        ("cpu ", fmt.pct(host.cpu_busy_pct), False),
+        # Runnable tasks waiting for a CPU (PSI avg10, smoothed as memory's PSI above: a loaded
+        # box's ticks wait in bursts); a fifth of the time is cores oversubscribed.
+        ("cpu wait ", fmt.pct(cpu_wait, 1), cpu_wait is not None
+         and cpu_wait >= CPU_WAIT_WARN_PCT),
+    ]

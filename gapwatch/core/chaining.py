@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from statistics import median
 from typing import Final, Literal
 
 from gapwatch.core.bounds import MAX_PERIOD_MS
@@ -266,8 +267,8 @@ class ChainingMeter:
         n = g.util_n
         g.util_covers[n % _COVERS_KEPT] = cover
         g.util_n = n = n + 1
-        if n >= 5 and (n <= _COVERS_KEPT or n % 16 == 0):
-            g.util_expected = _median(g.util_covers[:n])
+        if n >= 5 and (n <= _COVERS_KEPT or n % 16 == 0):  # one late tick teaches nothing
+            g.util_expected = median(g.util_covers[:n])
         expected = g.util_expected
         if expected is not None and cover > self._nodata * expected:
             cover = expected
@@ -486,10 +487,3 @@ def _window_starts(keys: list[int], n: int) -> Iterator[tuple[int, int]]:
         yield k, j
         k += 1
 
-
-def _median(values: list[float]) -> float:
-    """The median of a few intervals (called every 16 readings): one late tick teaches
-    nothing."""
-    sv = sorted(values)
-    h = len(sv) // 2
-    return sv[h] if len(sv) % 2 else (sv[h - 1] + sv[h]) / 2

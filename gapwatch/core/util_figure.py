@@ -43,8 +43,7 @@ MIN_EXCESS_SHARE: Final = 0.05
 
 @dataclass(slots=True)
 class UtilSums:
-    """The sums behind a `UtilFigure`, added to per reading by `ChainingMeter.add_sample`
-    (inline there: it is the per-sample path)."""
+    """The sums behind a `UtilFigure`, added to per reading by `ChainingMeter._add_util`."""
 
     #: Seconds of readings with both SM activity and GPU-Util.
     read_s: float = 0.0
